@@ -1,0 +1,41 @@
+# One command to run the app, one to run the tests. Each sets itself up on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# Reinstall whenever pyproject.toml changes.
+STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: run test setup chromium lint format bench-upload clean
+
+run: $(STAMP)
+	$(PY) -m app serve
+
+test: $(STAMP) chromium
+	bash scripts/pytest.sh
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+chromium:
+	bash scripts/ensure-chromium.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy app
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench-upload: $(STAMP)
+	$(PY) benchmarks/bench_upload.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

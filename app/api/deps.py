@@ -1,0 +1,129 @@
+"""Request dependencies: the database session, the signed-in user, and project roles.
+
+Every permission check goes through `ProjectAccess`; route bodies never check roles.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import OAuth2PasswordBearer
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db.models import Dataset, Project, Role, User
+from app.services import accounts, datasets, projects
+from app.services.errors import Forbidden, NotAuthenticated, NotFound
+
+oauth2_scheme = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/token", auto_error=False)
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    session: Session = request.app.state.session_factory()
+    try:
+        yield session
+    finally:
+        session.rollback()  # anything a route did not commit is discarded
+        session.close()
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def request_secret(request: Request, bearer: str | None) -> str | None:
+    """The bearer token, or else the browser's session cookie."""
+    if bearer:
+        return bearer
+    settings: Settings = request.app.state.settings
+    return request.cookies.get(settings.session_cookie_name)
+
+
+def optional_user(
+    request: Request, session: SessionDep, bearer: Annotated[str | None, Depends(oauth2_scheme)]
+) -> User | None:
+    secret = request_secret(request, bearer)
+    return accounts.user_for_token(session=session, secret=secret) if secret else None
+
+
+def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+    if user is None:
+        raise NotAuthenticated("sign in first: send a bearer token or a session cookie")
+    return user
+
+
+CurrentUser = Annotated[User, Depends(current_user)]
+
+
+def admin_user(user: CurrentUser) -> User:
+    if not user.is_admin:
+        raise Forbidden("only administrators may do this")
+    return user
+
+
+AdminUser = Annotated[User, Depends(admin_user)]
+
+
+@dataclass(frozen=True)
+class ProjectAccess:
+    """The project a request is about, the caller's role in it, and the dataset if any."""
+
+    user: User
+    project: Project
+    role: Role
+    dataset: Dataset | None = None
+
+    def require_dataset(self) -> Dataset:
+        if self.dataset is None:
+            raise NotFound("this request names no dataset")
+        return self.dataset
+
+
+def project_role(minimum: Role) -> Callable[..., ProjectAccess]:
+    """A dependency that finds the project from the path (`project_id` or `dataset_id`) and
+    lets the request through only if the user's role there is at least `minimum`.
+
+    Non-members get 404, as if the project did not exist; members with too small a role get 403.
+    """
+
+    def check(request: Request, session: SessionDep, user: CurrentUser) -> ProjectAccess:
+        params = request.path_params
+        dataset = None
+        if "dataset_id" in params:
+            dataset_id = _path_id(params["dataset_id"], "dataset")
+            dataset = datasets.get_dataset(session=session, dataset_id=dataset_id)
+            project_id = dataset.project_id
+        else:
+            project_id = _path_id(params["project_id"], "project")
+        project = projects.get_project(session=session, project_id=project_id)
+        role = projects.role_in_project(session=session, user=user, project_id=project.id)
+        if role is None:
+            if dataset is not None:
+                raise NotFound(f"no dataset with id {dataset.id}")
+            raise NotFound(f"no project with id {project_id}")
+        if not role.allows(minimum):
+            raise Forbidden(
+                f"your role in project {project.id} is {role.value}; this needs {minimum.value}"
+            )
+        return ProjectAccess(user=user, project=project, role=role, dataset=dataset)
+
+    return check
+
+
+def _path_id(raw: str, what: str) -> int:
+    # Dependencies run before FastAPI validates the path, so check the id here too.
+    try:
+        return int(raw)
+    except ValueError:
+        raise NotFound(f"no {what} with id {raw!r}") from None
+
+
+ViewerAccess = Annotated[ProjectAccess, Depends(project_role(Role.viewer))]
+EditorAccess = Annotated[ProjectAccess, Depends(project_role(Role.editor))]
+OwnerAccess = Annotated[ProjectAccess, Depends(project_role(Role.owner))]

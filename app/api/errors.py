@@ -1,0 +1,26 @@
+"""Every API error leaves as `{"detail": "...", "code": "..."}` with the right status."""
+
+from fastapi.responses import JSONResponse
+
+_CODES = {
+    400: "bad_request",
+    401: "not_authenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_input",
+}
+
+
+def error_response(status: int, detail: str, code: str | None = None) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(
+        {"detail": detail, "code": code or _CODES.get(status, "error")},
+        status_code=status,
+        headers=headers,
+    )
+
+

@@ -1,0 +1,146 @@
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile, status
+from fastapi.responses import StreamingResponse
+
+from app.api.deps import (
+    EditorAccess,
+    OwnerAccess,
+    SessionDep,
+    SettingsDep,
+    ViewerAccess,
+)
+from app.api.schemas.common import ERROR_RESPONSES
+from app.api.uploads import upload_size
+from app.api.schemas.datasets import DatasetRead, DatasetsPage, ItemRead, ItemsPage
+from app.db.session import session_scope
+from app.services import chunks, datasets
+from app.services.errors import InvalidInput
+from app.services.npy_export import npy_stream
+
+router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
+
+Limit = Annotated[int, Query(ge=1, le=10_000)]
+Offset = Annotated[int, Query(ge=0)]
+
+
+@router.get("/projects/{project_id}/datasets", response_model=DatasetsPage)
+def read_datasets(
+    project_id: int, session: SessionDep, access: ViewerAccess, limit: Limit = 100,
+    offset: Offset = 0,
+) -> DatasetsPage:
+    items, total = datasets.list_datasets(
+        session=session, project=access.project, limit=limit, offset=offset
+    )
+    return DatasetsPage(
+        items=[DatasetRead.model_validate(d) for d in items], total=total, limit=limit,
+        offset=offset,
+    )
+
+
+@router.post(
+    "/projects/{project_id}/datasets",
+    response_model=DatasetRead,
+    status_code=status.HTTP_201_CREATED,
+)
+def create_dataset(
+    project_id: int,
+    session: SessionDep,
+    settings: SettingsDep,
+    access: EditorAccess,
+    file: Annotated[UploadFile, File(description="CSV with a header row, NPY, PNG or JPEG")],
+    name: Annotated[str | None, Form(max_length=200)] = None,
+    ground_truth_column: Annotated[str | None, Form(max_length=200)] = None,
+    id_column: Annotated[str | None, Form(max_length=200)] = None,
+) -> DatasetRead:
+    """Upload a dataset. The whole file is validated before anything is stored."""
+    dataset = datasets.import_upload(
+        session=session,
+        project=access.project,
+        user=access.user,
+        name=name or file.filename or "",
+        stream=file.file,
+        filename=file.filename or "",
+        content_type=file.content_type,
+        size=upload_size(file),
+        max_bytes=settings.max_upload_bytes,
+        chunk_rows=settings.chunk_rows,
+        id_column=id_column,
+        ground_truth_column=ground_truth_column,
+    )
+    session.commit()
+    return DatasetRead.model_validate(dataset)
+
+
+@router.get("/datasets/{dataset_id}", response_model=DatasetRead)
+def read_dataset(dataset_id: int, access: ViewerAccess) -> DatasetRead:
+    return DatasetRead.model_validate(access.require_dataset())
+
+
+@router.delete("/datasets/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_dataset(dataset_id: int, session: SessionDep, access: OwnerAccess) -> Response:
+    datasets.delete_dataset(session=session, dataset=access.require_dataset())
+    session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/datasets/{dataset_id}/items", response_model=ItemsPage)
+def read_items(
+    dataset_id: int, session: SessionDep, access: ViewerAccess, limit: Limit = 100,
+    offset: Offset = 0,
+) -> ItemsPage:
+    """Items in row order: id, feature values and ground truth; `total` is the item count."""
+    dataset = access.require_dataset()
+    rows = datasets.read_items(session=session, dataset=dataset, limit=limit, offset=offset)
+    return ItemsPage(
+        items=[ItemRead(**row) for row in rows],
+        total=dataset.n_items if dataset.kind == "table" else 0,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get(
+    "/datasets/{dataset_id}/features",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-npy": {}}}},
+)
+def read_features(dataset_id: int, request: Request, access: ViewerAccess) -> StreamingResponse:
+    """The feature matrix as one NPY file (n_items x n_features), streamed chunk by chunk."""
+    dataset = access.require_dataset()
+    if dataset.kind != "table":
+        raise InvalidInput(f"dataset {dataset.id} is an image awaiting featurization")
+    factory = request.app.state.session_factory
+
+    def body() -> Iterator[bytes]:
+        # The request's session is closed once the route returns; streaming needs its own.
+        with session_scope(factory) as stream_session:
+            blocks = chunks.iter_array_blocks(
+                session=stream_session, dataset_id=dataset.id, kind=datasets.FEATURES,
+                dtype=dataset.dtype, n_columns=dataset.n_features,
+            )
+            yield from npy_stream(
+                blocks, dtype=dataset.dtype, shape=(dataset.n_items, dataset.n_features)
+            )
+
+    return StreamingResponse(
+        body(),
+        media_type="application/x-npy",
+        headers={"Content-Disposition": f'attachment; filename="dataset-{dataset.id}.npy"'},
+    )
+
+
+@router.get(
+    "/datasets/{dataset_id}/image",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}, "image/jpeg": {}}}},
+)
+def read_image(dataset_id: int, session: SessionDep, access: ViewerAccess) -> Response:
+    """The uploaded image file of an image dataset, as it was uploaded."""
+    dataset = access.require_dataset()
+    data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=datasets.IMAGE)
+    if dataset.kind != "image" or data is None:
+        raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
+    media = "image/png" if dataset.meta["image"]["format"] == "PNG" else "image/jpeg"
+    return Response(content=data, media_type=media)

@@ -1,0 +1,82 @@
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from app.api.deps import CurrentUser, OwnerAccess, SessionDep, ViewerAccess
+from app.api.schemas.common import ERROR_RESPONSES
+from app.api.schemas.projects import (
+    MemberRead,
+    MembersPage,
+    MemberWrite,
+    ProjectCreate,
+    ProjectRead,
+    ProjectsPage,
+)
+from app.db.models import Role
+from app.services import projects
+
+router = APIRouter(prefix="/projects", tags=["projects"], responses=ERROR_RESPONSES)
+
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0)]
+
+
+@router.get("", response_model=ProjectsPage)
+def read_projects(
+    session: SessionDep, user: CurrentUser, limit: Limit = 100, offset: Offset = 0
+) -> ProjectsPage:
+    items, total = projects.list_projects(session=session, user=user, limit=limit, offset=offset)
+    return ProjectsPage(
+        items=[ProjectRead.model_validate(p) for p in items], total=total, limit=limit,
+        offset=offset,
+    )
+
+
+@router.post("", response_model=ProjectRead, status_code=status.HTTP_201_CREATED)
+def create_project(project_in: ProjectCreate, session: SessionDep, user: CurrentUser) -> ProjectRead:
+    """Create a project; the caller becomes its owner."""
+    project = projects.create_project(
+        session=session, owner=user, name=project_in.name, description=project_in.description
+    )
+    session.commit()
+    return ProjectRead.model_validate(project)
+
+
+@router.get("/{project_id}", response_model=ProjectRead)
+def read_project(project_id: int, access: ViewerAccess) -> ProjectRead:
+    return ProjectRead.model_validate(access.project)
+
+
+@router.delete("/{project_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_project(project_id: int, session: SessionDep, access: OwnerAccess) -> Response:
+    session.delete(access.project)
+    session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/{project_id}/members", response_model=MembersPage)
+def read_members(project_id: int, session: SessionDep, access: ViewerAccess) -> MembersPage:
+    rows = projects.list_members(session=session, project=access.project)
+    items = [MemberRead(username=u.username, role=Role(m.role)) for m, u in rows]
+    return MembersPage(items=items, total=len(items), limit=len(items), offset=0)
+
+
+@router.put("/{project_id}/members", response_model=MemberRead)
+def set_member(
+    project_id: int, member_in: MemberWrite, session: SessionDep, access: OwnerAccess
+) -> MemberRead:
+    """Add a user to the project or change their role (owners only)."""
+    projects.set_member_role(
+        session=session, project=access.project, username=member_in.username, role=member_in.role
+    )
+    session.commit()
+    return MemberRead(username=member_in.username, role=member_in.role)
+
+
+@router.delete("/{project_id}/members/{username}", status_code=status.HTTP_204_NO_CONTENT)
+def remove_member(
+    project_id: int, username: str, session: SessionDep, access: OwnerAccess
+) -> Response:
+    projects.remove_member(session=session, project=access.project, username=username)
+    session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

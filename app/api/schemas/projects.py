@@ -1,0 +1,43 @@
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.db.models import Role
+
+
+class ProjectCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=5000)
+
+
+class ProjectRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str
+    description: str
+    created_at: datetime
+
+
+class ProjectsPage(BaseModel):
+    items: list[ProjectRead]
+    total: int
+    limit: int
+    offset: int
+
+
+class MemberWrite(BaseModel):
+    username: str = Field(min_length=1, max_length=64)
+    role: Role
+
+
+class MemberRead(BaseModel):
+    username: str
+    role: Role
+
+
+class MembersPage(BaseModel):
+    items: list[MemberRead]
+    total: int
+    limit: int
+    offset: int

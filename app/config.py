@@ -1,0 +1,49 @@
+"""One settings object, read from the environment (and an optional `.env`) at start-up."""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    database_url: str = Field(
+        default=f"sqlite:///{PROJECT_ROOT / 'var' / 'workbench.db'}",
+        description="SQLAlchemy URL. SQLite (embedded default) or postgresql+psycopg://...",
+    )
+    admin_username: str = "admin"
+    admin_password: str | None = None
+    load_demo_data: bool = True
+    migrate_on_start: bool = True
+
+    max_upload_bytes: int = Field(default=1024**3, gt=0)
+    chunk_rows: int = Field(default=65_536, gt=0)
+
+    session_cookie_name: str = "workbench_session"
+    session_cookie_secure: bool = False
+    session_lifetime_hours: int = Field(default=24 * 7, gt=0)
+    access_token_lifetime_minutes: int = Field(default=60 * 24, gt=0)
+
+    @field_validator("database_url")
+    @classmethod
+    def _use_psycopg3(cls, url: str) -> str:
+        # `postgresql://` would make SQLAlchemy look for psycopg2, which we do not ship.
+        if url.startswith("postgresql://"):
+            return "postgresql+psycopg://" + url.removeprefix("postgresql://")
+        if url.startswith("postgres://"):
+            return "postgresql+psycopg://" + url.removeprefix("postgres://")
+        return url
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,20 @@
+"""All ORM models; importing this package registers every table on `Base.metadata`."""
+
+from app.db.models.accounts import ApiToken, User
+from app.db.models.annotations import Annotation
+from app.db.models.datasets import Dataset, DatasetChunk
+from app.db.models.projects import Membership, Project, Role
+from app.db.models.runs import Run, RunResult
+
+__all__ = [
+    "Annotation",
+    "ApiToken",
+    "Dataset",
+    "DatasetChunk",
+    "Membership",
+    "Project",
+    "Role",
+    "Run",
+    "RunResult",
+    "User",
+]

@@ -1,0 +1,52 @@
+"""Engine and session factory. SQLite gets WAL, foreign keys and a busy timeout."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def _ensure_sqlite_directory(database_url: str) -> None:
+    path = make_url(database_url).database
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+def make_engine(database_url: str) -> Engine:
+    if database_url.startswith("sqlite"):
+        _ensure_sqlite_directory(database_url)
+        engine = create_engine(
+            database_url, connect_args={"check_same_thread": False, "timeout": 30}
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(database_url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A unit of work: commit on success, roll back on any error."""
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

@@ -1,0 +1,40 @@
+"""Exception handlers: JSON errors for the API, HTML error pages (or sign-in) for pages."""
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.api.errors import error_response
+from app.services.errors import ServiceError
+from app.web.errors import error_page, is_page_request
+
+
+def _location(loc: tuple[object, ...]) -> str:
+    return ".".join(str(part) for part in loc if part not in ("body", "query", "path", "form"))
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> Response:
+        if is_page_request(request):
+            return error_page(request, exc.status_code, exc.detail)
+        return error_response(exc.status_code, exc.detail, exc.code)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if is_page_request(request):
+            return error_page(request, exc.status_code, str(exc.detail))
+        return error_response(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        messages = [
+            f"{_location(tuple(err.get('loc', ())))}: {err.get('msg', 'invalid')}".lstrip(": ")
+            for err in exc.errors()
+        ]
+        detail = "; ".join(messages) or "invalid request"
+        if is_page_request(request):
+            return error_page(request, 422, detail)
+        return error_response(422, detail, "validation_error")
+

@@ -1,0 +1,51 @@
+"""The ASGI application: `create_app()` wires settings, database, routers and pages."""
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.api.router import api_router
+from app.api.upload_limit import UploadLimitMiddleware
+from app.config import Settings, get_settings
+from app.db.migrate import upgrade_to_head
+from app.db.session import make_engine, make_session_factory, session_scope
+from app.error_handlers import install_error_handlers
+from app.services.bootstrap import bootstrap
+from app.web.pages import router as pages_router
+from app.web.templating import STATIC_DIR
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+    session_factory = make_session_factory(engine)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.migrate_on_start:
+            upgrade_to_head(settings.database_url)
+        with session_scope(session_factory) as session:
+            bootstrap(session=session, settings=settings)
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="Clustering workbench",
+        version="0.1.0",
+        description="Expert-guided semi-supervised clustering: datasets, side information, runs.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = session_factory
+    app.add_middleware(UploadLimitMiddleware, max_upload_bytes=settings.max_upload_bytes)
+    install_error_handlers(app)
+    app.include_router(api_router)
+    app.include_router(pages_router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    return app

@@ -1,0 +1,246 @@
+"""Dataset use cases: import an upload, read items and features, delete.
+
+An upload is parsed and validated completely before the first row is written, and all rows
+are written in the caller's transaction, so a bad file leaves nothing behind.
+"""
+
+from typing import Any, BinaryIO
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, Project, User
+from app.services import chunks
+from app.services.errors import InvalidInput, NotFound, PayloadTooLarge, UnsupportedMediaType
+from app.services.feature_stats import feature_statistics
+from app.services.ingest.csv_table import parse_csv
+from app.services.ingest.detect import detect_format
+from app.services.ingest.image_file import parse_image
+from app.services.ingest.npy_array import parse_npy
+from app.services.ingest.parsed import ParsedImage, ParsedTable
+
+FEATURES = "features"
+ITEM_IDS = "item_ids"
+GROUND_TRUTH = "ground_truth"
+IMAGE = "image"
+
+
+def import_upload(
+    *,
+    session: Session,
+    project: Project,
+    user: User,
+    name: str,
+    stream: BinaryIO,
+    filename: str,
+    content_type: str | None,
+    size: int,
+    max_bytes: int,
+    chunk_rows: int,
+    id_column: str | None = None,
+    ground_truth_column: str | None = None,
+) -> Dataset:
+    name = _valid_name(name or filename)
+    if size > max_bytes:
+        raise PayloadTooLarge(f"the file has {size:,} bytes; the limit is {max_bytes:,} bytes")
+    if size == 0:
+        raise InvalidInput("the file is empty")
+    stream.seek(0)
+    head = stream.read(16)
+    match detect_format(head, filename, content_type):
+        case "image":
+            if id_column or ground_truth_column:
+                raise InvalidInput("id_column and ground_truth_column apply to tables, not images")
+            image = parse_image(stream, filename)
+            return create_image_dataset(
+                session=session, project=project, user=user, name=name, image=image,
+                source_filename=filename,
+            )
+        case "bad_image":
+            raise UnsupportedMediaType(
+                f"{filename!r} was sent as an image but is not a PNG or JPEG file"
+            )
+        case "npy":
+            if id_column or ground_truth_column:
+                raise InvalidInput(
+                    "id_column and ground_truth_column name CSV columns; an NPY array has none"
+                )
+            table = parse_npy(stream)
+        case _:
+            table = parse_csv(stream, id_column=id_column, ground_truth_column=ground_truth_column)
+    return create_table_dataset(
+        session=session,
+        project=project,
+        user=user,
+        name=name,
+        table=table,
+        source_filename=filename,
+        chunk_rows=chunk_rows,
+        id_column=id_column or None,
+        ground_truth_column=ground_truth_column or None,
+    )
+
+
+def create_table_dataset(
+    *,
+    session: Session,
+    project: Project,
+    user: User | None,
+    name: str,
+    table: ParsedTable,
+    source_filename: str,
+    chunk_rows: int,
+    id_column: str | None = None,
+    ground_truth_column: str | None = None,
+) -> Dataset:
+    dataset = Dataset(
+        project_id=project.id,
+        name=_valid_name(name),
+        kind="table",
+        status="ready",
+        n_items=table.n_items,
+        n_features=table.n_features,
+        feature_names=table.feature_names,
+        dtype=np.dtype(table.features.dtype).name,
+        id_column=id_column,
+        ground_truth_column=ground_truth_column,
+        ground_truth_classes=table.ground_truth_classes,
+        source_filename=source_filename,
+        meta={
+            "ignored_columns": table.ignored_columns,
+            "feature_stats": feature_statistics(table.features, table.feature_names),
+        },
+        created_by_id=user.id if user else None,
+    )
+    session.add(dataset)
+    session.flush()
+    chunks.write_array(
+        session=session, dataset_id=dataset.id, kind=FEATURES, array=table.features,
+        chunk_rows=chunk_rows,
+    )
+    if table.item_ids is not None:
+        chunks.write_strings(
+            session=session, dataset_id=dataset.id, kind=ITEM_IDS, values=table.item_ids,
+            chunk_rows=chunk_rows,
+        )
+    if table.ground_truth is not None:
+        chunks.write_array(
+            session=session, dataset_id=dataset.id, kind=GROUND_TRUTH, array=table.ground_truth,
+            chunk_rows=chunk_rows,
+        )
+    return dataset
+
+
+def create_image_dataset(
+    *,
+    session: Session,
+    project: Project,
+    user: User | None,
+    name: str,
+    image: ParsedImage,
+    source_filename: str,
+) -> Dataset:
+    dataset = Dataset(
+        project_id=project.id,
+        name=_valid_name(name),
+        kind="image",
+        # Pixels become items when a featurization recipe is applied (the image issue).
+        status="awaiting_featurization",
+        n_items=image.width * image.height,
+        n_features=0,
+        feature_names=[],
+        source_filename=source_filename,
+        meta={
+            "image": {
+                "format": image.format,
+                "width": image.width,
+                "height": image.height,
+                "mode": image.mode,
+                "bytes": len(image.data),
+            }
+        },
+        created_by_id=user.id if user else None,
+    )
+    session.add(dataset)
+    session.flush()
+    chunks.write_blob(session=session, dataset_id=dataset.id, kind=IMAGE, data=image.data)
+    return dataset
+
+
+def get_dataset(*, session: Session, dataset_id: int) -> Dataset:
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        raise NotFound(f"no dataset with id {dataset_id}")
+    return dataset
+
+
+def list_datasets(
+    *, session: Session, project: Project, limit: int, offset: int
+) -> tuple[list[Dataset], int]:
+    query = select(Dataset).where(Dataset.project_id == project.id)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    rows = session.scalars(query.order_by(Dataset.id).limit(limit).offset(offset)).all()
+    return list(rows), total
+
+
+def delete_dataset(*, session: Session, dataset: Dataset) -> None:
+    session.delete(dataset)  # chunks, annotations and runs go with it (ON DELETE CASCADE)
+    session.flush()
+
+
+def read_items(
+    *, session: Session, dataset: Dataset, limit: int, offset: int
+) -> list[dict[str, Any]]:
+    """Rows [offset, offset + limit) with their id, feature values and ground truth."""
+    if dataset.kind != "table":
+        return []
+    start, stop = offset, min(offset + limit, dataset.n_items)
+    if stop <= start:
+        return []
+    values = chunks.read_array(
+        session=session, dataset_id=dataset.id, kind=FEATURES, dtype=dataset.dtype,
+        n_columns=dataset.n_features, start=start, stop=stop,
+    )
+    ids = (
+        chunks.read_strings(
+            session=session, dataset_id=dataset.id, kind=ITEM_IDS, start=start, stop=stop
+        )
+        if dataset.id_column
+        else [str(i) for i in range(start, stop)]
+    )
+    truth: list[str | None] = [None] * (stop - start)
+    if dataset.ground_truth_classes is not None:
+        codes = chunks.read_array(
+            session=session, dataset_id=dataset.id, kind=GROUND_TRUTH, dtype="int32",
+            n_columns=None, start=start, stop=stop,
+        )
+        classes = dataset.ground_truth_classes
+        truth = [classes[c] if c >= 0 else None for c in codes.tolist()]
+    return [
+        {"index": start + k, "id": ids[k], "values": values[k].tolist(), "ground_truth": truth[k]}
+        for k in range(stop - start)
+    ]
+
+
+def feature_blocks(*, session: Session, dataset: Dataset) -> Any:
+    if dataset.kind != "table":
+        raise InvalidInput(
+            f"dataset {dataset.id} is an image awaiting featurization; it has no features yet"
+        )
+    return chunks.iter_array_blocks(
+        session=session, dataset_id=dataset.id, kind=FEATURES, dtype=dataset.dtype,
+        n_columns=dataset.n_features,
+    )
+
+
+def load_features(*, session: Session, dataset: Dataset) -> np.ndarray:
+    blocks = list(feature_blocks(session=session, dataset=dataset))
+    return np.concatenate(blocks) if blocks else np.empty((0, dataset.n_features))
+
+
+def _valid_name(name: str) -> str:
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise InvalidInput("dataset name must be 1 to 200 characters")
+    return name

@@ -1,0 +1,1 @@
+"""Parsing uploaded files into validated arrays. Nothing here touches the database."""

@@ -1,0 +1,44 @@
+"""NPY arrays: a 2-D (or 1-D, read as one feature) array of real numbers."""
+
+from typing import BinaryIO
+
+import numpy as np
+
+from app.services.errors import InvalidInput
+from app.services.ingest.checks import require_finite, require_nonempty_shape
+from app.services.ingest.parsed import ParsedTable
+
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def parse_npy(stream: BinaryIO) -> ParsedTable:
+    stream.seek(0)
+    try:
+        array = np.load(stream, allow_pickle=False)
+    except ValueError as exc:
+        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
+            raise InvalidInput(
+                "the NPY file holds Python objects; only numeric arrays are accepted"
+            ) from None
+        raise InvalidInput(f"the NPY file is truncated or corrupt ({exc})") from None
+    except (OSError, EOFError) as exc:
+        raise InvalidInput(f"the NPY file is truncated or corrupt ({exc})") from None
+    if not isinstance(array, np.ndarray):
+        raise InvalidInput("expected a single NPY array, not an NPZ archive")
+    if array.dtype.names is not None or array.dtype.kind not in "biuf":
+        raise InvalidInput(
+            f"the NPY array has dtype {array.dtype}; only integer, boolean or real float "
+            "arrays are accepted"
+        )
+    if array.ndim == 1:
+        array = array.reshape(-1, 1)
+    if array.ndim != 2:
+        raise InvalidInput(
+            f"the NPY array has shape {array.shape}; expected (n_items, n_features)"
+        )
+    require_nonempty_shape(array.shape[0], array.shape[1])
+    dtype = np.float32 if array.dtype == np.float32 else np.float64
+    features = np.ascontiguousarray(array, dtype=dtype)
+    names = [f"x{i}" for i in range(features.shape[1])]
+    require_finite(features, names)
+    return ParsedTable(features=features, feature_names=names)

@@ -1,0 +1,209 @@
+"""Server-rendered pages. Each page calls the same services as the JSON API."""
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.api.deps import (
+    CurrentUser,
+    EditorAccess,
+    OwnerAccess,
+    SessionDep,
+    SettingsDep,
+    ViewerAccess,
+
+)
+from app.api.uploads import upload_size
+from app.db.models import Role
+from app.services import accounts, datasets, projects
+from app.services.errors import ServiceError
+from app.web.templating import templates
+
+router = APIRouter(include_in_schema=False)
+
+ITEMS_PER_PAGE = 50
+
+
+def _render(
+    request: Request, template: str, context: dict[str, Any], status_code: int = 200
+) -> HTMLResponse:
+    response: HTMLResponse = templates.TemplateResponse(
+        request, template, context, status_code=status_code
+    )
+    return response
+
+
+def _safe_next(target: str | None) -> str:
+    # Only same-site paths: "//evil.example" or "https://..." would be an open redirect.
+    if target and target.startswith("/") and not target.startswith("//"):
+        return target
+    return "/projects"
+
+
+@router.get("/", response_class=RedirectResponse)
+def index() -> RedirectResponse:
+    return RedirectResponse("/projects", status_code=303)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, next: str | None = None) -> HTMLResponse:
+    return _render(request, "login.html", {"user": None, "next": _safe_next(next), "error": None})
+
+
+@router.post("/login", response_model=None)
+def login(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    username: Annotated[str, Form()],
+    password: Annotated[str, Form()],
+    next: Annotated[str | None, Form()] = None,
+) -> Response:
+    try:
+        user = accounts.authenticate(session=session, username=username, password=password)
+    except ServiceError as exc:
+        context = {"user": None, "next": _safe_next(next), "error": exc.detail,
+                   "username": username}
+        return _render(request, "login.html", context, status_code=exc.status_code)
+    lifetime = timedelta(hours=settings.session_lifetime_hours)
+    _, secret = accounts.issue_token(
+        session=session, user=user, kind="session", name="browser session", lifetime=lifetime
+    )
+    session.commit()
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    response.set_cookie(
+        settings.session_cookie_name,
+        secret,
+        max_age=int(lifetime.total_seconds()),
+        httponly=True,
+        samesite="lax",
+        secure=settings.session_cookie_secure,
+        path="/",
+    )
+    return response
+
+
+@router.post("/logout", response_class=RedirectResponse)
+def logout(request: Request, session: SessionDep, settings: SettingsDep) -> RedirectResponse:
+    secret = request.cookies.get(settings.session_cookie_name)
+    if secret:
+        accounts.revoke_secret(session=session, secret=secret)
+        session.commit()
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(settings.session_cookie_name, path="/")
+    return response
+
+
+@router.get("/projects", response_class=HTMLResponse)
+def projects_page(request: Request, session: SessionDep, user: CurrentUser) -> HTMLResponse:
+    items, total = projects.list_projects(session=session, user=user, limit=1000, offset=0)
+    return _render(request, "projects.html", {"user": user, "projects": items, "total": total})
+
+
+@router.post("/projects", response_class=RedirectResponse)
+def create_project(
+    session: SessionDep,
+    user: CurrentUser,
+    name: Annotated[str, Form()],
+    description: Annotated[str, Form()] = "",
+) -> RedirectResponse:
+    project = projects.create_project(
+        session=session, owner=user, name=name, description=description
+    )
+    session.commit()
+    return RedirectResponse(f"/projects/{project.id}", status_code=303)
+
+
+def _project_context(session: SessionDep, access: ViewerAccess) -> dict[str, Any]:
+    items, total = datasets.list_datasets(
+        session=session, project=access.project, limit=1000, offset=0
+    )
+    members = projects.list_members(session=session, project=access.project)
+    return {
+        "user": access.user,
+        "project": access.project,
+        "role": access.role,
+        "can_edit": access.role.allows(Role.editor),
+        "datasets": items,
+        "members": [(u.username, m.role) for m, u in members],
+        "error": None,
+        "form": {},
+    }
+
+
+@router.get("/projects/{project_id}", response_class=HTMLResponse)
+def project_page(
+    project_id: int, request: Request, session: SessionDep, access: ViewerAccess
+) -> HTMLResponse:
+    return _render(request, "project.html", _project_context(session, access))
+
+
+@router.post("/projects/{project_id}/datasets", response_model=None)
+def upload_dataset(
+    project_id: int,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    access: EditorAccess,
+    file: Annotated[UploadFile, File()],
+    name: Annotated[str, Form()] = "",
+    ground_truth_column: Annotated[str, Form()] = "",
+    id_column: Annotated[str, Form()] = "",
+) -> Response:
+    try:
+        dataset = datasets.import_upload(
+            session=session,
+            project=access.project,
+            user=access.user,
+            name=name or file.filename or "",
+            stream=file.file,
+            filename=file.filename or "",
+            content_type=file.content_type,
+            size=upload_size(file),
+            max_bytes=settings.max_upload_bytes,
+            chunk_rows=settings.chunk_rows,
+            id_column=id_column or None,
+            ground_truth_column=ground_truth_column or None,
+        )
+    except ServiceError as exc:
+        session.rollback()
+        context = _project_context(session, access)
+        context["error"] = exc.detail
+        context["form"] = {"name": name, "ground_truth_column": ground_truth_column,
+                           "id_column": id_column}
+        return _render(request, "project.html", context, status_code=exc.status_code)
+    session.commit()
+    return RedirectResponse(f"/datasets/{dataset.id}", status_code=303)
+
+
+@router.get("/datasets/{dataset_id}", response_class=HTMLResponse)
+def dataset_page(
+    dataset_id: int,
+    request: Request,
+    session: SessionDep,
+    access: ViewerAccess,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> HTMLResponse:
+    dataset = access.require_dataset()
+    rows = datasets.read_items(session=session, dataset=dataset, limit=ITEMS_PER_PAGE, offset=offset)
+    context = {
+        "user": access.user,
+        "project": access.project,
+        "dataset": dataset,
+        "rows": rows,
+        "offset": offset,
+        "limit": ITEMS_PER_PAGE,
+        "can_delete": access.role.allows(Role.owner),
+    }
+    return _render(request, "dataset.html", context)
+
+
+@router.post("/datasets/{dataset_id}/delete", response_class=RedirectResponse)
+def delete_dataset(dataset_id: int, session: SessionDep, access: OwnerAccess) -> RedirectResponse:
+    datasets.delete_dataset(session=session, dataset=access.require_dataset())
+    session.commit()
+    return RedirectResponse(f"/projects/{access.project.id}", status_code=303)
+
+

@@ -1,0 +1,186 @@
+"""Dataset import and reading: CSV, NPY, PNG/JPEG happy paths; items, features, deletion."""
+
+import io
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from PIL import Image
+from sqlalchemy.orm import Session
+
+from tests.conftest import row_counts
+
+pytestmark = pytest.mark.db
+
+
+def upload(client: TestClient, project_id: int, headers: dict[str, str], filename: str,
+           content: bytes, content_type: str = "application/octet-stream", **form: str):  # type: ignore[no-untyped-def]
+    return client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": (filename, content, content_type)},
+        data=form,
+        headers=headers,
+    )
+
+
+def csv_bytes(header: list[str], rows: list[list[object]]) -> bytes:
+    lines = [",".join(header)] + [",".join(str(v) for v in row) for row in rows]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def image_bytes(fmt: str, size: tuple[int, int] = (7, 5)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, (200, 30, 60)).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def test_csv_upload_with_ids_ground_truth_and_a_text_column(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(200, 3)).round(6)
+    classes = ["b", "a", "c", "10", "2"]
+    rows = [
+        [f"item-{i}", *values[i], classes[i % 5], f"note {i}"] for i in range(200)
+    ]
+    body = csv_bytes(["key", "x", "y", "z", "species", "comment"], rows)
+    response = upload(
+        client, project_id, admin_headers, "plants.csv", body, "text/csv",
+        name="Plants", id_column="key", ground_truth_column="species",
+    )
+    assert response.status_code == 201, response.text
+    dataset = response.json()
+    assert dataset["name"] == "Plants"
+    assert dataset["kind"] == "table"
+    assert (dataset["n_items"], dataset["n_features"]) == (200, 3)
+    assert dataset["feature_names"] == ["x", "y", "z"]
+    assert dataset["ground_truth_classes"] == ["2", "10", "a", "b", "c"]
+    assert dataset["meta"]["ignored_columns"] == ["comment"]
+    stats = dataset["meta"]["feature_stats"]
+    assert stats[0]["mean"] == pytest.approx(values[:, 0].mean())
+    assert stats[2]["std"] == pytest.approx(values[:, 2].std())
+
+    # Items straddle chunk boundaries (the tests store 64 rows per chunk).
+    page = client.get(
+        f"/api/v1/datasets/{dataset['id']}/items", params={"limit": 10, "offset": 60},
+        headers=admin_headers,
+    ).json()
+    assert page["total"] == 200
+    assert [item["index"] for item in page["items"]] == list(range(60, 70))
+    assert page["items"][0]["id"] == "item-60"
+    assert page["items"][0]["ground_truth"] == classes[0]
+    assert page["items"][3]["values"] == pytest.approx(values[63])
+    tail = client.get(
+        f"/api/v1/datasets/{dataset['id']}/items", params={"limit": 50, "offset": 190},
+        headers=admin_headers,
+    ).json()
+    assert len(tail["items"]) == 10
+
+    features = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=admin_headers)
+    assert features.status_code == 200
+    assert features.headers["content-type"] == "application/x-npy"
+    np.testing.assert_array_equal(np.load(io.BytesIO(features.content)), values)
+
+
+def test_csv_quirks_are_tolerated(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    # A byte-order mark, quoted headers and values, CRLF line ends, a trailing blank line.
+    body = '\ufeff"a","b"\r\n"1.5",2\r\n3,-4e2\r\n\r\n'.encode()
+    response = upload(client, project_id, admin_headers, "q.csv", body)
+    assert response.status_code == 201, response.text
+    assert response.json()["feature_names"] == ["a", "b"]
+    features = client.get(
+        f"/api/v1/datasets/{response.json()['id']}/features", headers=admin_headers
+    )
+    np.testing.assert_array_equal(np.load(io.BytesIO(features.content)), [[1.5, 2], [3, -400]])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16])
+def test_npy_upload_keeps_values_and_float32(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], dtype: type
+) -> None:
+    array = (np.arange(300 * 4).reshape(300, 4) % 97).astype(dtype)
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    response = upload(client, project_id, admin_headers, "m.npy", buffer.getvalue())
+    assert response.status_code == 201, response.text
+    dataset = response.json()
+    assert (dataset["n_items"], dataset["n_features"]) == (300, 4)
+    assert dataset["dtype"] == ("float32" if dtype == np.float32 else "float64")
+    features = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=admin_headers)
+    np.testing.assert_array_equal(np.load(io.BytesIO(features.content)), array)
+
+
+def test_one_dimensional_npy_is_one_feature(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([1.0, 2.0, 3.0]))
+    response = upload(client, project_id, admin_headers, "v.npy", buffer.getvalue())
+    assert response.status_code == 201
+    assert (response.json()["n_items"], response.json()["n_features"]) == (3, 1)
+
+
+@pytest.mark.parametrize(("fmt", "filename", "mime"), [
+    ("PNG", "pic.png", "image/png"), ("JPEG", "pic.jpg", "image/jpeg"),
+])
+def test_image_upload_is_stored_for_later_featurization(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], fmt: str, filename: str,
+    mime: str,
+) -> None:
+    content = image_bytes(fmt)
+    response = upload(client, project_id, admin_headers, filename, content, mime)
+    assert response.status_code == 201, response.text
+    dataset = response.json()
+    assert dataset["kind"] == "image"
+    assert dataset["status"] == "awaiting_featurization"
+    assert dataset["n_items"] == 35
+    assert dataset["meta"]["image"] == {
+        "format": fmt, "width": 7, "height": 5, "mode": "RGB", "bytes": len(content)
+    }
+    stored = client.get(f"/api/v1/datasets/{dataset['id']}/image", headers=admin_headers)
+    assert stored.content == content
+    assert stored.headers["content-type"] == mime
+    items = client.get(f"/api/v1/datasets/{dataset['id']}/items", headers=admin_headers)
+    assert items.json()["items"] == []
+    features = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=admin_headers)
+    assert features.status_code == 422
+
+
+def test_datasets_are_listed_as_a_page(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    for name in ("one", "two", "three"):
+        upload(client, project_id, admin_headers, f"{name}.csv", b"a\n1\n2\n")
+    page = client.get(
+        f"/api/v1/projects/{project_id}/datasets", params={"limit": 2, "offset": 1},
+        headers=admin_headers,
+    ).json()
+    assert page["total"] == 3
+    assert (page["limit"], page["offset"]) == (2, 1)
+    assert [d["name"] for d in page["items"]] == ["two.csv", "three.csv"]
+
+
+def test_deleting_a_dataset_removes_its_chunks(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session
+) -> None:
+    before = row_counts(session)
+    created = upload(client, project_id, admin_headers, "d.csv", b"a,b\n1,2\n3,4\n").json()
+    assert row_counts(session)["dataset_chunks"] > before["dataset_chunks"]
+    response = client.delete(f"/api/v1/datasets/{created['id']}", headers=admin_headers)
+    assert response.status_code == 204
+    assert row_counts(session) == before
+    missing = client.get(f"/api/v1/datasets/{created['id']}", headers=admin_headers)
+    assert missing.status_code == 404
+
+
+def test_features_are_stored_in_binary_chunks_not_rows_of_numbers(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session
+) -> None:
+    array = np.random.default_rng(1).normal(size=(150, 5))
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    upload(client, project_id, admin_headers, "m.npy", buffer.getvalue())
+    # 150 rows at 64 rows per chunk: three chunks, whatever the number of values.
+    assert row_counts(session)["dataset_chunks"] == 3

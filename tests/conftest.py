@@ -1,0 +1,126 @@
+"""Shared fixtures: a migrated database (SQLite by default, PostgreSQL via TEST_DATABASE_URL),
+an app per test, signed-in clients, and small factories.
+
+Each test starts from empty tables plus the bootstrap admin. Tables are emptied after each
+test rather than rolled back, because background work (the job runner) opens its own sessions.
+"""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, func, select, text
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db.base import Base
+from app.db.migrate import upgrade_to_head
+from app.db.models import Membership, Role
+from app.db.session import make_engine
+from app.main import create_app
+from app.services import accounts
+
+ADMIN_PASSWORD = "admin-password-for-tests"
+PASSWORD = "a-good-password"
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        return Settings(database_url=url).database_url
+    path: Path = tmp_path_factory.mktemp("db") / "test.db"
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(scope="session")
+def db_engine(database_url: str) -> Iterator[Engine]:
+    engine = make_engine(database_url)
+    _drop_everything(engine)
+    upgrade_to_head(database_url)
+    yield engine
+    engine.dispose()
+
+
+def _drop_everything(engine: Engine) -> None:
+    Base.metadata.drop_all(engine)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+
+
+def _empty_tables(engine: Engine) -> None:
+    with engine.begin() as conn:
+        for table in reversed(Base.metadata.sorted_tables):
+            conn.execute(table.delete())
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(
+        database_url=database_url,
+        admin_username="admin",
+        admin_password=ADMIN_PASSWORD,
+        load_demo_data=False,
+        migrate_on_start=False,
+        chunk_rows=64,  # small chunks, so multi-chunk reads are exercised on small data
+    )
+
+
+@pytest.fixture
+def client(db_engine: Engine, settings: Settings) -> Iterator[TestClient]:
+    app = create_app(settings)
+    with TestClient(app) as test_client:
+        yield test_client
+    _empty_tables(db_engine)
+
+
+@pytest.fixture
+def session(client: TestClient) -> Iterator[Session]:
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    with factory() as db_session:
+        yield db_session
+
+
+def token_headers(client: TestClient, username: str, password: str) -> dict[str, str]:
+    response = client.post(
+        "/api/v1/auth/token", data={"username": username, "password": password}
+    )
+    assert response.status_code == 200, response.text
+    return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+
+@pytest.fixture
+def admin_headers(client: TestClient) -> dict[str, str]:
+    return token_headers(client, "admin", ADMIN_PASSWORD)
+
+
+@pytest.fixture
+def make_user(client: TestClient, session: Session):
+    """Create a user (optionally with a role in a project) and return bearer headers."""
+
+    def make(username: str, project_id: int | None = None, role: Role | None = None):
+        user = accounts.create_user(session=session, username=username, password=PASSWORD)
+        if project_id is not None and role is not None:
+            session.add(Membership(project_id=project_id, user_id=user.id, role=role.value))
+        session.commit()
+        return token_headers(client, username, PASSWORD)
+
+    return make
+
+
+@pytest.fixture
+def project_id(client: TestClient, admin_headers: dict[str, str]) -> int:
+    response = client.post("/api/v1/projects", json={"name": "P"}, headers=admin_headers)
+    assert response.status_code == 201
+    return int(response.json()["id"])
+
+
+def row_counts(session: Session) -> dict[str, int]:
+    """Rows per table: tests compare these before and after a rejected request."""
+    session.expire_all()
+    return {
+        table.name: session.scalar(select(func.count()).select_from(table)) or 0
+        for table in Base.metadata.sorted_tables
+    }
