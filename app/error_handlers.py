@@ -37,4 +37,3 @@ def install_error_handlers(app: FastAPI) -> None:
         if is_page_request(request):
             return error_page(request, 422, detail)
         return error_response(422, detail, "validation_error")
-

@@ -84,9 +84,7 @@ def session(client: TestClient) -> Iterator[Session]:
 
 
 def token_headers(client: TestClient, username: str, password: str) -> dict[str, str]:
-    response = client.post(
-        "/api/v1/auth/token", data={"username": username, "password": password}
-    )
+    response = client.post("/api/v1/auth/token", data={"username": username, "password": password})
     assert response.status_code == 200, response.text
     return {"Authorization": f"Bearer {response.json()['access_token']}"}
 

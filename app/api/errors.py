@@ -22,5 +22,3 @@ def error_response(status: int, detail: str, code: str | None = None) -> JSONRes
         status_code=status,
         headers=headers,
     )
-
-

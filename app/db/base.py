@@ -1,4 +1,4 @@
-"""Declarative base with a constraint naming convention, so migrations are stable on every backend."""
+"""Declarative base with a constraint naming convention, so migrations are stable everywhere."""
 
 from datetime import UTC, datetime
 

@@ -15,9 +15,7 @@ TOKEN_KINDS = ("api", "access", "session")
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-def create_user(
-    *, session: Session, username: str, password: str, is_admin: bool = False
-) -> User:
+def create_user(*, session: Session, username: str, password: str, is_admin: bool = False) -> User:
     username = username.strip()
     if not username or len(username) > 64:
         raise InvalidInput("username must be 1 to 64 characters")
@@ -25,7 +23,9 @@ def create_user(
         raise InvalidInput("password must be at least 8 characters")
     if session.scalar(select(User).where(User.username == username)) is not None:
         raise Conflict(f"user {username!r} already exists")
-    user = User(username=username, password_hash=security.hash_password(password), is_admin=is_admin)
+    user = User(
+        username=username, password_hash=security.hash_password(password), is_admin=is_admin
+    )
     session.add(user)
     session.flush()
     return user

@@ -25,10 +25,10 @@ def ensure_admin(*, session: Session, settings: Settings) -> User:
     if not settings.admin_password:
         # Shown once: only the hash is stored.
         print(
-            "\n" + "=" * 64
-            + f"\n  Created admin account\n    username: {admin.username}\n"
+            "\n" + "=" * 64 + f"\n  Created admin account\n    username: {admin.username}\n"
             f"    password: {password}\n  (shown only now; set ADMIN_PASSWORD to choose it)\n"
-            + "=" * 64 + "\n",
+            + "=" * 64
+            + "\n",
             flush=True,
         )
     return admin
@@ -38,18 +38,29 @@ def ensure_demo_project(*, session: Session, settings: Settings, owner: User) ->
     if session.scalar(select(Project).where(Project.name == DEMO_PROJECT)) is not None:
         return None
     project = projects.create_project(
-        session=session, owner=owner, name=DEMO_PROJECT,
+        session=session,
+        owner=owner,
+        name=DEMO_PROJECT,
         description="Datasets that ship with scikit-learn and scikit-image.",
     )
     for name, table in demo_tables():
         datasets.create_table_dataset(
-            session=session, project=project, user=owner, name=name, table=table,
-            source_filename=f"sklearn.datasets.load_{name}", chunk_rows=settings.chunk_rows,
+            session=session,
+            project=project,
+            user=owner,
+            name=name,
+            table=table,
+            source_filename=f"sklearn.datasets.load_{name}",
+            chunk_rows=settings.chunk_rows,
             ground_truth_column="class",
         )
     name, image = demo_image()
     datasets.create_image_dataset(
-        session=session, project=project, user=owner, name=name, image=image,
+        session=session,
+        project=project,
+        user=owner,
+        name=name,
+        image=image,
         source_filename=f"skimage.data.{name}",
     )
     log.info("loaded the demo project")

@@ -66,9 +66,9 @@ def _chunks(
             DatasetChunk.start_row < stop, DatasetChunk.start_row + DatasetChunk.n_rows > start
         )
     # One chunk at a time: the whole matrix is never held as ORM objects at once.
-    for chunk_id in session.scalars(query.with_only_columns(DatasetChunk.id).order_by(
-        DatasetChunk.index
-    )).all():
+    for chunk_id in session.scalars(
+        query.with_only_columns(DatasetChunk.id).order_by(DatasetChunk.index)
+    ).all():
         chunk = session.get(DatasetChunk, chunk_id)
         assert chunk is not None
         yield chunk

@@ -54,7 +54,11 @@ def import_upload(
                 raise InvalidInput("id_column and ground_truth_column apply to tables, not images")
             image = parse_image(stream, filename)
             return create_image_dataset(
-                session=session, project=project, user=user, name=name, image=image,
+                session=session,
+                project=project,
+                user=user,
+                name=name,
+                image=image,
                 source_filename=filename,
             )
         case "bad_image":
@@ -116,17 +120,26 @@ def create_table_dataset(
     session.add(dataset)
     session.flush()
     chunks.write_array(
-        session=session, dataset_id=dataset.id, kind=FEATURES, array=table.features,
+        session=session,
+        dataset_id=dataset.id,
+        kind=FEATURES,
+        array=table.features,
         chunk_rows=chunk_rows,
     )
     if table.item_ids is not None:
         chunks.write_strings(
-            session=session, dataset_id=dataset.id, kind=ITEM_IDS, values=table.item_ids,
+            session=session,
+            dataset_id=dataset.id,
+            kind=ITEM_IDS,
+            values=table.item_ids,
             chunk_rows=chunk_rows,
         )
     if table.ground_truth is not None:
         chunks.write_array(
-            session=session, dataset_id=dataset.id, kind=GROUND_TRUTH, array=table.ground_truth,
+            session=session,
+            dataset_id=dataset.id,
+            kind=GROUND_TRUTH,
+            array=table.ground_truth,
             chunk_rows=chunk_rows,
         )
     return dataset
@@ -199,8 +212,13 @@ def read_items(
     if stop <= start:
         return []
     values = chunks.read_array(
-        session=session, dataset_id=dataset.id, kind=FEATURES, dtype=dataset.dtype,
-        n_columns=dataset.n_features, start=start, stop=stop,
+        session=session,
+        dataset_id=dataset.id,
+        kind=FEATURES,
+        dtype=dataset.dtype,
+        n_columns=dataset.n_features,
+        start=start,
+        stop=stop,
     )
     ids = (
         chunks.read_strings(
@@ -212,8 +230,13 @@ def read_items(
     truth: list[str | None] = [None] * (stop - start)
     if dataset.ground_truth_classes is not None:
         codes = chunks.read_array(
-            session=session, dataset_id=dataset.id, kind=GROUND_TRUTH, dtype="int32",
-            n_columns=None, start=start, stop=stop,
+            session=session,
+            dataset_id=dataset.id,
+            kind=GROUND_TRUTH,
+            dtype="int32",
+            n_columns=None,
+            start=start,
+            stop=stop,
         )
         classes = dataset.ground_truth_classes
         truth = [classes[c] if c >= 0 else None for c in codes.tolist()]
@@ -229,7 +252,10 @@ def feature_blocks(*, session: Session, dataset: Dataset) -> Any:
             f"dataset {dataset.id} is an image awaiting featurization; it has no features yet"
         )
     return chunks.iter_array_blocks(
-        session=session, dataset_id=dataset.id, kind=FEATURES, dtype=dataset.dtype,
+        session=session,
+        dataset_id=dataset.id,
+        kind=FEATURES,
+        dtype=dataset.dtype,
         n_columns=dataset.n_features,
     )
 

@@ -24,11 +24,14 @@ def demo_tables() -> Iterator[tuple[str, ParsedTable]]:
         labels = [target_names[t] for t in bunch.target]  # type: ignore[attr-defined]
         codes, classes = encode_classes(labels)
         features = np.asarray(bunch.data, dtype=np.float64)  # type: ignore[attr-defined]
-        yield name, ParsedTable(
-            features=features,
-            feature_names=[str(f) for f in bunch.feature_names],  # type: ignore[attr-defined]
-            ground_truth=codes,
-            ground_truth_classes=classes,
+        yield (
+            name,
+            ParsedTable(
+                features=features,
+                feature_names=[str(f) for f in bunch.feature_names],  # type: ignore[attr-defined]
+                ground_truth=codes,
+                ground_truth_classes=classes,
+            ),
         )
 
 

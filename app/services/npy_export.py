@@ -6,7 +6,9 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 
-def npy_stream(blocks: Iterable[np.ndarray], *, dtype: str, shape: tuple[int, ...]) -> Iterator[bytes]:
+def npy_stream(
+    blocks: Iterable[np.ndarray], *, dtype: str, shape: tuple[int, ...]
+) -> Iterator[bytes]:
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(
         header,

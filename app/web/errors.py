@@ -21,7 +21,9 @@ def error_page(request: Request, status: int, detail: str) -> Response:
     if status == 401:
         return login_redirect(request)
     response: HTMLResponse = templates.TemplateResponse(
-        request, "error.html", {"status": status, "detail": detail, "user": None},
+        request,
+        "error.html",
+        {"status": status, "detail": detail, "user": None},
         status_code=status,
     )
     return response

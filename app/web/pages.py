@@ -13,7 +13,6 @@ from app.api.deps import (
     SessionDep,
     SettingsDep,
     ViewerAccess,
-
 )
 from app.api.uploads import upload_size
 from app.db.models import Role
@@ -26,12 +25,8 @@ router = APIRouter(include_in_schema=False)
 ITEMS_PER_PAGE = 50
 
 
-def _render(
-    request: Request, template: str, context: dict[str, Any], status_code: int = 200
-) -> HTMLResponse:
-    response: HTMLResponse = templates.TemplateResponse(
-        request, template, context, status_code=status_code
-    )
+def _render(request: Request, template: str, context: dict[str, Any]) -> HTMLResponse:
+    response: HTMLResponse = templates.TemplateResponse(request, template, context)
     return response
 
 
@@ -64,9 +59,14 @@ def login(
     try:
         user = accounts.authenticate(session=session, username=username, password=password)
     except ServiceError as exc:
-        context = {"user": None, "next": _safe_next(next), "error": exc.detail,
-                   "username": username}
-        return _render(request, "login.html", context, status_code=exc.status_code)
+        context = {
+            "user": None,
+            "next": _safe_next(next),
+            "error": exc.detail,
+            "username": username,
+        }
+        # A re-rendered form is a normal page (200); the message says what went wrong.
+        return _render(request, "login.html", context)
     lifetime = timedelta(hours=settings.session_lifetime_hours)
     _, secret = accounts.issue_token(
         session=session, user=user, kind="session", name="browser session", lifetime=lifetime
@@ -98,8 +98,8 @@ def logout(request: Request, session: SessionDep, settings: SettingsDep) -> Redi
 
 @router.get("/projects", response_class=HTMLResponse)
 def projects_page(request: Request, session: SessionDep, user: CurrentUser) -> HTMLResponse:
-    items, total = projects.list_projects(session=session, user=user, limit=1000, offset=0)
-    return _render(request, "projects.html", {"user": user, "projects": items, "total": total})
+    items, _ = projects.list_projects(session=session, user=user, limit=1000, offset=0)
+    return _render(request, "projects.html", {"user": user, "projects": items})
 
 
 @router.post("/projects", response_class=RedirectResponse)
@@ -117,7 +117,7 @@ def create_project(
 
 
 def _project_context(session: SessionDep, access: ViewerAccess) -> dict[str, Any]:
-    items, total = datasets.list_datasets(
+    items, _ = datasets.list_datasets(
         session=session, project=access.project, limit=1000, offset=0
     )
     members = projects.list_members(session=session, project=access.project)
@@ -171,9 +171,12 @@ def upload_dataset(
         session.rollback()
         context = _project_context(session, access)
         context["error"] = exc.detail
-        context["form"] = {"name": name, "ground_truth_column": ground_truth_column,
-                           "id_column": id_column}
-        return _render(request, "project.html", context, status_code=exc.status_code)
+        context["form"] = {
+            "name": name,
+            "ground_truth_column": ground_truth_column,
+            "id_column": id_column,
+        }
+        return _render(request, "project.html", context)
     session.commit()
     return RedirectResponse(f"/datasets/{dataset.id}", status_code=303)
 
@@ -187,7 +190,9 @@ def dataset_page(
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> HTMLResponse:
     dataset = access.require_dataset()
-    rows = datasets.read_items(session=session, dataset=dataset, limit=ITEMS_PER_PAGE, offset=offset)
+    rows = datasets.read_items(
+        session=session, dataset=dataset, limit=ITEMS_PER_PAGE, offset=offset
+    )
     context = {
         "user": access.user,
         "project": access.project,
@@ -205,5 +210,3 @@ def delete_dataset(dataset_id: int, session: SessionDep, access: OwnerAccess) ->
     datasets.delete_dataset(session=session, dataset=access.require_dataset())
     session.commit()
     return RedirectResponse(f"/projects/{access.project.id}", status_code=303)
-
-

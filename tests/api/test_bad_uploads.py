@@ -49,12 +49,19 @@ BAD_UPLOADS = {
     "NaN in CSV": ("n.csv", b"a,b\n1,2\n3,nan\n", {}, 422, ["NaN", "'b'", "row 2"]),
     "inf in CSV": ("i.csv", b"a,b\n1,inf\n3,4\n", {}, 422, ["inf", "'b'", "row 1"]),
     "duplicate ids": (
-        "d.csv", b"id,a\nx,1\ny,2\nx,3\n", {"id_column": "id"}, 422,
+        "d.csv",
+        b"id,a\nx,1\ny,2\nx,3\n",
+        {"id_column": "id"},
+        422,
         ["duplicate id 'x'", "rows 1 and 3"],
     ),
     "unknown id column": ("u.csv", b"a\n1\n", {"id_column": "key"}, 422, ["'key'", "not a column"]),
     "unknown ground-truth column": (
-        "u.csv", b"a\n1\n", {"ground_truth_column": "cls"}, 422, ["'cls'"],
+        "u.csv",
+        b"a\n1\n",
+        {"ground_truth_column": "cls"},
+        422,
+        ["'cls'"],
     ),
     "duplicate header": ("d.csv", b"a,a\n1,2\n", {}, 422, ["'a' appears twice"]),
     "not UTF-8": ("l.csv", "a,b\n1,\u00e9\n".encode("latin-1"), {}, 422, ["not UTF-8"]),
@@ -73,7 +80,10 @@ BAD_UPLOADS = {
 
 @pytest.mark.parametrize("case", list(BAD_UPLOADS))
 def test_bad_upload_is_refused_with_a_clear_message_and_writes_nothing(
-    client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session,
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    session: Session,
     case: str,
 ) -> None:
     filename, content, form, status, words = BAD_UPLOADS[case]

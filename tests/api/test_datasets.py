@@ -13,8 +13,15 @@ from tests.conftest import row_counts
 pytestmark = pytest.mark.db
 
 
-def upload(client: TestClient, project_id: int, headers: dict[str, str], filename: str,
-           content: bytes, content_type: str = "application/octet-stream", **form: str):  # type: ignore[no-untyped-def]
+def upload(
+    client: TestClient,
+    project_id: int,
+    headers: dict[str, str],
+    filename: str,
+    content: bytes,
+    content_type: str = "application/octet-stream",
+    **form: str,
+):  # type: ignore[no-untyped-def]
     return client.post(
         f"/api/v1/projects/{project_id}/datasets",
         files={"file": (filename, content, content_type)},
@@ -40,13 +47,18 @@ def test_csv_upload_with_ids_ground_truth_and_a_text_column(
     rng = np.random.default_rng(0)
     values = rng.normal(size=(200, 3)).round(6)
     classes = ["b", "a", "c", "10", "2"]
-    rows = [
-        [f"item-{i}", *values[i], classes[i % 5], f"note {i}"] for i in range(200)
-    ]
+    rows = [[f"item-{i}", *values[i], classes[i % 5], f"note {i}"] for i in range(200)]
     body = csv_bytes(["key", "x", "y", "z", "species", "comment"], rows)
     response = upload(
-        client, project_id, admin_headers, "plants.csv", body, "text/csv",
-        name="Plants", id_column="key", ground_truth_column="species",
+        client,
+        project_id,
+        admin_headers,
+        "plants.csv",
+        body,
+        "text/csv",
+        name="Plants",
+        id_column="key",
+        ground_truth_column="species",
     )
     assert response.status_code == 201, response.text
     dataset = response.json()
@@ -62,7 +74,8 @@ def test_csv_upload_with_ids_ground_truth_and_a_text_column(
 
     # Items straddle chunk boundaries (the tests store 64 rows per chunk).
     page = client.get(
-        f"/api/v1/datasets/{dataset['id']}/items", params={"limit": 10, "offset": 60},
+        f"/api/v1/datasets/{dataset['id']}/items",
+        params={"limit": 10, "offset": 60},
         headers=admin_headers,
     ).json()
     assert page["total"] == 200
@@ -71,7 +84,8 @@ def test_csv_upload_with_ids_ground_truth_and_a_text_column(
     assert page["items"][0]["ground_truth"] == classes[0]
     assert page["items"][3]["values"] == pytest.approx(values[63])
     tail = client.get(
-        f"/api/v1/datasets/{dataset['id']}/items", params={"limit": 50, "offset": 190},
+        f"/api/v1/datasets/{dataset['id']}/items",
+        params={"limit": 50, "offset": 190},
         headers=admin_headers,
     ).json()
     assert len(tail["items"]) == 10
@@ -122,11 +136,19 @@ def test_one_dimensional_npy_is_one_feature(
     assert (response.json()["n_items"], response.json()["n_features"]) == (3, 1)
 
 
-@pytest.mark.parametrize(("fmt", "filename", "mime"), [
-    ("PNG", "pic.png", "image/png"), ("JPEG", "pic.jpg", "image/jpeg"),
-])
+@pytest.mark.parametrize(
+    ("fmt", "filename", "mime"),
+    [
+        ("PNG", "pic.png", "image/png"),
+        ("JPEG", "pic.jpg", "image/jpeg"),
+    ],
+)
 def test_image_upload_is_stored_for_later_featurization(
-    client: TestClient, project_id: int, admin_headers: dict[str, str], fmt: str, filename: str,
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    fmt: str,
+    filename: str,
     mime: str,
 ) -> None:
     content = image_bytes(fmt)
@@ -137,7 +159,11 @@ def test_image_upload_is_stored_for_later_featurization(
     assert dataset["status"] == "awaiting_featurization"
     assert dataset["n_items"] == 35
     assert dataset["meta"]["image"] == {
-        "format": fmt, "width": 7, "height": 5, "mode": "RGB", "bytes": len(content)
+        "format": fmt,
+        "width": 7,
+        "height": 5,
+        "mode": "RGB",
+        "bytes": len(content),
     }
     stored = client.get(f"/api/v1/datasets/{dataset['id']}/image", headers=admin_headers)
     assert stored.content == content
@@ -154,7 +180,8 @@ def test_datasets_are_listed_as_a_page(
     for name in ("one", "two", "three"):
         upload(client, project_id, admin_headers, f"{name}.csv", b"a\n1\n2\n")
     page = client.get(
-        f"/api/v1/projects/{project_id}/datasets", params={"limit": 2, "offset": 1},
+        f"/api/v1/projects/{project_id}/datasets",
+        params={"limit": 2, "offset": 1},
         headers=admin_headers,
     ).json()
     assert page["total"] == 3

@@ -21,7 +21,10 @@ def create_access_token(
     """OAuth2 password flow: exchange a username and password for a bearer token."""
     user = accounts.authenticate(session=session, username=form.username, password=form.password)
     _, secret = accounts.issue_token(
-        session=session, user=user, kind="access", name="oauth2 password flow",
+        session=session,
+        user=user,
+        kind="access",
+        name="oauth2 password flow",
         lifetime=timedelta(minutes=settings.access_token_lifetime_minutes),
     )
     session.commit()

@@ -12,8 +12,8 @@ from app.api.deps import (
     ViewerAccess,
 )
 from app.api.schemas.common import ERROR_RESPONSES
-from app.api.uploads import upload_size
 from app.api.schemas.datasets import DatasetRead, DatasetsPage, ItemRead, ItemsPage
+from app.api.uploads import upload_size
 from app.db.session import session_scope
 from app.services import chunks, datasets
 from app.services.errors import InvalidInput
@@ -27,14 +27,19 @@ Offset = Annotated[int, Query(ge=0)]
 
 @router.get("/projects/{project_id}/datasets", response_model=DatasetsPage)
 def read_datasets(
-    project_id: int, session: SessionDep, access: ViewerAccess, limit: Limit = 100,
+    project_id: int,
+    session: SessionDep,
+    access: ViewerAccess,
+    limit: Limit = 100,
     offset: Offset = 0,
 ) -> DatasetsPage:
     items, total = datasets.list_datasets(
         session=session, project=access.project, limit=limit, offset=offset
     )
     return DatasetsPage(
-        items=[DatasetRead.model_validate(d) for d in items], total=total, limit=limit,
+        items=[DatasetRead.model_validate(d) for d in items],
+        total=total,
+        limit=limit,
         offset=offset,
     )
 
@@ -87,7 +92,10 @@ def delete_dataset(dataset_id: int, session: SessionDep, access: OwnerAccess) ->
 
 @router.get("/datasets/{dataset_id}/items", response_model=ItemsPage)
 def read_items(
-    dataset_id: int, session: SessionDep, access: ViewerAccess, limit: Limit = 100,
+    dataset_id: int,
+    session: SessionDep,
+    access: ViewerAccess,
+    limit: Limit = 100,
     offset: Offset = 0,
 ) -> ItemsPage:
     """Items in row order: id, feature values and ground truth; `total` is the item count."""
@@ -117,8 +125,11 @@ def read_features(dataset_id: int, request: Request, access: ViewerAccess) -> St
         # The request's session is closed once the route returns; streaming needs its own.
         with session_scope(factory) as stream_session:
             blocks = chunks.iter_array_blocks(
-                session=stream_session, dataset_id=dataset.id, kind=datasets.FEATURES,
-                dtype=dataset.dtype, n_columns=dataset.n_features,
+                session=stream_session,
+                dataset_id=dataset.id,
+                kind=datasets.FEATURES,
+                dtype=dataset.dtype,
+                n_columns=dataset.n_features,
             )
             yield from npy_stream(
                 blocks, dtype=dataset.dtype, shape=(dataset.n_items, dataset.n_features)

@@ -27,13 +27,17 @@ def read_projects(
 ) -> ProjectsPage:
     items, total = projects.list_projects(session=session, user=user, limit=limit, offset=offset)
     return ProjectsPage(
-        items=[ProjectRead.model_validate(p) for p in items], total=total, limit=limit,
+        items=[ProjectRead.model_validate(p) for p in items],
+        total=total,
+        limit=limit,
         offset=offset,
     )
 
 
 @router.post("", response_model=ProjectRead, status_code=status.HTTP_201_CREATED)
-def create_project(project_in: ProjectCreate, session: SessionDep, user: CurrentUser) -> ProjectRead:
+def create_project(
+    project_in: ProjectCreate, session: SessionDep, user: CurrentUser
+) -> ProjectRead:
     """Create a project; the caller becomes its owner."""
     project = projects.create_project(
         session=session, owner=user, name=project_in.name, description=project_in.description

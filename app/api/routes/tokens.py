@@ -34,7 +34,9 @@ def read_api_tokens(
     page = tokens[offset : offset + limit]
     return ApiTokensPage(
         items=[ApiTokenRead.model_validate(t) for t in page],
-        total=len(tokens), limit=limit, offset=offset,
+        total=len(tokens),
+        limit=limit,
+        offset=offset,
     )
 
 

@@ -12,7 +12,9 @@ router = APIRouter(prefix="/users", tags=["users"], responses=ERROR_RESPONSES)
 def create_user(user_in: UserCreate, session: SessionDep, _admin: AdminUser) -> UserRead:
     """Create an account (administrators only)."""
     user = accounts.create_user(
-        session=session, username=user_in.username, password=user_in.password,
+        session=session,
+        username=user_in.username,
+        password=user_in.password,
         is_admin=user_in.is_admin,
     )
     session.commit()

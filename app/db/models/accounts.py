@@ -1,4 +1,4 @@
-"""Users and their hashed bearer tokens (named API tokens, OAuth2 access tokens, browser sessions)."""
+"""Users and their hashed bearer tokens (API tokens, OAuth2 access tokens, browser sessions)."""
 
 from datetime import datetime
 

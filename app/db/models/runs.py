@@ -3,7 +3,17 @@
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, utcnow
@@ -34,9 +44,7 @@ class Run(Base):
 class RunResult(Base):
     __tablename__ = "run_results"
 
-    run_id: Mapped[int] = mapped_column(
-        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
-    )
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     labels: Mapped[bytes] = mapped_column(LargeBinary)  # int32 little-endian, one per item
     memberships: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32, n_items x k
     cluster_params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

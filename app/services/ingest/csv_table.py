@@ -133,7 +133,7 @@ def _scan_rows(
     sample: list[list[str]] = []
     text_values: dict[int, list[str]] = {i: [] for i in text_indices}
     n_rows = 0
-    for n_rows, row in enumerate(_data_rows(stream), start=1):  # noqa: B007
+    for n_rows, row in enumerate(_data_rows(stream), start=1):
         if len(row) != width:
             raise InvalidInput(
                 f"row {n_rows} has {len(row)} fields but the header has {width}; "

@@ -35,7 +35,8 @@ def parse_image(stream: BinaryIO, filename: str) -> ParsedImage:
                 width, height, mode = image.width, image.height, image.mode
                 if width * height > MAX_PIXELS:
                     raise InvalidInput(
-                        f"the image has {width}x{height} pixels; at most {MAX_PIXELS:,} are accepted"
+                        f"the image has {width}x{height} pixels; "
+                        f"at most {MAX_PIXELS:,} are accepted"
                     )
                 image.load()  # decodes every byte: truncation and corruption surface here
     except InvalidInput:

@@ -1,6 +1,6 @@
 """NPY arrays: a 2-D (or 1-D, read as one feature) array of real numbers."""
 
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -33,12 +33,10 @@ def parse_npy(stream: BinaryIO) -> ParsedTable:
     if array.ndim == 1:
         array = array.reshape(-1, 1)
     if array.ndim != 2:
-        raise InvalidInput(
-            f"the NPY array has shape {array.shape}; expected (n_items, n_features)"
-        )
+        raise InvalidInput(f"the NPY array has shape {array.shape}; expected (n_items, n_features)")
     require_nonempty_shape(array.shape[0], array.shape[1])
     dtype = np.float32 if array.dtype == np.float32 else np.float64
-    features = np.ascontiguousarray(array, dtype=dtype)
+    features: np.ndarray[Any, np.dtype[np.floating]] = np.ascontiguousarray(array, dtype=dtype)
     names = [f"x{i}" for i in range(features.shape[1])]
     require_finite(features, names)
     return ParsedTable(features=features, feature_names=names)
