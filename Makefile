@@ -11,7 +11,7 @@ run: $(STAMP)
 	$(PY) -m app serve
 
 test: $(STAMP) chromium
-	bash scripts/pytest.sh
+	bash scripts/pytest.sh $(PYTEST_ARGS)
 
 setup: $(STAMP)
 
