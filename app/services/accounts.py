@@ -1,6 +1,6 @@
 """Users, logins and tokens: the use cases behind sign-in, OAuth2 and named API tokens."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -79,11 +79,11 @@ def user_for_token(*, session: Session, secret: str) -> User | None:
     if token is None or token.revoked_at is not None:
         return None
     now = utcnow()
-    if token.expires_at is not None and _aware(token.expires_at) <= now:
+    if token.expires_at is not None and token.expires_at <= now:
         return None
     if not token.user.is_active:
         return None
-    if token.last_used_at is None or now - _aware(token.last_used_at) > _LAST_USED_RESOLUTION:
+    if token.last_used_at is None or now - token.last_used_at > _LAST_USED_RESOLUTION:
         token.last_used_at = now
         session.commit()
     return token.user
@@ -115,8 +115,3 @@ def revoke_secret(*, session: Session, secret: str) -> None:
     )
     if token is not None and token.revoked_at is None:
         token.revoked_at = utcnow()
-
-
-def _aware(moment: datetime) -> datetime:
-    # SQLite returns naive datetimes; every timestamp we write is UTC.
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -117,9 +117,7 @@ def create_project(
 
 
 def _project_context(session: SessionDep, access: ViewerAccess) -> dict[str, Any]:
-    items, _ = datasets.list_datasets(
-        session=session, project=access.project, limit=1000, offset=0
-    )
+    items, _ = datasets.list_datasets(session=session, project=access.project, limit=1000, offset=0)
     members = projects.list_members(session=session, project=access.project)
     return {
         "user": access.user,
