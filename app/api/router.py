@@ -2,8 +2,28 @@
 
 from fastapi import APIRouter
 
-from app.api.routes import auth, datasets, health, projects, tokens, users
+from app.api.routes import (
+    annotations,
+    auth,
+    datasets,
+    health,
+    projects,
+    side_information,
+    tokens,
+    users,
+    views,
+)
 
 api_router = APIRouter(prefix="/api/v1")
-for module in (health, auth, users, tokens, projects, datasets):
+for module in (
+    health,
+    auth,
+    users,
+    tokens,
+    projects,
+    datasets,
+    views,
+    annotations,
+    side_information,
+):
     api_router.include_router(module.router)

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
-from app.services import chunks
+from app.services import chunks, views
 from app.services.errors import InvalidInput, NotFound, PayloadTooLarge, UnsupportedMediaType
 from app.services.feature_stats import feature_statistics
 from app.services.ingest.csv_table import parse_csv
@@ -142,6 +142,15 @@ def create_table_dataset(
             array=table.ground_truth,
             chunk_rows=chunk_rows,
         )
+    views.store_view(
+        session=session,
+        dataset=dataset,
+        name="PCA",
+        method="pca",
+        params={},
+        coords=views.pca_coordinates(table.features),
+        chunk_rows=chunk_rows,
+    )
     return dataset
 
 

@@ -5,6 +5,7 @@ from app.db.models.annotations import Annotation
 from app.db.models.datasets import Dataset, DatasetChunk
 from app.db.models.projects import Membership, Project, Role
 from app.db.models.runs import Run, RunResult
+from app.db.models.views import View
 
 __all__ = [
     "Annotation",
@@ -17,4 +18,5 @@ __all__ = [
     "Run",
     "RunResult",
     "User",
+    "View",
 ]

@@ -1,4 +1,9 @@
-"""One row per expert act on a dataset. Undo is a soft delete; redo clears `deleted_at`."""
+"""One row per expert act on a dataset. Undo is a soft delete; redo clears `deleted_at`.
+
+`revision` is the dataset revision the act created. `deleted_revision` is the revision its undo
+created while it can still be redone; a new annotation empties the redo stack by clearing it
+(the row stays deleted). Runs store the side information they compiled, so history is exact.
+"""
 
 from datetime import datetime
 from typing import Any
@@ -23,3 +28,4 @@ class Annotation(Base):
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    deleted_revision: Mapped[int | None] = mapped_column(Integer)

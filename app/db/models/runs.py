@@ -33,6 +33,9 @@ class Run(Base):
     progress_cost: Mapped[float | None] = mapped_column(Float)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     error: Mapped[str | None] = mapped_column(Text)
+    # The side information compiled when the run was created (NPZ), so later annotation edits
+    # never change what a run sees.
+    side_information: Mapped[bytes | None] = mapped_column(LargeBinary)
     engine_version: Mapped[str] = mapped_column(String(32), default="")
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

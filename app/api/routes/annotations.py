@@ -1,0 +1,87 @@
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, status
+
+from app.api.deps import EditorAccess, SessionDep, ViewerAccess
+from app.api.schemas.annotations import (
+    AnnotationCreate,
+    AnnotationRead,
+    AnnotationsPage,
+    UndoRedoRead,
+)
+from app.api.schemas.common import ERROR_RESPONSES
+from app.services import annotations
+
+router = APIRouter(
+    prefix="/datasets/{dataset_id}/annotations", tags=["annotations"], responses=ERROR_RESPONSES
+)
+
+
+@router.post("", response_model=AnnotationRead, status_code=status.HTTP_201_CREATED)
+def create_annotation(
+    dataset_id: int,
+    session: SessionDep,
+    access: EditorAccess,
+    annotation_in: Annotated[AnnotationCreate, Body()],
+) -> AnnotationRead:
+    """Record one expert act: a label, a must-link set, a cannot-link between two sets, or a
+    boundary drawn in a view. Items are row positions 0..n_items-1."""
+    body = annotation_in.model_dump(exclude={"kind", "confidence"})
+    annotation = annotations.create_annotation(
+        session=session,
+        dataset=access.require_dataset(),
+        user=access.user,
+        kind=annotation_in.kind,
+        body=body,
+        confidence=getattr(annotation_in, "confidence", None),
+    )
+    session.commit()
+    return AnnotationRead.model_validate(annotation)
+
+
+@router.get("", response_model=AnnotationsPage)
+def read_annotations(
+    dataset_id: int,
+    session: SessionDep,
+    access: ViewerAccess,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    include_deleted: bool = False,
+) -> AnnotationsPage:
+    dataset = access.require_dataset()
+    rows, total = annotations.list_annotations(
+        session=session,
+        dataset=dataset,
+        limit=limit,
+        offset=offset,
+        include_deleted=include_deleted,
+    )
+    return AnnotationsPage(
+        items=[AnnotationRead.model_validate(a) for a in rows],
+        total=total,
+        limit=limit,
+        offset=offset,
+        revision=dataset.revision,
+    )
+
+
+@router.post("/undo", response_model=UndoRedoRead)
+def undo_annotation(dataset_id: int, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
+    """Soft-delete the newest live annotation."""
+    dataset = access.require_dataset()
+    annotation = annotations.undo(session=session, dataset=dataset)
+    session.commit()
+    return UndoRedoRead(
+        annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
+    )
+
+
+@router.post("/redo", response_model=UndoRedoRead)
+def redo_annotation(dataset_id: int, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
+    """Restore the most recently undone annotation (until a new annotation is made)."""
+    dataset = access.require_dataset()
+    annotation = annotations.redo(session=session, dataset=dataset)
+    session.commit()
+    return UndoRedoRead(
+        annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
+    )

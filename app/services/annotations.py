@@ -1,0 +1,183 @@
+"""Annotation use cases: validate and record an expert act, list, undo and redo.
+
+Each act bumps the dataset's revision atomically. Item sets are stored as sorted, unique item
+indices (row positions 0..n_items-1), never expanded into pairs.
+"""
+
+import math
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from app.db.base import utcnow
+from app.db.models import Annotation, Dataset, User, View
+from app.services.errors import Conflict, InvalidInput
+from app.sideinfo.model import BOUNDARY, CANNOT_LINK, LABEL, MUST_LINK, AnnotationRecord
+
+MAX_LABEL_LENGTH = 100
+
+
+def _items(dataset: Dataset, values: list[int], field: str) -> list[int]:
+    if not values:
+        raise InvalidInput(f"{field} is empty")
+    array = np.asarray(values, dtype=np.int64)
+    bad = (array < 0) | (array >= dataset.n_items)
+    if bad.any():
+        raise InvalidInput(
+            f"{field} has item {int(array[bad][0])} out of range; dataset {dataset.id} has "
+            f"items 0 to {dataset.n_items - 1}"
+        )
+    return np.unique(array).tolist()
+
+
+def _label(value: str, field: str) -> str:
+    value = value.strip()
+    if not value or len(value) > MAX_LABEL_LENGTH:
+        raise InvalidInput(f"{field} must be 1 to {MAX_LABEL_LENGTH} characters")
+    return value
+
+
+def validate_payload(
+    *, session: Session, dataset: Dataset, kind: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    if dataset.kind != "table" or dataset.n_items == 0:
+        raise InvalidInput(f"dataset {dataset.id} has no items to annotate yet")
+    if kind == LABEL:
+        return {
+            "items": _items(dataset, body["items"], "items"),
+            "label": _label(body["label"], "label"),
+        }
+    if kind == MUST_LINK:
+        items = _items(dataset, body["items"], "items")
+        if len(items) < 2:
+            raise InvalidInput("a must-link needs at least 2 distinct items")
+        return {"items": items}
+    if kind == CANNOT_LINK:
+        a = _items(dataset, body["items_a"], "items_a")
+        b = _items(dataset, body["items_b"], "items_b")
+        both = sorted(set(a) & set(b))
+        if both:
+            raise InvalidInput(
+                f"item {both[0]} is in both items_a and items_b; it cannot be apart from itself"
+            )
+        return {"items_a": a, "items_b": b}
+    if kind == BOUNDARY:
+        return _boundary(session=session, dataset=dataset, body=body)
+    raise InvalidInput(f"unknown annotation kind {kind!r}")
+
+
+def _boundary(*, session: Session, dataset: Dataset, body: dict[str, Any]) -> dict[str, Any]:
+    view = session.get(View, body["view_id"])
+    if view is None or view.dataset_id != dataset.id:
+        raise InvalidInput(f"dataset {dataset.id} has no view with id {body['view_id']}")
+    points = [[float(x), float(y)] for x, y in body["points"]]
+    if len(points) < 2:
+        raise InvalidInput("a boundary needs at least 2 points")
+    if not all(math.isfinite(v) for point in points for v in point):
+        raise InvalidInput("boundary points must be finite numbers")
+    labels = [_label(v, "labels") for v in body["labels"]]
+    if len(labels) != 2 or labels[0] == labels[1]:
+        raise InvalidInput(
+            "a boundary needs two different side labels: [left/inside, right/outside]"
+        )
+    return {"view_id": view.id, "points": points, "labels": labels}
+
+
+def _next_revision(session: Session, dataset: Dataset) -> int:
+    # One UPDATE ... RETURNING: concurrent writers each get their own revision number.
+    revision = session.execute(
+        update(Dataset)
+        .where(Dataset.id == dataset.id)
+        .values(revision=Dataset.revision + 1)
+        .returning(Dataset.revision)
+    ).scalar_one()
+    session.refresh(dataset, ["revision"])
+    return int(revision)
+
+
+def create_annotation(
+    *,
+    session: Session,
+    dataset: Dataset,
+    user: User,
+    kind: str,
+    body: dict[str, Any],
+    confidence: float | None,
+) -> Annotation:
+    payload = validate_payload(session=session, dataset=dataset, kind=kind, body=body)
+    if confidence is not None and kind not in (MUST_LINK, CANNOT_LINK):
+        raise InvalidInput("only must-link and cannot-link annotations take a confidence")
+    revision = _next_revision(session, dataset)
+    # A new act empties the redo stack.
+    session.execute(
+        update(Annotation)
+        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_revision.is_not(None))
+        .values(deleted_revision=None)
+    )
+    annotation = Annotation(
+        dataset_id=dataset.id,
+        kind=kind,
+        payload=payload,
+        confidence=confidence,
+        revision=revision,
+        author_id=user.id,
+    )
+    session.add(annotation)
+    session.flush()
+    return annotation
+
+
+def list_annotations(
+    *, session: Session, dataset: Dataset, limit: int, offset: int, include_deleted: bool
+) -> tuple[list[Annotation], int]:
+    query = select(Annotation).where(Annotation.dataset_id == dataset.id)
+    if not include_deleted:
+        query = query.where(Annotation.deleted_at.is_(None))
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    rows = session.scalars(query.order_by(Annotation.id).limit(limit).offset(offset)).all()
+    return list(rows), total
+
+
+def undo(*, session: Session, dataset: Dataset) -> Annotation:
+    latest = session.scalar(
+        select(Annotation)
+        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_at.is_(None))
+        .order_by(Annotation.id.desc())
+        .limit(1)
+    )
+    if latest is None:
+        raise Conflict("nothing to undo: the dataset has no live annotations")
+    latest.deleted_revision = _next_revision(session, dataset)
+    latest.deleted_at = utcnow()
+    session.flush()
+    return latest
+
+
+def redo(*, session: Session, dataset: Dataset) -> Annotation:
+    undone = session.scalar(
+        select(Annotation)
+        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_revision.is_not(None))
+        .order_by(Annotation.deleted_revision.desc())
+        .limit(1)
+    )
+    if undone is None:
+        raise Conflict("nothing to redo")
+    _next_revision(session, dataset)
+    undone.deleted_at = None
+    undone.deleted_revision = None
+    session.flush()
+    return undone
+
+
+def live_records(*, session: Session, dataset: Dataset) -> list[AnnotationRecord]:
+    rows = session.execute(
+        select(Annotation.id, Annotation.kind, Annotation.payload, Annotation.confidence)
+        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_at.is_(None))
+        .order_by(Annotation.id)
+    )
+    return [
+        AnnotationRecord(id=r.id, kind=r.kind, payload=r.payload, confidence=r.confidence)
+        for r in rows
+    ]

@@ -1,0 +1,122 @@
+"""2-D views for scatterplots: PCA (made on import), any two features, or UMAP if installed."""
+
+import importlib.util
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, View
+from app.services import chunks
+from app.services.errors import InvalidInput, NotFound
+
+
+def pca_coordinates(features: NDArray[np.floating]) -> NDArray[np.float32]:
+    """The first two principal components (zeros where the data has fewer dimensions)."""
+    centered = np.asarray(features, dtype=np.float64) - features.mean(axis=0)
+    coords = np.zeros((len(features), 2), dtype=np.float32)
+    if len(features) < 2:
+        return coords
+    from sklearn.decomposition import PCA
+
+    k = min(2, features.shape[1], len(features))
+    coords[:, :k] = PCA(n_components=k, svd_solver="auto", random_state=0).fit_transform(centered)
+    return coords
+
+
+def store_view(
+    *,
+    session: Session,
+    dataset: Dataset,
+    name: str,
+    method: str,
+    params: dict[str, object],
+    coords: NDArray[np.floating],
+    chunk_rows: int,
+) -> View:
+    view = View(dataset_id=dataset.id, name=name, method=method, params=params)
+    session.add(view)
+    session.flush()
+    chunks.write_array(
+        session=session,
+        dataset_id=dataset.id,
+        kind=view.chunk_kind,
+        array=np.asarray(coords, dtype=np.float32),
+        chunk_rows=chunk_rows,
+    )
+    return view
+
+
+def _feature_index(dataset: Dataset, feature: str | int, axis: str) -> int:
+    if isinstance(feature, int):
+        if 0 <= feature < dataset.n_features:
+            return feature
+        raise InvalidInput(
+            f"{axis}: feature index {feature} is out of range 0..{dataset.n_features - 1}"
+        )
+    if feature in dataset.feature_names:
+        return dataset.feature_names.index(feature)
+    raise InvalidInput(f"{axis}: dataset {dataset.id} has no feature named {feature!r}")
+
+
+def create_view(
+    *,
+    session: Session,
+    dataset: Dataset,
+    features: NDArray[np.floating],
+    method: str,
+    x: str | int | None,
+    y: str | int | None,
+    chunk_rows: int,
+) -> View:
+    if dataset.kind != "table":
+        raise InvalidInput(f"dataset {dataset.id} has no features yet")
+    if method == "features":
+        if x is None or y is None:
+            raise InvalidInput("a feature view needs both x and y")
+        i, j = _feature_index(dataset, x, "x"), _feature_index(dataset, y, "y")
+        coords = np.column_stack([features[:, i], features[:, j]])
+        name = f"{dataset.feature_names[i]} vs {dataset.feature_names[j]}"
+        params: dict[str, object] = {"x": dataset.feature_names[i], "y": dataset.feature_names[j]}
+    elif method == "pca":
+        coords, name, params = pca_coordinates(features), "PCA", {}
+    elif method == "umap":
+        if importlib.util.find_spec("umap") is None:
+            raise InvalidInput(
+                "UMAP views need the optional package umap-learn, not installed here"
+            )
+        import umap
+
+        coords = umap.UMAP(n_components=2, random_state=0).fit_transform(features)
+        name, params = "UMAP", {"n_neighbors": 15}
+    else:
+        raise InvalidInput(f"unknown view method {method!r}; use features, pca or umap")
+    return store_view(
+        session=session,
+        dataset=dataset,
+        name=name,
+        method=method,
+        params=params,
+        coords=coords,
+        chunk_rows=chunk_rows,
+    )
+
+
+def list_views(*, session: Session, dataset: Dataset) -> list[View]:
+    return list(
+        session.scalars(select(View).where(View.dataset_id == dataset.id).order_by(View.id))
+    )
+
+
+def get_view(*, session: Session, dataset: Dataset, view_id: int) -> View:
+    view = session.get(View, view_id)
+    if view is None or view.dataset_id != dataset.id:
+        raise NotFound(f"dataset {dataset.id} has no view with id {view_id}")
+    return view
+
+
+def view_coordinates(*, session: Session, dataset: Dataset, view: View) -> NDArray[np.float32]:
+    return chunks.read_array(
+        session=session, dataset_id=dataset.id, kind=view.chunk_kind, dtype="float32", n_columns=2
+    )

@@ -1,0 +1,86 @@
+"""The inputs (annotation records) and the output (`SideInformation`) of compilation."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+LABEL = "label"
+MUST_LINK = "must_link"
+CANNOT_LINK = "cannot_link"
+BOUNDARY = "boundary"
+KINDS = (LABEL, MUST_LINK, CANNOT_LINK, BOUNDARY)
+ITEMS_PER_CONFLICT = 20  # items listed per conflict; the message gives the count
+
+
+@dataclass(frozen=True)
+class AnnotationRecord:
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    confidence: float | None = None
+
+    @property
+    def is_hard(self) -> bool:
+        return self.confidence is None or self.confidence >= 1.0
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Hard constraints that cannot all hold, with the annotations that cause it."""
+
+    kind: str  # two_labels | must_link_in_cannot_link | labels_joined_by_must_link | ...
+    message: str
+    annotation_ids: list[int]
+    items: list[int]  # a few of the items involved (at most ITEMS_PER_CONFLICT)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "annotation_ids": self.annotation_ids,
+            "items": self.items,
+        }
+
+
+def _empty_pairs() -> NDArray[np.int64]:
+    return np.empty((0, 2), dtype=np.int64)
+
+
+def _empty_float() -> NDArray[np.float64]:
+    return np.empty(0, dtype=np.float64)
+
+
+@dataclass
+class SideInformation:
+    n_items: int
+    revision: int
+    labels: NDArray[np.int32]  # -1 = unlabeled
+    label_names: list[str]
+    must_link: NDArray[np.int64] = field(default_factory=_empty_pairs)
+    must_link_confidence: NDArray[np.float64] = field(default_factory=_empty_float)
+    cannot_link: NDArray[np.int64] = field(default_factory=_empty_pairs)
+    cannot_link_confidence: NDArray[np.float64] = field(default_factory=_empty_float)
+    chunklets: NDArray[np.int64] = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    side_scores: NDArray[np.float64] | None = None
+    boundary_labels: list[str] | None = None
+    boundary_annotation_id: int | None = None
+    conflicts: list[Conflict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_conflicts(self) -> bool:
+        return bool(self.conflicts)
+
+    @property
+    def n_labeled(self) -> int:
+        return int(np.count_nonzero(self.labels >= 0))
+
+    @property
+    def n_chunklets(self) -> int:
+        """Chunklets of two or more items (singletons are not reported as chunklets)."""
+        if self.chunklets.size == 0:
+            return 0
+        counts = np.bincount(self.chunklets)
+        return int(np.count_nonzero(counts >= 2))
