@@ -9,7 +9,7 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-    NUMBA_CACHE_DIR=/tmp/numba-cache
+    NUMBA_CACHE_DIR=/tmp/numba-cache PYTHONPATH=/srv/workbench
 RUN useradd --create-home --uid 10001 workbench
 WORKDIR /srv/workbench
 COPY --from=build /wheels /wheels

@@ -35,7 +35,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 bench-upload: $(STAMP)
-	$(PY) benchmarks/bench_upload.py
+	$(PY) -m benchmarks.bench_upload
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

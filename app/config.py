@@ -2,6 +2,7 @@
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,10 @@ class Settings(BaseSettings):
 
     max_upload_bytes: int = Field(default=1024**3, gt=0)
     chunk_rows: int = Field(default=65_536, gt=0)
+
+    jobs_executor: Literal["inline", "dask"] = "inline"
+    inline_workers: int = Field(default=2, ge=1, le=64)
+    dask_scheduler: str = "tcp://127.0.0.1:8786"
 
     session_cookie_name: str = "workbench_session"
     session_cookie_secure: bool = False

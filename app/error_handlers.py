@@ -19,7 +19,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def service_error(request: Request, exc: ServiceError) -> Response:
         if is_page_request(request):
             return error_page(request, exc.status_code, exc.detail)
-        return error_response(exc.status_code, exc.detail, exc.code)
+        return error_response(exc.status_code, exc.detail, exc.code, exc.extra)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

@@ -13,6 +13,8 @@ from app.config import Settings, get_settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.error_handlers import install_error_handlers
+from app.jobs.executors import make_executor
+from app.jobs.runner import recover_interrupted_runs
 from app.services.bootstrap import bootstrap
 from app.web.pages import router as pages_router
 from app.web.templating import STATIC_DIR
@@ -31,7 +33,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             upgrade_to_head(settings.database_url)
         with session_scope(session_factory) as session:
             bootstrap(session=session, settings=settings)
+        app.state.executor = make_executor(settings, session_factory)
+        for run_id in recover_interrupted_runs(session_factory):
+            app.state.executor.submit(run_id)
         yield
+        app.state.executor.shutdown()
         engine.dispose()
 
     app = FastAPI(

@@ -10,10 +10,6 @@ its resident set size, sampled every 50 ms. Printed, never asserted.
 """
 
 import argparse
-import os
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -23,7 +19,7 @@ import httpx
 import numpy as np
 import psutil
 
-PASSWORD = "benchmark-password"
+from benchmarks._server import live_server
 
 
 def write_csv(path: Path, rows: int, cols: int) -> None:
@@ -51,12 +47,6 @@ class PeakRss(threading.Thread):
             time.sleep(0.05)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -64,35 +54,12 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args()
 
-    workdir = Path(tempfile.mkdtemp(prefix="bench-upload-"))
-    csv_path = workdir / "data.csv"
+    csv_path = Path(tempfile.mkdtemp(prefix="bench-upload-")) / "data.csv"
     write_csv(csv_path, args.rows, args.cols)
     size_mb = csv_path.stat().st_size / 1e6
 
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": args.database_url or f"sqlite:///{workdir / 'bench.db'}",
-        "ADMIN_PASSWORD": PASSWORD,
-        "LOAD_DEMO_DATA": "false",
-        "MAX_UPLOAD_BYTES": str(4 * 1024**3),
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{base}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        token = httpx.post(
-            f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
-        ).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
+    with live_server(args.database_url) as server:
+        base, headers = server.base, server.headers
         project = httpx.post(f"{base}/projects", json={"name": "bench"}, headers=headers).json()
         idle_rss = psutil.Process(server.pid).memory_info().rss
         sampler = PeakRss(server.pid)
@@ -110,21 +77,19 @@ def main() -> None:
         sampler.join()
         response.raise_for_status()
         body = response.json()
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
     gib = 1024**3
     print(f"upload of {args.rows:,} x {args.cols} CSV ({size_mb:.0f} MB) through the API")
-    print(f"| database | wall time (s) | target (s) | peak server RSS (MiB) | idle RSS (MiB) |")
+    print("| database | wall time (s) | target (s) | peak server RSS (MiB) | idle RSS (MiB) |")
     print("|---|---|---|---|---|")
     backend = "PostgreSQL" if args.database_url else "SQLite"
     print(
-        f"| {backend} | {elapsed:.1f} | 30 | {sampler.peak / 2**20:.0f} | "
-        f"{idle_rss / 2**20:.0f} |"
+        f"| {backend} | {elapsed:.1f} | 30 | {sampler.peak / 2**20:.0f} | {idle_rss / 2**20:.0f} |"
     )
     print(f"stored: n_items={body['n_items']:,} n_features={body['n_features']}")
-    print(f"time ratio to target: {elapsed / 30:.2f}; memory ratio to 1 GiB: {sampler.peak / gib:.2f}")
+    print(
+        f"time ratio to target: {elapsed / 30:.2f}; memory ratio to 1 GiB: {sampler.peak / gib:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -3,17 +3,17 @@
 Every permission check goes through `ProjectAccess`; route bodies never check roles.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import OAuth2PasswordBearer
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.db.models import Dataset, Project, Role, User
-from app.services import accounts, datasets, projects
+from app.db.models import Dataset, Project, Role, Run, User
+from app.services import accounts, datasets, projects, runs
 from app.services.errors import Forbidden, NotAuthenticated, NotFound
 
 oauth2_scheme = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/token", auto_error=False)
@@ -72,51 +72,66 @@ AdminUser = Annotated[User, Depends(admin_user)]
 
 @dataclass(frozen=True)
 class ProjectAccess:
-    """The project a request is about, the caller's role in it, and the dataset if any."""
+    """The project a request is about, the caller's role in it, and the dataset/run if any."""
 
     user: User
     project: Project
     role: Role
     dataset: Dataset | None = None
+    run: Run | None = None
 
     def require_dataset(self) -> Dataset:
         if self.dataset is None:
             raise NotFound("this request names no dataset")
         return self.dataset
 
+    def require_run(self) -> Run:
+        if self.run is None:
+            raise NotFound("this request names no run")
+        return self.run
 
-def project_role(minimum: Role) -> Callable[..., ProjectAccess]:
-    """A dependency that finds the project from the path (`project_id` or `dataset_id`) and
-    lets the request through only if the user's role there is at least `minimum`.
+
+def resolve_access(
+    session: Session, user: User, ids: Mapping[str, Any], minimum: Role
+) -> ProjectAccess:
+    """Find the project from `run_id`, `dataset_id` or `project_id` and check the user's role.
 
     Non-members get 404, as if the project did not exist; members with too small a role get 403.
     """
+    run = dataset = None
+    if "run_id" in ids:
+        run = runs.get_run(session=session, run_id=_path_id(ids["run_id"], "run"))
+        dataset = datasets.get_dataset(session=session, dataset_id=run.dataset_id)
+    elif "dataset_id" in ids:
+        dataset_id = _path_id(ids["dataset_id"], "dataset")
+        dataset = datasets.get_dataset(session=session, dataset_id=dataset_id)
+    project_id = dataset.project_id if dataset else _path_id(ids["project_id"], "project")
+    project = projects.get_project(session=session, project_id=project_id)
+    role = projects.role_in_project(session=session, user=user, project_id=project.id)
+    if role is None:
+        if run is not None:
+            raise NotFound(f"no run with id {run.id}")
+        if dataset is not None:
+            raise NotFound(f"no dataset with id {dataset.id}")
+        raise NotFound(f"no project with id {project_id}")
+    if not role.allows(minimum):
+        raise Forbidden(
+            f"your role in project {project.id} is {role.value}; this needs {minimum.value}"
+        )
+    return ProjectAccess(user=user, project=project, role=role, dataset=dataset, run=run)
+
+
+def project_role(minimum: Role) -> Callable[..., ProjectAccess]:
+    """A dependency: the path names the project (directly, or by a dataset or run in it) and the
+    user's role there must be at least `minimum`."""
 
     def check(request: Request, session: SessionDep, user: CurrentUser) -> ProjectAccess:
-        params = request.path_params
-        dataset = None
-        if "dataset_id" in params:
-            dataset_id = _path_id(params["dataset_id"], "dataset")
-            dataset = datasets.get_dataset(session=session, dataset_id=dataset_id)
-            project_id = dataset.project_id
-        else:
-            project_id = _path_id(params["project_id"], "project")
-        project = projects.get_project(session=session, project_id=project_id)
-        role = projects.role_in_project(session=session, user=user, project_id=project.id)
-        if role is None:
-            if dataset is not None:
-                raise NotFound(f"no dataset with id {dataset.id}")
-            raise NotFound(f"no project with id {project_id}")
-        if not role.allows(minimum):
-            raise Forbidden(
-                f"your role in project {project.id} is {role.value}; this needs {minimum.value}"
-            )
-        return ProjectAccess(user=user, project=project, role=role, dataset=dataset)
+        return resolve_access(session, user, request.path_params, minimum)
 
     return check
 
 
-def _path_id(raw: str, what: str) -> int:
+def _path_id(raw: Any, what: str) -> int:
     # Dependencies run before FastAPI validates the path, so check the id here too.
     try:
         return int(raw)

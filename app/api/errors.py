@@ -15,10 +15,12 @@ _CODES = {
 }
 
 
-def error_response(status: int, detail: str, code: str | None = None) -> JSONResponse:
+def error_response(
+    status: int, detail: str, code: str | None = None, extra: dict[str, object] | None = None
+) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(
-        {"detail": detail, "code": code or _CODES.get(status, "error")},
+        {"detail": detail, "code": code or _CODES.get(status, "error"), **(extra or {})},
         status_code=status,
         headers=headers,
     )

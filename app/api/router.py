@@ -3,11 +3,13 @@
 from fastapi import APIRouter
 
 from app.api.routes import (
+    algorithms,
     annotations,
     auth,
     datasets,
     health,
     projects,
+    runs,
     side_information,
     tokens,
     users,
@@ -25,5 +27,7 @@ for module in (
     views,
     annotations,
     side_information,
+    algorithms,
+    runs,
 ):
     api_router.include_router(module.router)

@@ -5,9 +5,10 @@ class ServiceError(Exception):
     status_code = 400
     code = "bad_request"
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, **extra: object) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.extra = extra  # more fields for the error body, e.g. a conflict report
 
 
 class InvalidInput(ServiceError):

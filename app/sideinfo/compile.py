@@ -12,12 +12,13 @@ from app.sideinfo.conflicts import (
     labels_joined_by_must_link,
     must_link_inside_cannot_link,
 )
-from app.sideinfo.labels import compile_labels
-from app.sideinfo.links import cannot_link_pairs, must_link_pairs
+from app.sideinfo.labels import compile_labels, two_label_conflicts
+from app.sideinfo.links import MAX_PAIRS_PER_CANNOT_LINK, cannot_link_pairs, must_link_pairs
 from app.sideinfo.model import (
     BOUNDARY,
     CANNOT_LINK,
     LABEL,
+    MAX_CONFLICTS_PER_KIND,
     MUST_LINK,
     AnnotationRecord,
     SideInformation,
@@ -47,16 +48,32 @@ def compile_side_information(
     for record in sorted(records, key=lambda r: r.id):
         by_kind[record.kind].append(record)
 
-    labels, names, label_owner, conflicts = compile_labels(n_items, by_kind[LABEL])
+    labels, names, label_owner, clashes, clash_items = compile_labels(n_items, by_kind[LABEL])
     must, must_conf, must_owner = must_link_pairs(by_kind[MUST_LINK])
     hard = must_conf >= 1.0
     chunklets = chunklet_ids(n_items, must[hard])
     index = MustLinkIndex(chunklets, must[hard], must_owner[hard])
     rng = np.random.default_rng(seed)
-    cannot, cannot_conf, _, notes = cannot_link_pairs(by_kind[CANNOT_LINK], rng)
+    cannot, cannot_conf, cannot_owner, sampled = cannot_link_pairs(by_kind[CANNOT_LINK], rng)
+    notes = [
+        f"cannot-link annotation {rid} joins many items; {MAX_PAIRS_PER_CANNOT_LINK:,} of its "
+        "pairs were sampled"
+        for rid in sorted(sampled)
+    ]
 
-    conflicts += must_link_inside_cannot_link(by_kind[CANNOT_LINK], index)
-    conflicts += labels_joined_by_must_link(labels, names, label_owner, index)
+    limit = MAX_CONFLICTS_PER_KIND
+    found = [
+        two_label_conflicts(clashes, clash_items, limit),
+        must_link_inside_cannot_link(
+            by_kind[CANNOT_LINK], cannot, cannot_owner, sampled, index, limit
+        ),
+        labels_joined_by_must_link(labels, names, label_owner, index, limit),
+    ]
+    conflicts = []
+    for listed, total in found:
+        conflicts += listed
+        if total > len(listed):
+            notes.append(f"{total:,} {listed[0].kind} conflicts; the first {limit:,} are listed")
 
     info = SideInformation(
         n_items=n_items,

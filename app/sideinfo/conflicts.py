@@ -1,5 +1,6 @@
-"""Conflicts between hard constraints that involve links (two-label conflicts are found while
-compiling labels). Each names the annotations that cause it."""
+"""Conflicts between hard constraints that involve must-links (two-label conflicts are found
+while compiling labels). Each names the annotations that cause it. Grouping is done by sorting,
+so a report over a million items and many annotations stays fast."""
 
 import numpy as np
 from numpy.typing import NDArray
@@ -14,27 +15,55 @@ class MustLinkIndex:
         self, chunklets: NDArray[np.int64], pairs: NDArray[np.int64], owners: NDArray[np.int64]
     ) -> None:
         self.chunklets = chunklets
-        self.pair_chunks = chunklets[pairs[:, 0]] if len(pairs) else np.empty(0, dtype=np.int64)
-        self.owners = owners
+        pair_chunks = chunklets[pairs[:, 0]] if len(pairs) else np.empty(0, dtype=np.int64)
+        order = np.argsort(pair_chunks, kind="stable")
+        self.sorted_chunks = pair_chunks[order]
+        self.sorted_owners = owners[order] if len(owners) else np.empty(0, dtype=np.int64)
+
+    @property
+    def empty(self) -> bool:
+        return self.sorted_chunks.size == 0
 
     def annotations_of(self, chunk_ids: NDArray[np.int64]) -> list[int]:
-        mask = np.isin(self.pair_chunks, chunk_ids)
-        return sorted(set(self.owners[mask].tolist()))
+        found: set[int] = set()
+        for chunk in np.unique(chunk_ids).tolist():
+            lo = np.searchsorted(self.sorted_chunks, chunk, side="left")
+            hi = np.searchsorted(self.sorted_chunks, chunk, side="right")
+            found.update(self.sorted_owners[lo:hi].tolist())
+        return sorted(found)
 
 
 def must_link_inside_cannot_link(
-    cannot_records: list[AnnotationRecord], must: MustLinkIndex
-) -> list[Conflict]:
-    conflicts = []
+    cannot_records: list[AnnotationRecord],
+    cannot_pairs: NDArray[np.int64],
+    cannot_owners: NDArray[np.int64],
+    sampled: set[int],
+    must: MustLinkIndex,
+    limit: int,
+) -> tuple[list[Conflict], int]:
+    """A hard cannot-link whose two sides share a chunklet. Checked on the expanded pairs, and
+    on the whole sets for the few cannot-links whose pairs were sampled."""
+    if must.empty:
+        return [], 0
+    hard = {r.id: r for r in cannot_records if r.is_hard}
     chunklets = must.chunklets
-    for record in cannot_records:
-        if not record.is_hard:
-            continue
+    same = chunklets[cannot_pairs[:, 0]] == chunklets[cannot_pairs[:, 1]]
+    same &= np.isin(cannot_owners, list(hard))
+    offenders = set(np.unique(cannot_owners[same]).tolist())
+    offenders |= {
+        rid
+        for rid in sampled & set(hard)
+        if np.intersect1d(
+            chunklets[np.asarray(hard[rid].payload["items_a"])],
+            chunklets[np.asarray(hard[rid].payload["items_b"])],
+        ).size
+    }
+    conflicts = []
+    for record_id in sorted(offenders)[:limit]:
+        record = hard[record_id]
         a = np.asarray(record.payload["items_a"], dtype=np.int64)
         b = np.asarray(record.payload["items_b"], dtype=np.int64)
         shared = np.intersect1d(chunklets[a], chunklets[b])
-        if shared.size == 0:
-            continue
         items = np.concatenate([a[np.isin(chunklets[a], shared)], b[np.isin(chunklets[b], shared)]])
         causes = must.annotations_of(shared)
         conflicts.append(
@@ -48,7 +77,7 @@ def must_link_inside_cannot_link(
                 items=items[:ITEMS_PER_CONFLICT].tolist(),
             )
         )
-    return conflicts
+    return conflicts, len(offenders)
 
 
 def labels_joined_by_must_link(
@@ -56,19 +85,24 @@ def labels_joined_by_must_link(
     label_names: list[str],
     label_owner: NDArray[np.int64],
     must: MustLinkIndex,
-) -> list[Conflict]:
+    limit: int,
+) -> tuple[list[Conflict], int]:
     labeled = np.flatnonzero(labels >= 0)
-    if labeled.size == 0 or must.pair_chunks.size == 0:
-        return []
-    chunk = must.chunklets[labeled]
-    pairs = np.unique(np.column_stack([chunk, labels[labeled]]), axis=0)
-    chunk_ids, counts = np.unique(pairs[:, 0], return_counts=True)
+    if labeled.size == 0 or must.empty:
+        return [], 0
+    order = np.argsort(must.chunklets[labeled], kind="stable")
+    items = labeled[order]
+    chunks = must.chunklets[items]
+    values = labels[items]
+    starts = np.flatnonzero(np.r_[True, chunks[1:] != chunks[:-1]])
+    mixed = np.minimum.reduceat(values, starts) != np.maximum.reduceat(values, starts)
+    ends = np.r_[starts[1:], len(items)]
     conflicts = []
-    for chunk_id in chunk_ids[counts > 1].tolist():
-        items = labeled[chunk == chunk_id]
-        names = sorted({label_names[c] for c in labels[items].tolist()})
-        causes = must.annotations_of(np.array([chunk_id]))
-        label_sources = sorted(set(label_owner[items].tolist()))
+    for start, end in zip(starts[mixed][:limit], ends[mixed][:limit], strict=True):
+        group = items[start:end]
+        names = sorted({label_names[c] for c in labels[group].tolist()})
+        causes = must.annotations_of(chunks[start : start + 1])
+        label_sources = sorted(set(label_owner[group].tolist()))
         conflicts.append(
             Conflict(
                 kind="labels_joined_by_must_link",
@@ -77,7 +111,7 @@ def labels_joined_by_must_link(
                     + " and ".join(repr(n) for n in names)
                 ),
                 annotation_ids=[*causes, *label_sources],
-                items=items[:ITEMS_PER_CONFLICT].tolist(),
+                items=group[:ITEMS_PER_CONFLICT].tolist(),
             )
         )
-    return conflicts
+    return conflicts, int(mixed.sum())

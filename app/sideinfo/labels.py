@@ -1,53 +1,74 @@
 """Partial labels from label annotations; a later annotation's label wins, and an item given
 two different labels is reported as a conflict naming both annotations."""
 
+import itertools
+
 import numpy as np
 from numpy.typing import NDArray
 
-from app.sideinfo.model import ITEMS_PER_CONFLICT, AnnotationRecord, Conflict
+from app.sideinfo.model import (
+    ITEMS_PER_CONFLICT,
+    AnnotationRecord,
+    Conflict,
+)
 
 
 def compile_labels(
     n_items: int, records: list[AnnotationRecord]
-) -> tuple[NDArray[np.int32], list[str], NDArray[np.int64], list[Conflict]]:
+) -> tuple[NDArray[np.int32], list[str], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """Labels per item (-1 unlabeled), label names, the annotation that set each label (-1 for
-    none), and the two-label conflicts."""
+    none), and the clashes: (earlier, later) annotation id pairs with the item of each."""
     names = sorted({str(r.payload["label"]) for r in records})
     labels = np.full(n_items, -1, dtype=np.int32)
     owner = np.full(n_items, -1, dtype=np.int64)
     if not records:
-        return labels, names, owner, []
+        return labels, names, owner, np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.int64)
     code_of = {name: code for code, name in enumerate(names)}
-    sets = [np.asarray(r.payload["items"], dtype=np.int64) for r in records]
-    sizes = np.array([len(s) for s in sets])
-    items = np.concatenate(sets)
+    sizes = np.fromiter((len(r.payload["items"]) for r in records), dtype=np.int64)
+    items = np.fromiter(
+        itertools.chain.from_iterable(r.payload["items"] for r in records),
+        dtype=np.int64,
+        count=int(sizes.sum()),
+    )
     record_index = np.repeat(np.arange(len(records)), sizes)
-    codes = np.repeat([code_of[str(r.payload["label"])] for r in records], sizes)
-
-    order = np.lexsort((record_index, items))  # by item, then in creation order
-    items, record_index, codes = items[order], record_index[order], codes[order]
-    last = np.append(items[1:] != items[:-1], True)
-    labels[items[last]] = codes[last]
+    record_codes = np.array([code_of[str(r.payload["label"])] for r in records], dtype=np.int32)
     ids = np.array([r.id for r in records], dtype=np.int64)
-    owner[items[last]] = ids[record_index[last]]
 
-    clash = codes != labels[items]
+    # The newest annotation touching an item decides its label (records are in creation order).
+    newest = np.full(n_items, -1, dtype=np.int64)
+    np.maximum.at(newest, items, record_index)
+    touched = newest >= 0
+    labels[touched] = record_codes[newest[touched]]
+    owner[touched] = ids[newest[touched]]
+
+    clash = record_codes[record_index] != labels[items]
+    pairs = np.column_stack([ids[record_index[clash]], owner[items[clash]]])
+    return labels, names, owner, pairs, items[clash]
+
+
+def two_label_conflicts(
+    pairs: NDArray[np.int64], items: NDArray[np.int64], limit: int
+) -> tuple[list[Conflict], int]:
+    """One conflict per pair of annotations that disagree, however many items they share: at
+    most `limit` of them, and how many there are."""
+    if len(items) == 0:
+        return [], 0
+    order = np.lexsort((items, pairs[:, 1], pairs[:, 0]))
+    pairs, items = pairs[order], items[order]
+    starts = np.flatnonzero(np.r_[True, (pairs[1:] != pairs[:-1]).any(axis=1)])
+    ends = np.r_[starts[1:], len(items)]
     conflicts = []
-    if clash.any():
-        pairs = np.column_stack([ids[record_index[clash]], owner[items[clash]]])
-        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        clash_items = items[clash]
-        for k, (earlier, later) in enumerate(unique.tolist()):
-            involved = clash_items[inverse.ravel() == k]
-            conflicts.append(
-                Conflict(
-                    kind="two_labels",
-                    message=(
-                        f"{len(involved)} item(s) have two different labels, from annotations "
-                        f"{earlier} and {later}"
-                    ),
-                    annotation_ids=[earlier, later],
-                    items=involved[:ITEMS_PER_CONFLICT].tolist(),
-                )
+    for start, end in zip(starts[:limit], ends[:limit], strict=True):
+        earlier, later = pairs[start].tolist()
+        conflicts.append(
+            Conflict(
+                kind="two_labels",
+                message=(
+                    f"{end - start} item(s) have two different labels, from annotations "
+                    f"{earlier} and {later}"
+                ),
+                annotation_ids=[earlier, later],
+                items=items[start : min(end, start + ITEMS_PER_CONFLICT)].tolist(),
             )
-    return labels, names, owner, conflicts
+        )
+    return conflicts, len(starts)

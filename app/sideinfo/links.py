@@ -30,12 +30,13 @@ def must_link_pairs(
 
 def cannot_link_pairs(
     records: list[AnnotationRecord], rng: np.random.Generator
-) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], list[str]]:
-    """Pairs, their confidence, the owning annotation id per pair, and notes on sampling."""
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], set[int]]:
+    """Pairs, their confidence, the owning annotation id per pair, and the ids of the
+    annotations whose pairs were sampled."""
     blocks: list[NDArray[np.int64]] = []
     owners: list[NDArray[np.int64]] = []
     confs: list[NDArray[np.float64]] = []
-    notes: list[str] = []
+    sampled: set[int] = set()
     singles = [r for r in records if len(r.payload["items_a"]) == len(r.payload["items_b"]) == 1]
     if singles:
         # The common case (one pair drawn at a time) without a numpy call per annotation.
@@ -54,18 +55,15 @@ def cannot_link_pairs(
         else:
             k = MAX_PAIRS_PER_CANNOT_LINK
             pairs = np.column_stack([rng.choice(a, k), rng.choice(b, k)])
-            notes.append(
-                f"cannot-link annotation {record.id} joins {len(a)} x {len(b)} items; "
-                f"{k:,} of its pairs were sampled"
-            )
+            sampled.add(record.id)
         blocks.append(pairs)
         owners.append(np.full(len(pairs), record.id, dtype=np.int64))
         confs.append(np.full(len(pairs), confidence(record)))
     if not blocks:
-        return np.empty((0, 2), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64), notes
+        return np.empty((0, 2), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64), sampled
     return (
         np.concatenate(blocks).astype(np.int64),
         np.concatenate(confs),
         np.concatenate(owners),
-        notes,
+        sampled,
     )

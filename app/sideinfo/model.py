@@ -12,6 +12,7 @@ CANNOT_LINK = "cannot_link"
 BOUNDARY = "boundary"
 KINDS = (LABEL, MUST_LINK, CANNOT_LINK, BOUNDARY)
 ITEMS_PER_CONFLICT = 20  # items listed per conflict; the message gives the count
+MAX_CONFLICTS_PER_KIND = 1000  # listed in a report; a note counts the rest
 
 
 @dataclass(frozen=True)

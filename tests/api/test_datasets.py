@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db.models import DatasetChunk
 from tests.conftest import row_counts
 
 pytestmark = pytest.mark.db
@@ -209,5 +211,11 @@ def test_features_are_stored_in_binary_chunks_not_rows_of_numbers(
     buffer = io.BytesIO()
     np.save(buffer, array)
     upload(client, project_id, admin_headers, "m.npy", buffer.getvalue())
-    # 150 rows at 64 rows per chunk: three chunks, whatever the number of values.
-    assert row_counts(session)["dataset_chunks"] == 3
+    chunks = session.scalars(
+        select(DatasetChunk).where(DatasetChunk.kind == "features").order_by(DatasetChunk.index)
+    ).all()
+    # 150 rows at 64 rows per chunk: three chunks of raw float64 bytes.
+    assert [c.n_rows for c in chunks] == [64, 64, 22]
+    assert [c.start_row for c in chunks] == [0, 64, 128]
+    stored = np.concatenate([np.frombuffer(c.data, dtype="<f8").reshape(-1, 5) for c in chunks])
+    np.testing.assert_array_equal(stored, array)

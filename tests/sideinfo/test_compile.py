@@ -198,3 +198,11 @@ def test_the_latest_boundary_is_in_force() -> None:
     assert info.boundary_annotation_id == 2
     np.testing.assert_allclose(info.side_scores, [-1.0, 1.0])
     assert "earlier boundaries (1)" in info.notes[0]
+
+
+def test_a_long_conflict_report_is_capped_with_a_note() -> None:
+    records = [label(2 * i, [i], "A") for i in range(1500)]
+    records += [label(2 * i + 1, [i], "B") for i in range(1500)]
+    info = compile_(1500, *records)
+    assert len(info.conflicts) == 1000
+    assert "1,500 two_labels conflicts; the first 1,000 are listed" in info.notes

@@ -1,0 +1,215 @@
+"""The CEC / CEC-IB fit: restarts, sweeps, convergence, cancellation (spec cec-ib.md Sec. 3.3).
+
+Pure functions over arrays; the estimators in ``cec.py`` and ``cec_ib.py`` validate their inputs
+and call ``fit_cec``. Each sweep is one numba call; between sweeps the statistics are recomputed
+from scratch (drift control), clusters that became singular are removed, and ``progress`` is
+called, so cancelling always leaves a consistent partition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.engine._cec_state import ClusterState, new_state, recompute_state, total_energy
+from app.engine._hartigan import dissolve_invalid, hartigan_sweep, mark_all_changed, new_clock
+from app.engine._init import initial_partition
+from app.engine.gaussian_families import family_covariances, min_cluster_points
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+Progress = Callable[[int, float], object]
+
+# Smallest energy decrease that counts as an improving move (spec decision 7.10). Energies are
+# sums of terms of order 1; their rounding error is about 1e-15.
+MOVE_TOL = 1e-12
+
+
+@dataclass
+class CECResult:
+    """A fitted partition with clusters numbered 0..k'-1 by first occurrence."""
+
+    labels: IntArray
+    energy: float
+    weights: FloatArray
+    means: FloatArray
+    covariances: FloatArray
+    n_iter: int
+    converged: bool
+    cancelled: bool
+    energy_history: list[float] = field(default_factory=list)
+
+
+class SingularDataError(ValueError):
+    """Even a single cluster holding all points has a singular covariance."""
+
+
+@dataclass
+class _Run:
+    assign: IntArray
+    state: ClusterState
+    energy: float
+    n_iter: int
+    converged: bool
+    history: list[float]
+
+
+def min_cluster_size(n: int, d: int, family: int, min_cluster_fraction: float) -> float:
+    """Clusters smaller than this are removed: max(eps * n, the family's minimum)."""
+    return max(min_cluster_fraction * n, float(min_cluster_points(family, d)))
+
+
+def _start(
+    X: FloatArray,
+    categories: IntArray,
+    n_categories: int,
+    n_clusters: int,
+    family: int,
+    beta: float,
+    min_size: float,
+    init: str,
+    rng: np.random.RandomState,
+    work: FloatArray,
+) -> tuple[IntArray, ClusterState]:
+    """Initial partition with invalid clusters already removed."""
+    n, d = X.shape
+    assign = initial_partition(X, n_clusters, init, rng)
+    state = new_state(n_clusters, d, n_categories)
+    state.alive[:] = np.bincount(assign, minlength=n_clusters) > 0
+    recompute_state(X, assign, categories, state, family, float(n), beta)
+    if dissolve_invalid(X, assign, categories, state, family, float(n), beta, min_size, work) < 0:
+        assign[:] = 0
+        state.alive[:] = False
+        state.alive[0] = True
+        recompute_state(X, assign, categories, state, family, float(n), beta)
+        if not math.isfinite(state.entropy[0]):
+            raise SingularDataError(
+                "the covariance of X is singular, so no cluster has a finite cost; remove "
+                "constant or linearly dependent features (e.g. with PCA) or use "
+                "covariance='diagonal' or 'spherical'"
+            )
+    return assign, state
+
+
+def _run(
+    X: FloatArray,
+    categories: IntArray,
+    n_categories: int,
+    *,
+    n_clusters: int,
+    family: int,
+    beta: float,
+    min_size: float,
+    max_iter: int,
+    init: str,
+    rng: np.random.RandomState,
+    progress: Progress | None,
+    first_iteration: int,
+) -> tuple[_Run, bool]:
+    """One restart; returns the run and whether ``progress`` asked to stop."""
+    n, d = X.shape
+    work = np.empty(3 * d)
+    delta = np.empty(n_clusters)
+    assign, state = _start(
+        X, categories, n_categories, n_clusters, family, beta, min_size, init, rng, work
+    )
+    clock = new_clock(n, n_clusters)
+    history: list[float] = []
+    converged = False
+    stop = False
+    sweeps = 0
+    for sweeps in range(1, max_iter + 1):
+        moves = hartigan_sweep(
+            X, assign, categories, state, family, float(n), beta, min_size, MOVE_TOL, clock,
+            delta, work,
+        )  # fmt: skip
+        recompute_state(X, assign, categories, state, family, float(n), beta)
+        removed = dissolve_invalid(
+            X, assign, categories, state, family, float(n), beta, min_size, work
+        )
+        if removed > 0:
+            mark_all_changed(clock)
+        energy = total_energy(state)
+        history.append(energy)
+        if progress is not None:
+            answer = progress(first_iteration + sweeps, energy)
+            stop = answer is not None and not answer
+        if moves == 0 and removed <= 0:
+            converged = True
+            break
+        if stop:
+            break
+    run = _Run(assign, state, total_energy(state), sweeps, converged, history)
+    return run, stop
+
+
+def _result(run: _Run, family: int, cancelled: bool) -> CECResult:
+    """Renumber the live clusters 0..k'-1 by first occurrence and extract the parameters."""
+    _, first = np.unique(run.assign, return_index=True)
+    order = run.assign[np.sort(first)]
+    relabel = np.full(run.state.size.shape[0], -1, dtype=np.int64)
+    relabel[order] = np.arange(order.shape[0])
+    n = run.assign.shape[0]
+    return CECResult(
+        labels=relabel[run.assign],
+        energy=run.energy,
+        weights=run.state.size[order] / n,
+        means=run.state.mean[order].copy(),
+        covariances=family_covariances(family, run.state.cov[order]),
+        n_iter=run.n_iter,
+        converged=run.converged,
+        cancelled=cancelled,
+        energy_history=run.history,
+    )
+
+
+def fit_cec(
+    X: FloatArray,
+    categories: IntArray,
+    n_categories: int,
+    *,
+    n_clusters: int,
+    family: int,
+    beta: float,
+    min_cluster_fraction: float,
+    n_init: int,
+    max_iter: int,
+    init: str,
+    rng: np.random.RandomState,
+    progress: Progress | None = None,
+) -> CECResult:
+    """Best of ``n_init`` Hartigan runs of CEC-IB (beta = 0 or no labels: plain CEC).
+
+    ``categories[i]`` is the category code 0..n_categories-1 of point i, or -1 if unlabeled.
+    """
+    n, d = X.shape
+    min_size = min_cluster_size(n, d, family, min_cluster_fraction)
+    best: _Run | None = None
+    iteration = 0
+    stop = False
+    for _ in range(n_init):
+        run, stop = _run(
+            X,
+            categories,
+            n_categories,
+            n_clusters=n_clusters,
+            family=family,
+            beta=beta,
+            min_size=min_size,
+            max_iter=max_iter,
+            init=init,
+            rng=rng,
+            progress=progress,
+            first_iteration=iteration,
+        )
+        iteration += run.n_iter
+        if best is None or run.energy < best.energy:
+            best = run
+        if stop:
+            break
+    assert best is not None
+    return _result(best, family, stop)

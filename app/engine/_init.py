@@ -1,0 +1,91 @@
+"""Initial partitions for Hartigan CEC: k-means++ seeds with nearest-seed assignment, or random.
+
+k-means++ as in the authors' code (spec cec-ib.md Sec. 3.2.1): the first seed uniformly at
+random, then D^2 sampling on squared Euclidean distance, never a duplicate seed. Every point
+goes to its nearest seed. Initialisation ignores labels. The random numbers come from the
+caller's numpy generator, so the kernels are deterministic.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@numba.njit(nogil=True, cache=True)
+def _sq_dist(X: FloatArray, i: int, j: int) -> float:
+    total = 0.0
+    for t in range(X.shape[1]):
+        diff = X[i, t] - X[j, t]
+        total += diff * diff
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def kmeanspp_seeds(X: FloatArray, uniforms: FloatArray, seeds: IntArray) -> int:
+    """Fill ``seeds`` with up to len(uniforms) row indices; return how many were found.
+
+    Fewer seeds than asked come back only when every remaining point coincides with a seed.
+    """
+    n = X.shape[0]
+    k = uniforms.shape[0]
+    first = min(int(uniforms[0] * n), n - 1)
+    seeds[0] = first
+    dist = np.empty(n)
+    for i in range(n):
+        dist[i] = _sq_dist(X, i, first)
+    found = 1
+    for c in range(1, k):
+        total = 0.0
+        for i in range(n):
+            total += dist[i]
+        if not (total > 0.0):
+            break
+        target = uniforms[c] * total
+        chosen = -1
+        running = 0.0
+        for i in range(n):
+            if dist[i] > 0.0:
+                chosen = i
+                running += dist[i]
+                if running > target:
+                    break
+        seeds[c] = chosen
+        found += 1
+        for i in range(n):
+            dist_i = _sq_dist(X, i, chosen)
+            if dist_i < dist[i]:
+                dist[i] = dist_i
+    return found
+
+
+@numba.njit(nogil=True, cache=True)
+def assign_nearest_seed(X: FloatArray, seeds: IntArray, assign: IntArray) -> None:
+    """``assign[i]`` = position in ``seeds`` of the seed nearest to row i (first on ties)."""
+    for i in range(X.shape[0]):
+        best = 0
+        best_dist = _sq_dist(X, i, seeds[0])
+        for c in range(1, seeds.shape[0]):
+            dist_c = _sq_dist(X, i, seeds[c])
+            if dist_c < best_dist:
+                best = c
+                best_dist = dist_c
+        assign[i] = best
+
+
+def initial_partition(
+    X: FloatArray, n_clusters: int, init: str, rng: np.random.RandomState
+) -> IntArray:
+    """Cluster index in 0..n_clusters-1 of every row (some slots may stay empty)."""
+    n = X.shape[0]
+    if init == "random":
+        return np.asarray(rng.randint(n_clusters, size=n), dtype=np.int64)
+    seeds = np.zeros(n_clusters, dtype=np.int64)
+    found = kmeanspp_seeds(X, rng.uniform(size=n_clusters), seeds)
+    assign = np.empty(n, dtype=np.int64)
+    assign_nearest_seed(X, seeds[:found], assign)
+    return assign

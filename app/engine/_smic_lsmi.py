@@ -1,0 +1,129 @@
+"""LSMI: least-squares SMI estimate of (x, y) pairs, class-wise, with M-fold CV over (gamma, delta).
+
+Spec smic.md Sec. 3.2-3.6 and decision A9: the b Gaussian centres and the fold of every sample are
+drawn once (an `LSMIDesign`) and shared by every candidate labelling, so LSMI values of different
+candidates t are comparable (common random numbers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.distance import cdist
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.intp]
+
+# Paper Sec. 4.3.1: 9 x 9 grid.
+DEFAULT_GAMMAS: FloatArray = 10.0 ** np.arange(-2.0, 2.01, 0.5)
+DEFAULT_DELTAS: FloatArray = 10.0 ** np.arange(-3.0, 1.01, 0.5)
+
+
+@dataclass(frozen=True)
+class LSMIDesign:
+    """Centres (indices into X), fold id per sample, and squared distances to the centres."""
+
+    centres: IntArray
+    folds: IntArray
+    n_folds: int
+    sq_dist: FloatArray
+
+
+@dataclass(frozen=True)
+class LSMIResult:
+    value: float
+    gamma: float
+    delta: float
+    cv: FloatArray  # (len(gammas), len(deltas)) mean hold-out error
+
+
+def make_design(
+    X: FloatArray, n_basis: int, n_folds: int, rng: np.random.RandomState
+) -> LSMIDesign:
+    n = X.shape[0]
+    centres = np.sort(rng.permutation(n)[: min(n_basis, n)]).astype(np.intp)
+    m = min(n_folds, n)
+    folds = rng.permutation(np.arange(n) % m).astype(np.intp)
+    return LSMIDesign(
+        centres=centres, folds=folds, n_folds=m, sq_dist=cdist(X, X[centres], "sqeuclidean")
+    )
+
+
+def basis(design: LSMIDesign, gamma: float) -> FloatArray:
+    """L(x_i, x_l) = exp(-||x_i - x_l||^2 / (2 gamma^2)), samples i by centres l (eq. 11)."""
+    return np.exp(-design.sq_dist / (2.0 * gamma * gamma))
+
+
+def lsmi_fixed(
+    L: FloatArray, labels: IntArray, centre_labels: IntArray, delta: float
+) -> tuple[float, FloatArray]:
+    """LSMI (eq. 14, closed form) and theta for one (gamma, delta), fitted on all samples.
+
+    Class-wise solve of eq. 13 (footnote 4: the joint system is block-diagonal by class).
+    theta is returned in centre order; a class without centres has r(., y) = 0.
+    """
+    n, b = L.shape
+    theta = np.zeros(b)
+    value = 0.0
+    for y in np.unique(centre_labels):
+        cols = np.flatnonzero(centre_labels == y)
+        Ly = L[:, cols]
+        members = labels == y
+        H = (members.sum() / n**2) * (Ly.T @ Ly)
+        h = Ly[members].sum(axis=0) / n
+        th = np.linalg.solve(H + delta * np.eye(cols.size), h)
+        theta[cols] = th
+        value += float(th @ h - 0.5 * th @ H @ th)
+    return value - 0.5, theta
+
+
+def _fold_statistics(
+    Ly: FloatArray, members: NDArray[np.bool_], design: LSMIDesign
+) -> tuple[FloatArray, FloatArray]:
+    """Per fold: the Gram matrix sum_{i in fold} L_i L_i^T and sum_{i in fold, y_i = y} L_i."""
+    grams = np.empty((design.n_folds, Ly.shape[1], Ly.shape[1]))
+    sums = np.empty((design.n_folds, Ly.shape[1]))
+    for m in range(design.n_folds):
+        fold = design.folds == m
+        grams[m] = Ly[fold].T @ Ly[fold]
+        sums[m] = Ly[fold & members].sum(axis=0)
+    return grams, sums
+
+
+def lsmi_cv(
+    design: LSMIDesign, labels: IntArray, gammas: FloatArray, deltas: FloatArray
+) -> LSMIResult:
+    """Choose (gamma, delta) by M-fold CV of the hold-out error, then LSMI on all samples.
+
+    Training statistics are all-sample statistics minus the fold's, so each sample enters one
+    Gram product per gamma; one eigendecomposition per (gamma, fold, class) serves every delta.
+    """
+    n = labels.shape[0]
+    centre_labels = labels[design.centres]
+    fold_sizes = np.bincount(design.folds, minlength=design.n_folds).astype(np.float64)
+    cv = np.zeros((gammas.size, deltas.size))
+    for g, gamma in enumerate(gammas):
+        L = basis(design, float(gamma))
+        for y in np.unique(centre_labels):
+            cols = np.flatnonzero(centre_labels == y)
+            members = labels == y
+            grams, sums = _fold_statistics(L[:, cols], members, design)
+            fold_counts = np.bincount(design.folds[members], minlength=design.n_folds)
+            gram_all, sum_all, count_all = grams.sum(axis=0), sums.sum(axis=0), members.sum()
+            for m in range(design.n_folds):
+                n_te, n_tr = fold_sizes[m], n - fold_sizes[m]
+                H_tr = ((count_all - fold_counts[m]) / n_tr**2) * (gram_all - grams[m])
+                h_tr = (sum_all - sums[m]) / n_tr
+                H_te = (fold_counts[m] / n_te**2) * grams[m]
+                h_te = sums[m] / n_te
+                w, V = np.linalg.eigh(H_tr)
+                thetas = V @ ((V.T @ h_tr)[:, None] / (w[:, None] + deltas[None, :]))
+                cv[g] += (
+                    0.5 * np.einsum("id,id->d", thetas, H_te @ thetas) - h_te @ thetas
+                ) / design.n_folds
+    g_best, d_best = np.unravel_index(int(np.argmin(cv)), cv.shape)  # ties: first in grid order
+    gamma, delta = float(gammas[g_best]), float(deltas[d_best])
+    value, _ = lsmi_fixed(basis(design, gamma), labels, centre_labels, delta)
+    return LSMIResult(value=value, gamma=gamma, delta=delta, cv=cv)

@@ -1,0 +1,1 @@
+"""Background runs: the algorithm registry, the runner, and the executors that call it."""

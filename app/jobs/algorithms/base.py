@@ -1,0 +1,60 @@
+"""What every registered algorithm provides."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict
+
+from app.sideinfo import SideInformation
+
+Progress = Callable[[int, float], bool]
+
+# Side-information kinds; a conflict matters to an algorithm only if it uses all its kinds.
+LABELS = "labels"
+MUST_LINK = "must_link"
+CANNOT_LINK = "cannot_link"
+BOUNDARY = "boundary"
+CONFLICT_NEEDS = {
+    "two_labels": {LABELS},
+    "must_link_in_cannot_link": {MUST_LINK, CANNOT_LINK},
+    "labels_joined_by_must_link": {LABELS, MUST_LINK},
+}
+
+
+class Params(BaseModel):
+    """Base of every parameter model: unknown parameters are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class FitPlan:
+    """An estimator ready to fit, and the keyword arguments that carry the side information."""
+
+    estimator: Any
+    fit_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    id: str
+    name: str
+    summary: str
+    uses: tuple[str, ...]
+    side_information_mapping: str  # how annotations become the engine's inputs, in words
+    params_model: type[Params]
+    plan: Callable[[Any, SideInformation, Progress], FitPlan]
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.params_model.model_json_schema()
+
+    def relevant_conflicts(self, info: SideInformation) -> list[dict[str, Any]]:
+        used = set(self.uses)
+        return [c.as_dict() for c in info.conflicts if CONFLICT_NEEDS.get(c.kind, {c.kind}) <= used]
+
+
+def hard_pairs(pairs: NDArray[np.int64], confidence: NDArray[np.float64]) -> NDArray[np.int64]:
+    return pairs[confidence >= 1.0]

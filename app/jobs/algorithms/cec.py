@@ -1,0 +1,76 @@
+"""CEC and CEC-IB (specs/cec-ib.md)."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from app.engine import BETA0, CEC, CECIB
+from app.jobs.algorithms.base import LABELS, Algorithm, FitPlan, Params, Progress
+from app.sideinfo import SideInformation
+
+
+class CECParams(Params):
+    n_clusters: int = Field(10, ge=1, le=500, description="Initial (maximal) number of clusters")
+    covariance: Literal["full", "diagonal", "spherical"] = Field(
+        "full", description="Gaussian family of each cluster"
+    )
+    min_cluster_fraction: float = Field(
+        0.05, ge=0.0, lt=1.0, description="Remove clusters smaller than this fraction of items"
+    )
+    n_init: int = Field(10, ge=1, le=100, description="Restarts; the lowest energy is kept")
+    max_iter: int = Field(100, ge=1, le=10_000, description="Most Hartigan sweeps per restart")
+    random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
+
+
+class CECIBParams(CECParams):
+    beta: float = Field(
+        1.0,
+        ge=0.0,
+        le=100.0,
+        description=f"Weight of label consistency: 1 trusts the labels, {BETA0:.5f} (beta0) "
+        "tolerates noisy ones, 0 ignores them",
+    )
+
+
+def _cec_kwargs(params: CECParams, progress: Progress) -> dict[str, object]:
+    return {
+        "n_clusters": params.n_clusters,
+        "covariance": params.covariance,
+        "min_cluster_fraction": params.min_cluster_fraction,
+        "n_init": params.n_init,
+        "max_iter": params.max_iter,
+        "random_state": params.random_state,
+        "progress": progress,
+    }
+
+
+def plan_cec(params: CECParams, info: SideInformation, progress: Progress) -> FitPlan:
+    return FitPlan(CEC(**_cec_kwargs(params, progress)))  # type: ignore[arg-type]
+
+
+def plan_cec_ib(params: CECIBParams, info: SideInformation, progress: Progress) -> FitPlan:
+    estimator = CECIB(beta=params.beta, **_cec_kwargs(params, progress))  # type: ignore[arg-type]
+    return FitPlan(estimator, {"y": info.labels})
+
+
+CEC_ALGORITHM = Algorithm(
+    id="cec",
+    name="CEC",
+    summary="Cross-entropy clustering: Gaussian clusters, unneeded clusters removed on the way.",
+    uses=(),
+    side_information_mapping="Uses no side information.",
+    params_model=CECParams,
+    plan=plan_cec,
+)
+
+CEC_IB_ALGORITHM = Algorithm(
+    id="cec-ib",
+    name="CEC-IB",
+    summary="Semi-supervised CEC with an information-bottleneck term for partial labels; a "
+    "category may span several clusters, and unlabeled clusters may appear.",
+    uses=(LABELS,),
+    side_information_mapping="Labels become the partial labeling y (unlabeled items are -1). "
+    "Links and boundaries are not used.",
+    params_model=CECIBParams,
+    plan=plan_cec_ib,
+)

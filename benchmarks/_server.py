@@ -1,0 +1,69 @@
+"""Start the real `python -m app serve` on a throwaway database for a benchmark."""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+PASSWORD = "benchmark-password"
+
+
+@dataclass
+class LiveServer:
+    base: str  # .../api/v1
+    pid: int
+    headers: dict[str, str]
+    workdir: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveServer]:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-"))
+    port = _free_port()
+    environment = {
+        **os.environ,
+        "DATABASE_URL": database_url or f"sqlite:///{workdir / 'bench.db'}",
+        "ADMIN_PASSWORD": PASSWORD,
+        "LOAD_DEMO_DATA": "false",
+        "MAX_UPLOAD_BYTES": str(4 * 1024**3),
+        **env,
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}/api/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base}/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.2)
+        token = httpx.post(
+            f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
+        ).json()["access_token"]
+        yield LiveServer(base, server.pid, {"Authorization": f"Bearer {token}"}, workdir)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

@@ -1,0 +1,82 @@
+"""Compile side information for 1,000,000 items from 100,000 annotations.
+
+Target (issue 7): under 2 s. The annotations mix what experts make: single-pair links, small
+must-link sets, label strokes of a few hundred items, and a boundary in a 2-D view.
+
+    .venv/bin/python benchmarks/bench_sideinfo.py [--items 1000000 --annotations 100000]
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+from app.sideinfo import AnnotationRecord, compile_side_information
+
+
+def make_records(n_items: int, n_annotations: int, seed: int = 0) -> list[AnnotationRecord]:
+    rng = np.random.default_rng(seed)
+    records = []
+    kinds = rng.choice(
+        ["label", "must_link", "cannot_link"], size=n_annotations - 1, p=[0.2, 0.4, 0.4]
+    )
+    for i, kind in enumerate(kinds):
+        if kind == "label":
+            # A lasso stroke: 200 neighbouring items, labelled by the region they lie in.
+            start = int(rng.integers(0, n_items - 200))
+            items = list(range(start, start + 200))
+            records.append(
+                AnnotationRecord(i, "label", {"items": items, "label": f"L{start * 8 // n_items}"})
+            )
+        elif kind == "must_link":
+            items = rng.choice(n_items, size=int(rng.integers(2, 6)), replace=False).tolist()
+            records.append(AnnotationRecord(i, "must_link", {"items": items}))
+        else:
+            a, b = rng.choice(n_items, size=2, replace=False).tolist()
+            records.append(
+                AnnotationRecord(
+                    i,
+                    "cannot_link",
+                    {"items_a": [a], "items_b": [b]},
+                    confidence=float(rng.choice([1.0, 0.9])),
+                )
+            )
+    records.append(
+        AnnotationRecord(
+            n_annotations,
+            "boundary",
+            {"view_id": 1, "points": [[-3.0, -3.0], [0.0, 0.5], [3.0, 3.0]], "labels": ["a", "b"]},
+        )
+    )
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=1_000_000)
+    parser.add_argument("--annotations", type=int, default=100_000)
+    args = parser.parse_args()
+    records = make_records(args.items, args.annotations)
+    coords = np.random.default_rng(1).normal(size=(args.items, 2)).astype(np.float32)
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        info = compile_side_information(
+            n_items=args.items, revision=1, records=records, view_coordinates=lambda _v: coords
+        )
+        timings.append(time.perf_counter() - started)
+    best = min(timings)
+    print(f"compile {args.annotations:,} annotations over {args.items:,} items")
+    print(
+        "| best of 3 (s) | target (s) | ratio to target | labeled | must pairs | "
+        "cannot pairs | chunklets | conflicts |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    print(
+        f"| {best:.2f} | 2.0 | {best / 2:.2f} | {info.n_labeled:,} | {len(info.must_link):,} "
+        f"| {len(info.cannot_link):,} | {info.n_chunklets:,} | {len(info.conflicts):,} |"
+    )
+
+
+if __name__ == "__main__":
+    main()
