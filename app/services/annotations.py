@@ -140,6 +140,28 @@ def list_annotations(
     return list(rows), total
 
 
+def can_redo(*, session: Session, dataset: Dataset) -> bool:
+    return (
+        session.scalar(
+            select(Annotation.id)
+            .where(Annotation.dataset_id == dataset.id, Annotation.deleted_revision.is_not(None))
+            .limit(1)
+        )
+        is not None
+    )
+
+
+def can_undo(*, session: Session, dataset: Dataset) -> bool:
+    return (
+        session.scalar(
+            select(Annotation.id)
+            .where(Annotation.dataset_id == dataset.id, Annotation.deleted_at.is_(None))
+            .limit(1)
+        )
+        is not None
+    )
+
+
 def undo(*, session: Session, dataset: Dataset) -> Annotation:
     latest = session.scalar(
         select(Annotation)

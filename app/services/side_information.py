@@ -69,6 +69,9 @@ def from_npz(data: bytes) -> SideInformation:
             side_scores=npz.get("side_scores"),
             boundary_labels=header["boundary_labels"],
             boundary_annotation_id=header["boundary_annotation_id"],
-            conflicts=[Conflict(**c) for c in header["conflicts"]],
+            conflicts=[
+                Conflict(c["kind"], c["message"], c["annotation_ids"], c["items"])
+                for c in header["conflicts"]
+            ],
             notes=header["notes"],
         )

@@ -11,6 +11,13 @@ MUST_LINK = "must_link"
 CANNOT_LINK = "cannot_link"
 BOUNDARY = "boundary"
 KINDS = (LABEL, MUST_LINK, CANNOT_LINK, BOUNDARY)
+# The side-information kinds each conflict involves; it matters to an algorithm only if the
+# algorithm uses all of them.
+CONFLICT_NEEDS = {
+    "two_labels": ("labels",),
+    "must_link_in_cannot_link": ("must_link", "cannot_link"),
+    "labels_joined_by_must_link": ("labels", "must_link"),
+}
 ITEMS_PER_CONFLICT = 20  # items listed per conflict; the message gives the count
 MAX_CONFLICTS_PER_KIND = 1000  # listed in a report; a note counts the rest
 
@@ -36,9 +43,14 @@ class Conflict:
     annotation_ids: list[int]
     items: list[int]  # a few of the items involved (at most ITEMS_PER_CONFLICT)
 
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return CONFLICT_NEEDS[self.kind]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
+            "needs": list(self.needs),
             "message": self.message,
             "annotation_ids": self.annotation_ids,
             "items": self.items,

@@ -203,6 +203,19 @@ def dataset_page(
     return _render(request, "dataset.html", context)
 
 
+@router.get("/datasets/{dataset_id}/workspace", response_class=HTMLResponse)
+def workspace_page(dataset_id: int, request: Request, access: ViewerAccess) -> HTMLResponse:
+    """The scatterplot workspace. The page itself talks only to the public JSON API."""
+    dataset = access.require_dataset()
+    context = {
+        "user": access.user,
+        "project": access.project,
+        "dataset": dataset,
+        "can_edit": access.role.allows(Role.editor),
+    }
+    return _render(request, "workspace.html", context)
+
+
 @router.post("/datasets/{dataset_id}/delete", response_class=RedirectResponse)
 def delete_dataset(dataset_id: int, session: SessionDep, access: OwnerAccess) -> RedirectResponse:
     datasets.delete_dataset(session=session, dataset=access.require_dataset())

@@ -62,6 +62,8 @@ def read_annotations(
         limit=limit,
         offset=offset,
         revision=dataset.revision,
+        can_undo=annotations.can_undo(session=session, dataset=dataset),
+        can_redo=annotations.can_redo(session=session, dataset=dataset),
     )
 
 

@@ -155,3 +155,24 @@ def read_image(dataset_id: int, session: SessionDep, access: ViewerAccess) -> Re
         raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
     media = "image/png" if dataset.meta["image"]["format"] == "PNG" else "image/jpeg"
     return Response(content=data, media_type=media)
+
+
+@router.get(
+    "/datasets/{dataset_id}/ground-truth",
+    response_class=Response,
+    responses={200: {"content": {"application/octet-stream": {}}}},
+)
+def read_ground_truth(dataset_id: int, session: SessionDep, access: ViewerAccess) -> Response:
+    """Ground-truth class codes as raw little-endian int32, one per item (-1 = unknown); the
+    class names are the dataset's `ground_truth_classes`."""
+    dataset = access.require_dataset()
+    if dataset.ground_truth_classes is None:
+        raise InvalidInput(f"dataset {dataset.id} has no ground-truth column")
+    codes = chunks.read_array(
+        session=session,
+        dataset_id=dataset.id,
+        kind=datasets.GROUND_TRUTH,
+        dtype="int32",
+        n_columns=None,
+    )
+    return Response(codes.astype("<i4").tobytes(), media_type="application/octet-stream")

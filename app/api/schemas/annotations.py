@@ -69,6 +69,8 @@ class AnnotationsPage(BaseModel):
     limit: int
     offset: int
     revision: int
+    can_undo: bool
+    can_redo: bool
 
 
 class UndoRedoRead(BaseModel):
@@ -78,6 +80,9 @@ class UndoRedoRead(BaseModel):
 
 class ConflictRead(BaseModel):
     kind: str
+    needs: list[str] = Field(
+        description="Side information involved; algorithms using all of it refuse to run"
+    )
     message: str
     annotation_ids: list[int]
     items: list[int]

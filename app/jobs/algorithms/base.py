@@ -12,16 +12,11 @@ from app.sideinfo import SideInformation
 
 Progress = Callable[[int, float], bool]
 
-# Side-information kinds; a conflict matters to an algorithm only if it uses all its kinds.
+# Side-information kinds an algorithm may use.
 LABELS = "labels"
 MUST_LINK = "must_link"
 CANNOT_LINK = "cannot_link"
 BOUNDARY = "boundary"
-CONFLICT_NEEDS = {
-    "two_labels": {LABELS},
-    "must_link_in_cannot_link": {MUST_LINK, CANNOT_LINK},
-    "labels_joined_by_must_link": {LABELS, MUST_LINK},
-}
 
 
 class Params(BaseModel):
@@ -53,7 +48,7 @@ class Algorithm:
 
     def relevant_conflicts(self, info: SideInformation) -> list[dict[str, Any]]:
         used = set(self.uses)
-        return [c.as_dict() for c in info.conflicts if CONFLICT_NEEDS.get(c.kind, {c.kind}) <= used]
+        return [c.as_dict() for c in info.conflicts if set(c.needs) <= used]
 
 
 def hard_pairs(pairs: NDArray[np.int64], confidence: NDArray[np.float64]) -> NDArray[np.int64]:

@@ -1,0 +1,152 @@
+// The WebGL scatterplot (regl-scatterplot) with an SVG overlay for links and boundaries.
+import createScatterplot from '../../vendor/regl-scatterplot/regl-scatterplot.js';
+
+export const PALETTE = [
+  '#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2', '#edc948', '#ff9da7',
+  '#9c755f', '#79706e', '#1f77b4', '#17becf', '#bcbd22', '#8c564b', '#d62728', '#2ca02c',
+];
+export const UNLABELED = '#9aa5b4';
+
+// A minimal linear scale with the d3 interface regl-scatterplot keeps in sync with the camera.
+function linearScale(domain, range = [0, 1]) {
+  let d = [...domain];
+  let r = [...range];
+  const scale = (x) => r[0] + ((x - d[0]) / (d[1] - d[0])) * (r[1] - r[0]);
+  scale.domain = (v) => (v === undefined ? [...d] : ((d = [...v]), scale));
+  scale.range = (v) => (v === undefined ? [...r] : ((r = [...v]), scale));
+  scale.invert = (y) => d[0] + ((y - r[0]) / (r[1] - r[0])) * (d[1] - d[0]);
+  scale.copy = () => linearScale(d, r);
+  return scale;
+}
+
+function extent(values) {
+  let min = Infinity;
+  let max = -Infinity;
+  for (const v of values) {
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  if (!(max > min)) return [min - 1, max + 1];
+  const pad = (max - min) * 0.05;
+  return [min - pad, max + pad];
+}
+
+export class Plot {
+  constructor(canvas, overlay) {
+    this.canvas = canvas;
+    this.overlay = overlay;
+    this.x = new Float32Array(0);
+    this.y = new Float32Array(0);
+    this.links = [];
+    this.boundaries = [];
+    this.draft = null;
+    const { width, height } = canvas.getBoundingClientRect();
+    this.scatterplot = createScatterplot({
+      canvas,
+      width,
+      height,
+      pointSize: 6,
+      pointSizeSelected: 2,
+      pointOutlineWidth: 1,
+      backgroundColor: '#ffffff',
+      lassoColor: [0.18, 0.42, 0.87, 1],
+      lassoClearEvent: 'lassoEnd',
+      opacity: 0.85,
+    });
+    this.scatterplot.subscribe('view', () => this.drawOverlay());
+    new ResizeObserver(() => {
+      const box = canvas.getBoundingClientRect();
+      this.scatterplot.set({ width: box.width, height: box.height });
+      this.drawOverlay();
+    }).observe(canvas);
+  }
+
+  get size() {
+    return this.x.length;
+  }
+
+  async setPoints(coords) {
+    const n = coords.length / 2;
+    this.x = new Float32Array(n);
+    this.y = new Float32Array(n);
+    for (let i = 0; i < n; i += 1) {
+      this.x[i] = coords[2 * i];
+      this.y[i] = coords[2 * i + 1];
+    }
+    this.xScale = linearScale(extent(this.x));
+    this.yScale = linearScale(extent(this.y));
+    this.scatterplot.set({ xScale: this.xScale, yScale: this.yScale });
+    this.normX = this.normalize(this.x, this.xScale.domain());
+    this.normY = this.normalize(this.y, this.yScale.domain());
+    await this.setCategories(new Int32Array(n), [UNLABELED]);
+  }
+
+  normalize(values, [lo, hi]) {
+    const out = new Float32Array(values.length);
+    for (let i = 0; i < values.length; i += 1) out[i] = ((values[i] - lo) / (hi - lo)) * 2 - 1;
+    return out;
+  }
+
+  // `categories[i]` indexes `colors`; 0 is typically "none".
+  async setCategories(categories, colors) {
+    const selected = this.scatterplot.get('selectedPoints');
+    this.scatterplot.set({ colorBy: 'valueA', pointColor: colors.length > 1 ? colors : [...colors, colors[0]] });
+    await this.scatterplot.draw(
+      { x: this.normX, y: this.normY, valueA: categories },
+      { zDataType: 'categorical', preventFilterReset: true },
+    );
+    if (selected.length) this.scatterplot.select(selected, { preventEvent: true });
+    this.canvas.dataset.rendered = String(this.size);
+    this.drawOverlay();
+  }
+
+  setMode(mode) {
+    this.scatterplot.set({ mouseMode: mode === 'lasso' ? 'lasso' : 'panZoom' });
+  }
+
+  select(indices) {
+    this.scatterplot.select(indices);
+  }
+
+  deselect() {
+    this.scatterplot.deselect();
+  }
+
+  subscribe(event, handler) {
+    this.scatterplot.subscribe(event, handler);
+  }
+
+  toScreen(i) {
+    return [this.xScale(this.x[i]), this.yScale(this.y[i])];
+  }
+
+  toData(px, py) {
+    return [this.xScale.invert(px), this.yScale.invert(py)];
+  }
+
+  drawOverlay() {
+    if (!this.xScale) return;
+    const svg = this.overlay;
+    const ns = 'http://www.w3.org/2000/svg';
+    svg.replaceChildren();
+    for (const { a, b, kind } of this.links) {
+      const [x1, y1] = this.toScreen(a);
+      const [x2, y2] = this.toScreen(b);
+      const line = document.createElementNS(ns, 'line');
+      line.setAttribute('x1', x1);
+      line.setAttribute('y1', y1);
+      line.setAttribute('x2', x2);
+      line.setAttribute('y2', y2);
+      line.setAttribute('class', `link ${kind}`);
+      svg.append(line);
+    }
+    const polylines = [...this.boundaries];
+    if (this.draft) polylines.push({ points: this.draft, draft: true });
+    for (const { points, draft } of polylines) {
+      const path = document.createElementNS(ns, 'polyline');
+      path.setAttribute('points', points.map(([x, y]) => `${this.xScale(x)},${this.yScale(y)}`).join(' '));
+      path.setAttribute('class', draft ? 'boundary draft' : 'boundary');
+      svg.append(path);
+    }
+  }
+}

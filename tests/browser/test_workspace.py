@@ -1,0 +1,122 @@
+"""The dataset workspace in a real browser: select, label, link, draw, run, undo."""
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import screenshot, sign_in
+
+pytestmark = pytest.mark.browser
+
+
+def open_workspace(page: Page, dataset: str) -> None:
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    page.get_by_role("link", name=dataset, exact=True).click()
+    page.get_by_role("link", name="Open workspace").click()
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+
+
+def lasso(page: Page, x0: float, x1: float) -> None:
+    """Drag a lasso around the vertical band x0..x1 (fractions of the plot's width)."""
+    box = page.get_by_test_id("plot").bounding_box()
+    assert box is not None
+    left, right = box["x"] + x0 * box["width"], box["x"] + x1 * box["width"]
+    top, bottom = box["y"] + 0.02 * box["height"], box["y"] + 0.98 * box["height"]
+    page.mouse.move(left, top)
+    page.mouse.down()
+    for x, y in [(right, top), (right, bottom), (left, bottom), (left, top + 5)]:
+        page.mouse.move(x, y, steps=12)
+    page.mouse.up()
+
+
+def selected(page: Page) -> int:
+    return int(page.get_by_test_id("selection-count").inner_text())
+
+
+def test_annotate_run_and_undo_in_the_workspace(page: Page, live_server: str) -> None:
+    open_workspace(page, "iris")
+    expect(page.get_by_test_id("plot")).to_have_attribute("data-rendered", "150")
+    annotations = page.get_by_test_id("annotations").locator("li")
+    before = annotations.count()
+
+    page.get_by_role("button", name="Lasso").click()
+    lasso(page, 0.0, 0.35)
+    expect(page.get_by_test_id("selection-count")).not_to_have_text("0")
+    first_region = selected(page)
+    page.fill("#new-category", "small petals")
+    page.get_by_role("button", name="Label", exact=True).click()
+    expect(annotations).to_have_count(before + 1)
+    expect(annotations.first).to_contain_text(f"label “small petals”: {first_region} item(s)")
+    expect(page.locator("#categories .chip")).to_contain_text(["1 small petals"])
+
+    lasso(page, 0.45, 0.6)
+    assert selected(page) >= 2
+    page.get_by_role("button", name="Must-link selection").click()
+    expect(annotations).to_have_count(before + 2)
+    lasso(page, 0.62, 0.78)
+    page.get_by_role("button", name=re.compile("Set selection as A")).click()
+    lasso(page, 0.8, 1.0)
+    page.get_by_role("button", name="Cannot-link A ↔ selection").click()
+    expect(annotations).to_have_count(before + 3)
+    expect(page.locator("#overlay line.link.must").first).to_be_attached()
+    expect(page.locator("#overlay line.link.cannot").first).to_be_attached()
+
+    page.get_by_role("button", name="Draw boundary").click()
+    overlay = page.get_by_test_id("overlay").bounding_box()
+    assert overlay is not None
+    for fx, fy in [(0.4, 0.05), (0.42, 0.5), (0.4, 0.95)]:
+        page.mouse.click(
+            overlay["x"] + fx * overlay["width"], overlay["y"] + fy * overlay["height"]
+        )
+    page.keyboard.press("Enter")
+    expect(annotations).to_have_count(before + 4)
+    expect(annotations.first).to_contain_text("boundary “left” | “right”")
+    expect(page.locator("#overlay polyline.boundary")).to_have_count(1)
+
+    page.select_option("#algorithm", "cec-ib")
+    page.fill("[data-param=n_init]", "2")
+    page.fill("[data-param=n_clusters]", "6")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.get_by_test_id("progress")).to_have_attribute(
+        "data-status", "succeeded", timeout=120_000
+    )
+    expect(page.locator("#progress-bar")).to_have_attribute("style", re.compile("width: 100%"))
+    expect(page.get_by_test_id("plot")).to_have_attribute("data-color-by", "clusters")
+    expect(page.get_by_test_id("clusters").locator("tbody tr").first).to_be_visible()
+    expect(page.get_by_test_id("run-metrics")).to_contain_text("ARI")
+    expect(page.get_by_test_id("stale")).to_be_hidden()
+
+    page.locator("body").click(position={"x": 5, "y": 5})  # keyboard focus off the inputs
+    page.keyboard.press("Control+z")
+    expect(annotations).to_have_count(before + 3)
+    expect(page.get_by_test_id("stale")).to_be_visible()
+    listed = page.request.get(
+        f"{live_server}/api/v1/datasets/1/annotations?include_deleted=true"
+    ).json()
+    newest = max(listed["items"], key=lambda a: a["id"])
+    assert newest["kind"] == "boundary" and newest["deleted_at"] is not None
+    live = page.request.get(f"{live_server}/api/v1/datasets/1/annotations").json()
+    assert live["total"] == listed["total"] - 1
+    path = screenshot(page, "workspace")
+    assert path.stat().st_size > 10_000
+
+
+def test_conflicts_are_highlighted_and_a_run_on_them_is_refused(page: Page) -> None:
+    open_workspace(page, "wine")  # a dataset of its own: the live server is shared
+    page.get_by_role("button", name="Lasso").click()
+    lasso(page, 0.0, 0.2)
+    page.fill("#new-category", "A")
+    page.get_by_role("button", name="Label", exact=True).click()
+    page.fill("#new-category", "B")
+    page.get_by_role("button", name="Label", exact=True).click()
+    expect(page.get_by_test_id("conflicts").locator("li")).to_have_count(1)
+    expect(page.get_by_test_id("conflicts")).to_contain_text("two different labels")
+    expect(page.locator("#annotations li.conflict")).to_have_count(2)
+    page.select_option("#algorithm", "cec-ib")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.get_by_test_id("status")).to_contain_text("contradict")
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("Control+z")
+    expect(page.get_by_test_id("conflicts").locator("li")).to_have_count(0)
