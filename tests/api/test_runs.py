@@ -143,7 +143,7 @@ def test_cec_ib_end_to_end_with_labels(
     [
         ("cec", {"n_clusters": 4, "n_init": 2}),
         ("cec-ib", {"n_clusters": 4, "n_init": 2, "beta": 0.5}),
-        ("smic", {"n_clusters": 3, "n_neighbors": 5}),
+        ("smic", {"n_clusters": 3, "n_neighbors": "auto"}),
     ],
 )
 def test_each_algorithm_runs_and_finds_the_blobs(

@@ -23,7 +23,9 @@ class SMICParams(Params):
         "auto", description="Nearest neighbours in the kernel, or 'auto' (chosen by LSMI)"
     )
     normalize: Literal["none", "symmetric"] = Field(
-        "symmetric", description="Degree-normalised kernel (reproduces all of the paper's toys)"
+        "none",
+        description="'symmetric' is the degree-normalised kernel: it reproduces all four of the "
+        "paper's toy results, the literal kernel ('none') two",
     )
     random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
 

@@ -78,7 +78,7 @@ export class Plot {
     this.scatterplot.set({ xScale: this.xScale, yScale: this.yScale });
     this.normX = this.normalize(this.x, this.xScale.domain());
     this.normY = this.normalize(this.y, this.yScale.domain());
-    await this.setCategories(new Int32Array(n), [UNLABELED]);
+    this.spatialIndex = null; // new positions: the next draw builds a new index
   }
 
   normalize(values, [lo, hi]) {
@@ -87,14 +87,15 @@ export class Plot {
     return out;
   }
 
-  // `categories[i]` indexes `colors`; 0 is typically "none".
+  // `categories[i]` indexes `colors`; 0 is typically "none". Recolouring reuses the spatial
+  // index of the positions, which is most of the cost of a draw at a million points.
   async setCategories(categories, colors) {
     const selected = this.scatterplot.get('selectedPoints');
     this.scatterplot.set({ colorBy: 'valueA', pointColor: colors.length > 1 ? colors : [...colors, colors[0]] });
-    await this.scatterplot.draw(
-      { x: this.normX, y: this.normY, valueA: categories },
-      { zDataType: 'categorical', preventFilterReset: true },
-    );
+    const options = { zDataType: 'categorical', preventFilterReset: true };
+    if (this.spatialIndex) options.spatialIndex = this.spatialIndex;
+    await this.scatterplot.draw({ x: this.normX, y: this.normY, valueA: categories }, options);
+    this.spatialIndex = this.scatterplot.get('spatialIndex');
     if (selected.length) this.scatterplot.select(selected, { preventEvent: true });
     this.canvas.dataset.rendered = String(this.size);
     this.drawOverlay();

@@ -484,11 +484,11 @@ async function showHover(index) {
 
 // ---- wiring -----------------------------------------------------------------------------
 
-async function loadView() {
+async function loadView(draw = true) {
   const viewId = $('#view-select').value;
   const coords = new Float32Array(await apiBinary(`/datasets/${datasetId}/views/${viewId}/coordinates`));
   await plot.setPoints(coords);
-  await recolour();
+  if (draw) await recolour();
 }
 
 function bind(selector, event, handler) {
@@ -534,11 +534,11 @@ async function main() {
   plot.subscribe('pointOver', (index) => showHover(index));
   plot.subscribe('pointOut', () => { hoverToken += 1; $('#tooltip').hidden = true; });
 
-  await loadView();
-  await refreshAnnotations();
+  await loadView(false);
+  await refreshAnnotations(); // draws the points, coloured by label
   await loadRuns();
 
-  bind('#view-select', 'change', loadView);
+  bind('#view-select', 'change', () => loadView());
   bind('#color-by', 'change', recolour);
   for (const button of document.querySelectorAll('[data-mode]')) bind(`[data-mode=${button.dataset.mode}]`, 'click', () => setMode(button.dataset.mode));
   bind('#clear-selection', 'click', () => plot.deselect());
