@@ -143,7 +143,7 @@ def execute_run(
         load_seconds = time.perf_counter() - started
 
         progress = ProgressRecorder(factory, run_id, token)
-        plan = algorithm.plan(params, info, progress)
+        plan = algorithm.plan(params, info, features, progress)
         fit_started = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

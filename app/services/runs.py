@@ -56,6 +56,9 @@ def start_run(
         raise InvalidInput(f"dataset {dataset.id} has no features yet; it cannot be clustered")
     valid = validate_params(algorithm, params, dataset)
     info = compile_for_dataset(session=session, dataset=dataset)
+    missing = algorithm.requirement(info) if algorithm.requirement else None
+    if missing:
+        raise InvalidInput(missing)
     conflicts = algorithm.relevant_conflicts(info)
     if conflicts:
         raise Conflict(

@@ -206,3 +206,18 @@ def test_a_long_conflict_report_is_capped_with_a_note() -> None:
     info = compile_(1500, *records)
     assert len(info.conflicts) == 1000
     assert "1,500 two_labels conflicts; the first 1,000 are listed" in info.notes
+
+
+def test_labels_become_chained_must_links_and_sampled_cannot_links() -> None:
+    from app.sideinfo.label_links import CANNOT_PAIRS_PER_CLASS_PAIR, label_links
+
+    labels = np.array([0, 0, 0, -1, 1, 1, 2] + [2] * 400)
+    must, cannot = label_links(labels, np.random.default_rng(0))
+    assert len(must) == 2 + 1 + 400  # k - 1 per class
+    assert (labels[must[:, 0]] == labels[must[:, 1]]).all()
+    assert (labels[cannot[:, 0]] != labels[cannot[:, 1]]).all()
+    assert (labels[cannot] >= 0).all()
+    # Classes 0 and 1 have 3 x 2 possible pairs; the larger class pairs are capped.
+    assert len(cannot) == 6 + 2 * CANNOT_PAIRS_PER_CLASS_PAIR
+    pairs_between = {tuple(sorted((int(labels[a]), int(labels[b])))) for a, b in cannot}
+    assert pairs_between == {(0, 1), (0, 2), (1, 2)}

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from app.sideinfo import SideInformation
 
 Progress = Callable[[int, float], bool]
+FloatArray = NDArray[np.floating]
 
 # Side-information kinds an algorithm may use.
 LABELS = "labels"
@@ -41,7 +42,10 @@ class Algorithm:
     uses: tuple[str, ...]
     side_information_mapping: str  # how annotations become the engine's inputs, in words
     params_model: type[Params]
-    plan: Callable[[Any, SideInformation, Progress], FitPlan]
+    # plan(params, side information, features, progress): the estimator and its fit inputs.
+    plan: Callable[[Any, SideInformation, FloatArray, Progress], FitPlan]
+    # What the side information must contain for this algorithm, as a message when it does not.
+    requirement: Callable[[SideInformation], str | None] | None = None
 
     def parameters_schema(self) -> dict[str, Any]:
         return self.params_model.model_json_schema()

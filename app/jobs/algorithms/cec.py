@@ -5,7 +5,7 @@ from typing import Literal
 from pydantic import Field
 
 from app.engine import BETA0, CEC, CECIB
-from app.jobs.algorithms.base import LABELS, Algorithm, FitPlan, Params, Progress
+from app.jobs.algorithms.base import LABELS, Algorithm, FitPlan, FloatArray, Params, Progress
 from app.sideinfo import SideInformation
 
 
@@ -44,11 +44,15 @@ def _cec_kwargs(params: CECParams, progress: Progress) -> dict[str, object]:
     }
 
 
-def plan_cec(params: CECParams, info: SideInformation, progress: Progress) -> FitPlan:
+def plan_cec(
+    params: CECParams, info: SideInformation, _x: FloatArray, progress: Progress
+) -> FitPlan:
     return FitPlan(CEC(**_cec_kwargs(params, progress)))  # type: ignore[arg-type]
 
 
-def plan_cec_ib(params: CECIBParams, info: SideInformation, progress: Progress) -> FitPlan:
+def plan_cec_ib(
+    params: CECIBParams, info: SideInformation, _x: FloatArray, progress: Progress
+) -> FitPlan:
     estimator = CECIB(beta=params.beta, **_cec_kwargs(params, progress))  # type: ignore[arg-type]
     return FitPlan(estimator, {"y": info.labels})
 

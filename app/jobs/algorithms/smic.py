@@ -10,6 +10,7 @@ from app.jobs.algorithms.base import (
     MUST_LINK,
     Algorithm,
     FitPlan,
+    FloatArray,
     Params,
     Progress,
     hard_pairs,
@@ -30,7 +31,9 @@ class SMICParams(Params):
     random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
 
 
-def plan_smic(params: SMICParams, info: SideInformation, progress: Progress) -> FitPlan:
+def plan_smic(
+    params: SMICParams, info: SideInformation, _x: FloatArray, progress: Progress
+) -> FitPlan:
     if isinstance(params.n_neighbors, int) and not 1 <= params.n_neighbors <= 100:
         raise ValueError("n_neighbors must be between 1 and 100, or 'auto'")
     estimator = SMIC(
