@@ -120,3 +120,47 @@ def test_conflicts_are_highlighted_and_a_run_on_them_is_refused(page: Page) -> N
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("Control+z")
     expect(page.get_by_test_id("conflicts").locator("li")).to_have_count(0)
+
+
+def run_and_wait(page: Page, algorithm: str, **params: str) -> None:
+    page.select_option("#algorithm", algorithm)
+    for name, value in params.items():
+        field = page.locator(f"[data-param={name}]")
+        if field.evaluate("el => el.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.get_by_test_id("progress-text")).to_contain_text("succeeded", timeout=120_000)
+
+
+def test_hover_compare_two_runs_and_export(page: Page) -> None:
+    open_workspace(page, "digits")
+    box = page.get_by_test_id("plot").bounding_box()
+    assert box is not None
+    x, y = page.evaluate("() => window.workspace.plot.toScreen(0)")
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    expect(page.locator("#tooltip")).to_be_visible()
+    expect(page.locator("#tooltip")).to_contain_text("truth:")
+
+    run_and_wait(page, "cec", n_clusters="10", n_init="1", covariance="spherical")
+    run_and_wait(page, "cec", n_clusters="5", n_init="1", covariance="spherical")
+    runs = page.locator("#compare-a option:not([value=''])")
+    expect(runs).to_have_count(2)
+    values = runs.evaluate_all("options => options.map(o => o.value)")
+    page.select_option("#compare-a", values[0])
+    page.select_option("#compare-b", values[1])
+    page.get_by_role("button", name="Compare").click()
+    ari = float(page.get_by_test_id("compare-ari").inner_text())
+    assert -1.0 <= ari < 1.0
+    expect(page.locator("#comparison table tbody tr")).not_to_have_count(0)
+
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Labels & clusters (CSV)").click()
+    lines = download.value.path().read_text().splitlines()
+    assert lines[0] == "item,label,cluster"
+    assert len(lines) == 1 + 1797
+    assert lines[1].startswith("0,,") and lines[1].split(",")[2].isdigit()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Annotations (JSON)").click()
+    assert download.value.path().read_text().strip() == "[]"
