@@ -2,10 +2,11 @@
 
 from app.jobs.algorithms.base import Algorithm
 from app.jobs.algorithms.cec import CEC_ALGORITHM, CEC_IB_ALGORITHM
+from app.jobs.algorithms.ppc import PPC_ALGORITHM
 from app.jobs.algorithms.smic import SMIC_ALGORITHM
 
 ALGORITHMS: dict[str, Algorithm] = {
-    a.id: a for a in (CEC_ALGORITHM, CEC_IB_ALGORITHM, SMIC_ALGORITHM)
+    a.id: a for a in (CEC_ALGORITHM, CEC_IB_ALGORITHM, PPC_ALGORITHM, SMIC_ALGORITHM)
 }
 
 

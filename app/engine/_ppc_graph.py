@@ -1,0 +1,545 @@
+"""PPC relations: validation, hard-link contraction, components, and the E-step engine plan.
+
+Conventions (specs/ppc.md Sec. 1.3): the API weight ``W`` of a pair is the paper's weight per
+*ordered* pair, so the prior factor of an unordered pair is ``exp(2 W [z_i = z_j])``; internally
+every edge stores the coupling ``J = 2 W``. ``W = +inf`` is a hard link, ``W = -inf`` a hard
+do-not-link; both are handled structurally, never as numbers:
+
+* hard links are contracted (union-find) into super-nodes ("chunklets") whose log-score is the
+  sum of their members' (spec Sec. 3.3.3); a soft relation inside a chunklet is a constant and is
+  dropped, soft relations between two chunklets add up;
+* a hard do-not-link is an edge flag: its configurations with equal labels get probability 0.
+
+Duplicate rows for the same unordered pair are summed (decision 7.2.11, natural in the
+log-linear prior); a hard relation absorbs soft ones on the same pair.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+SINGLE = 0
+TREE = 1
+ENUM = 2
+MEAN_FIELD = 3
+GIBBS = 4
+E_STEPS = ("auto", "exact", "mean_field", "gibbs")
+
+
+@dataclass(frozen=True)
+class Relations:
+    """Validated relations: soft rows (i, j, J = 2W), hard links and hard do-not-links."""
+
+    soft_i: IntArray
+    soft_j: IntArray
+    soft_J: FloatArray
+    link_i: IntArray
+    link_j: IntArray
+    dnl_i: IntArray
+    dnl_j: IntArray
+
+
+def _pair(pairs: IntArray, row: int) -> str:
+    return f"({int(pairs[row, 0])}, {int(pairs[row, 1])})"
+
+
+def check_relations(pairs: ArrayLike | None, weights: ArrayLike | None, n: int) -> Relations:
+    """Validate ``pairs`` (m, 2) and ``weights`` (m,); every error names the offending pair."""
+    if pairs is None and weights is None:
+        empty = np.empty(0, dtype=np.int64)
+        return Relations(empty, empty, np.empty(0), empty, empty, empty, empty)
+    if pairs is None or weights is None:
+        raise ValueError("pairs and weights must be given together (weights > 0 link, < 0 not)")
+    p = np.asarray(pairs)
+    if p.size == 0:
+        p = p.reshape(0, 2)
+    if p.ndim != 2 or p.shape[1] != 2:
+        raise ValueError(f"pairs must be an (m, 2) array of sample indices, got shape {p.shape}")
+    if p.dtype.kind not in "iu" and (
+        p.dtype.kind != "f" or not np.all(np.isfinite(p) & (p == np.round(p)))
+    ):
+        raise ValueError(f"pairs must hold integer sample indices, got dtype {p.dtype}")
+    p = p.astype(np.int64)
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if w.shape[0] != p.shape[0]:
+        m = min(w.shape[0], p.shape[0])
+        what = (
+            f"pair {m} {_pair(p, m)} has no weight"
+            if p.shape[0] > m
+            else (f"weight {m} ({float(w[m])!r}) has no pair")
+        )
+        raise ValueError(f"pairs has {p.shape[0]} rows but weights has {w.shape[0]} values; {what}")
+    for message, bad in (
+        (f"is out of range for {n} samples", (p < 0).any(axis=1) | (p >= n).any(axis=1)),
+        ("relates a sample to itself", p[:, 0] == p[:, 1]),
+    ):
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"pair {row} {_pair(p, row)} {message}")
+    if np.isnan(w).any():
+        row = int(np.flatnonzero(np.isnan(w))[0])
+        raise ValueError(f"the weight of pair {row} {_pair(p, row)} is NaN")
+    lo = np.minimum(p[:, 0], p[:, 1])
+    hi = np.maximum(p[:, 0], p[:, 1])
+    link = w == np.inf
+    dnl = w == -np.inf
+    _check_contradictions(p, lo, hi, link, dnl, n)
+    soft = np.isfinite(w) & (w != 0.0)
+    return Relations(lo[soft], hi[soft], 2.0 * w[soft], lo[link], hi[link], lo[dnl], hi[dnl])
+
+
+def _check_contradictions(
+    p: IntArray, lo: IntArray, hi: IntArray, link: BoolArray, dnl: BoolArray, n: int
+) -> None:
+    if not (link.any() and dnl.any()):
+        return
+    link_rows = {
+        (int(a), int(b)): r for r, (a, b) in enumerate(zip(lo, hi, strict=True)) if link[r]
+    }
+    for r in np.flatnonzero(dnl):
+        other = link_rows.get((int(lo[r]), int(hi[r])))
+        if other is not None:
+            raise ValueError(
+                f"pair {r} {_pair(p, int(r))} is a hard do-not-link, but pair {other} "
+                f"{_pair(p, other)} is a hard link on the same samples"
+            )
+    chunk = chunklets(n, lo[link], hi[link])
+    for r in np.flatnonzero(dnl):
+        if chunk[lo[r]] == chunk[hi[r]]:
+            path = _hard_link_path(lo[link], hi[link], int(lo[r]), int(hi[r]))
+            raise ValueError(
+                f"pair {r} {_pair(p, int(r))} is a hard do-not-link, but a chain of hard links "
+                f"joins its samples: {' - '.join(map(str, path))}"
+            )
+
+
+def chunklets(n: int, li: IntArray, lj: IntArray) -> IntArray:
+    """Connected components of the hard-link graph (the chunklets), numbered 0..n_super-1."""
+    if li.shape[0] == 0:
+        return np.arange(n, dtype=np.int64)
+    graph = coo_matrix((np.ones(li.shape[0]), (li, lj)), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    return labels.astype(np.int64)
+
+
+def _hard_link_path(li: IntArray, lj: IntArray, start: int, goal: int) -> list[int]:
+    adjacency: dict[int, list[int]] = {}
+    for a, b in zip(li.tolist(), lj.tolist(), strict=True):
+        adjacency.setdefault(a, []).append(b)
+        adjacency.setdefault(b, []).append(a)
+    previous = {start: start}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        if node == goal:
+            break
+        for nxt in adjacency.get(node, []):
+            if nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    path = [goal]
+    while path[-1] != start:
+        path.append(previous[path[-1]])
+    return path[::-1]
+
+
+@dataclass(frozen=True)
+class ExactSet:
+    """Components solved exactly: trees (sum-product) and small loopy ones (enumeration).
+
+    Node ids index the rows of the log-score matrix the engine is called with.
+    Tree ``t`` occupies positions ``tree_ptr[t]:tree_ptr[t+1]`` of ``tree_order`` in BFS order
+    (root first); ``tree_parent[p]`` is the parent's position (-1 for the root) and
+    ``tree_J`` / ``tree_hard`` describe the edge to the parent. Loopy component ``c`` has nodes
+    ``enum_nodes[enum_ptr[c]:enum_ptr[c+1]]`` and edges ``enum_eptr[c]:enum_eptr[c+1]`` between
+    local positions ``enum_u``, ``enum_v``.
+    """
+
+    tree_ptr: IntArray
+    tree_order: IntArray
+    tree_parent: IntArray
+    tree_J: FloatArray
+    tree_hard: BoolArray
+    enum_ptr: IntArray
+    enum_nodes: IntArray
+    enum_eptr: IntArray
+    enum_u: IntArray
+    enum_v: IntArray
+    enum_J: FloatArray
+    enum_hard: BoolArray
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.tree_ptr.shape[0] - 1)
+
+    @property
+    def n_enum(self) -> int:
+        return int(self.enum_ptr.shape[0] - 1)
+
+
+@dataclass(frozen=True)
+class OmegaModel:
+    """The prior's normaliser log Omega(pi) as a sum over distinct component shapes.
+
+    ``shapes`` is an ExactSet over representative nodes with chunklet sizes ``size``; shape s
+    occurs ``tree_count`` / ``enum_count`` times. Unit singletons contribute log 1 = 0.
+    ``exact`` is False when some component is too large for exact Omega (then pi stays fixed).
+    """
+
+    shapes: ExactSet
+    size: FloatArray
+    node_count: FloatArray  # how often the component of each representative node occurs
+    tree_count: FloatArray
+    enum_count: FloatArray
+    exact: bool
+
+    @property
+    def trivial(self) -> bool:
+        return self.shapes.n_trees == 0 and self.shapes.n_enum == 0
+
+
+@dataclass(frozen=True)
+class RelationGraph:
+    """The contracted relation graph and the E-step plan for one fit."""
+
+    super_of: IntArray  # sample -> super-node
+    size: FloatArray  # members per super-node
+    nbr_ptr: IntArray  # CSR adjacency of the super-node graph
+    nbr_idx: IntArray
+    nbr_J: FloatArray
+    nbr_hard: BoolArray
+    comp_of: IntArray  # super-node -> component
+    comp_kind: IntArray  # SINGLE, TREE, ENUM, MEAN_FIELD or GIBBS
+    comp_hard: BoolArray  # the component has a hard do-not-link
+    exact: ExactSet
+    single_nodes: IntArray
+    mf_nodes: IntArray
+    gibbs_nodes: IntArray
+    omega: OmegaModel
+    dnl_i: IntArray  # hard do-not-links (samples), for checks and messages
+    dnl_j: IntArray
+
+    @property
+    def n_super(self) -> int:
+        return int(self.size.shape[0])
+
+    @property
+    def has_edges(self) -> bool:
+        return bool(self.nbr_idx.shape[0] > 0)
+
+
+@numba.njit(nogil=True, cache=True)
+def _bfs_forest(
+    nbr_ptr: IntArray,
+    nbr_idx: IntArray,
+    nbr_J: FloatArray,
+    nbr_hard: BoolArray,
+    roots: IntArray,
+    order: IntArray,
+    parent: IntArray,
+    pJ: FloatArray,
+    phard: BoolArray,
+    ptr: IntArray,
+) -> None:
+    """BFS from every root; positions, parent positions and parent edges of each tree."""
+    n = nbr_ptr.shape[0] - 1
+    pos_of = np.full(n, -1, dtype=np.int64)
+    p = 0
+    for t in range(roots.shape[0]):
+        ptr[t] = p
+        head = p
+        order[p] = roots[t]
+        parent[p] = -1
+        pJ[p] = 0.0
+        phard[p] = False
+        pos_of[roots[t]] = p
+        p += 1
+        while head < p:
+            node = order[head]
+            for e in range(nbr_ptr[node], nbr_ptr[node + 1]):
+                nxt = nbr_idx[e]
+                if pos_of[nxt] < 0:
+                    order[p] = nxt
+                    parent[p] = head
+                    pJ[p] = nbr_J[e]
+                    phard[p] = nbr_hard[e]
+                    pos_of[nxt] = p
+                    p += 1
+            head += 1
+    ptr[roots.shape[0]] = p
+
+
+def _exact_set(
+    nodes_of: list[IntArray],
+    kinds: list[int],
+    nbr: tuple[IntArray, IntArray, FloatArray, BoolArray],
+    edges: tuple[IntArray, IntArray, FloatArray, BoolArray],
+    edge_comp: IntArray,
+    comp_ids: list[int],
+) -> ExactSet:
+    """Pack the listed components (TREE or ENUM) into flat arrays."""
+    nbr_ptr, nbr_idx, nbr_J, nbr_hard = nbr
+    eu, ev, eJ, ehard = edges
+    tree_roots = [int(nodes_of[c][0]) for c, k in zip(comp_ids, kinds, strict=True) if k == TREE]
+    n_tree_nodes = sum(
+        nodes_of[c].shape[0] for c, k in zip(comp_ids, kinds, strict=True) if k == TREE
+    )
+    order = np.empty(n_tree_nodes, dtype=np.int64)
+    parent = np.empty(n_tree_nodes, dtype=np.int64)
+    pJ = np.empty(n_tree_nodes)
+    phard = np.empty(n_tree_nodes, dtype=np.bool_)
+    tptr = np.zeros(len(tree_roots) + 1, dtype=np.int64)
+    _bfs_forest(
+        nbr_ptr,
+        nbr_idx,
+        nbr_J,
+        nbr_hard,
+        np.asarray(tree_roots, dtype=np.int64),
+        order,
+        parent,
+        pJ,
+        phard,
+        tptr,
+    )
+    enum_ids = [c for c, k in zip(comp_ids, kinds, strict=True) if k == ENUM]
+    eptr = [0]
+    enodes: list[IntArray] = []
+    edge_ptr = [0]
+    us: list[IntArray] = []
+    vs: list[IntArray] = []
+    Js: list[FloatArray] = []
+    hards: list[BoolArray] = []
+    edge_order = np.argsort(edge_comp, kind="stable")
+    edge_bounds = np.searchsorted(edge_comp[edge_order], np.arange(len(nodes_of) + 1))
+    for c in enum_ids:
+        nodes = nodes_of[c]
+        local = {int(v): q for q, v in enumerate(nodes)}
+        rows = edge_order[edge_bounds[c] : edge_bounds[c + 1]]
+        enodes.append(nodes)
+        eptr.append(eptr[-1] + nodes.shape[0])
+        us.append(np.array([local[int(x)] for x in eu[rows]], dtype=np.int64))
+        vs.append(np.array([local[int(x)] for x in ev[rows]], dtype=np.int64))
+        Js.append(eJ[rows])
+        hards.append(ehard[rows])
+        edge_ptr.append(edge_ptr[-1] + rows.shape[0])
+
+    def cat(parts: list, dtype: type) -> NDArray:
+        return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
+
+    return ExactSet(
+        tptr,
+        order,
+        parent,
+        pJ,
+        phard,
+        np.asarray(eptr, dtype=np.int64),
+        cat(enodes, np.int64),
+        np.asarray(edge_ptr, dtype=np.int64),
+        cat(us, np.int64),
+        cat(vs, np.int64),
+        cat(Js, np.float64),
+        cat(hards, np.bool_),
+    )
+
+
+def _csr(
+    n: int, eu: IntArray, ev: IntArray, eJ: FloatArray, ehard: BoolArray
+) -> tuple[IntArray, IntArray, FloatArray, BoolArray]:
+    src = np.concatenate([eu, ev])
+    dst = np.concatenate([ev, eu])
+    order = np.lexsort((dst, src))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    return (
+        ptr,
+        dst[order].astype(np.int64),
+        np.concatenate([eJ, eJ])[order],
+        np.concatenate([ehard, ehard])[order],
+    )
+
+
+def build_graph(
+    rel: Relations, n: int, n_components: int, e_step: str, max_exact_states: int
+) -> RelationGraph:
+    """Contract hard links, find components, choose an engine per component (spec Sec. 3.1)."""
+    super_of = chunklets(n, rel.link_i, rel.link_j)
+    n_super = int(super_of.max()) + 1 if n else 0
+    size = np.bincount(super_of, minlength=n_super).astype(np.float64)
+    if n_components == 1 and rel.dnl_i.shape[0]:
+        raise ValueError(
+            f"pair ({int(rel.dnl_i[0])}, {int(rel.dnl_j[0])}) is a hard do-not-link, which "
+            "cannot hold with n_components=1"
+        )
+    su = np.concatenate([super_of[rel.soft_i], super_of[rel.dnl_i]])
+    sv = np.concatenate([super_of[rel.soft_j], super_of[rel.dnl_j]])
+    J = np.concatenate([rel.soft_J, np.zeros(rel.dnl_i.shape[0])])
+    hard = np.concatenate(
+        [np.zeros(rel.soft_i.shape[0], dtype=np.bool_), np.ones(rel.dnl_i.shape[0], np.bool_)]
+    )
+    keep = su != sv  # a soft relation inside a chunklet is a constant
+    a, b = np.minimum(su[keep], sv[keep]), np.maximum(su[keep], sv[keep])
+    key = a * n_super + b
+    uniq, inv = np.unique(key, return_inverse=True)
+    eJ = np.bincount(inv, weights=J[keep], minlength=uniq.shape[0])
+    ehard = np.bincount(inv, weights=hard[keep], minlength=uniq.shape[0]) > 0
+    eJ[ehard] = 0.0
+    live = ehard | (eJ != 0.0)
+    eu, ev, eJ, ehard = uniq[live] // n_super, uniq[live] % n_super, eJ[live], ehard[live]
+    nbr = _csr(n_super, eu, ev, eJ, ehard)
+    graph = coo_matrix((np.ones(eu.shape[0]), (eu, ev)), shape=(n_super, n_super))
+    n_comp, comp_of = connected_components(graph, directed=False)
+    comp_of = comp_of.astype(np.int64)
+    comp_size = np.bincount(comp_of, minlength=n_comp)
+    edge_comp = comp_of[eu]
+    comp_edges = np.bincount(edge_comp, minlength=n_comp)
+    comp_hard = np.bincount(edge_comp, weights=ehard, minlength=n_comp) > 0
+    node_order = np.argsort(comp_of, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(comp_size)])
+    nodes_of = [node_order[bounds[c] : bounds[c + 1]] for c in range(n_comp)]
+    log_bound = math.log(max_exact_states)
+    kinds = np.empty(n_comp, dtype=np.int64)
+    omega_kind = np.empty(n_comp, dtype=np.int64)
+    for c in range(n_comp):
+        t = int(comp_size[c])
+        tree = comp_edges[c] == t - 1
+        small = t * math.log(n_components) <= log_bound
+        omega_kind[c] = TREE if tree else (ENUM if small else MEAN_FIELD)
+        kinds[c] = _choose(t, bool(tree), small, bool(comp_hard[c]), e_step, n_components)
+    exact_ids = [c for c in range(n_comp) if kinds[c] in (TREE, ENUM)]
+    exact = _exact_set(
+        nodes_of,
+        [int(kinds[c]) for c in exact_ids],
+        nbr,
+        (eu, ev, eJ, ehard),
+        edge_comp,
+        exact_ids,
+    )
+    omega = _omega_model(nodes_of, omega_kind, size, nbr, (eu, ev, eJ, ehard), edge_comp)
+    by_kind = {k: np.flatnonzero(kinds[comp_of] == k) for k in (SINGLE, MEAN_FIELD, GIBBS)}
+    return RelationGraph(
+        super_of,
+        size,
+        *nbr,
+        comp_of,
+        kinds,
+        comp_hard,
+        exact,
+        by_kind[SINGLE],
+        by_kind[MEAN_FIELD],
+        by_kind[GIBBS],
+        omega,
+        rel.dnl_i,
+        rel.dnl_j,
+    )
+
+
+def _choose(t: int, tree: bool, small: bool, hard: bool, e_step: str, m: int) -> int:
+    if t == 1:
+        return SINGLE
+    if e_step == "auto":
+        if tree:
+            return TREE
+        if small:
+            return ENUM
+        return GIBBS if hard else MEAN_FIELD
+    if e_step == "exact":
+        if tree:
+            return TREE
+        if small:
+            return ENUM
+        raise ValueError(
+            f"e_step='exact' cannot enumerate a loopy component of {t} (super-)nodes "
+            f"({m}^{t} states); raise max_exact_states or use e_step='auto'"
+        )
+    if e_step == "mean_field":
+        if hard:
+            raise ValueError(
+                "mean field cannot represent hard do-not-links (exp(-inf * Q) collapses); use "
+                "e_step='auto', 'exact' or 'gibbs' for relations with weight -inf"
+            )
+        return MEAN_FIELD
+    return GIBBS
+
+
+def _omega_model(
+    nodes_of: list[IntArray],
+    omega_kind: IntArray,
+    size: FloatArray,
+    nbr: tuple[IntArray, IntArray, FloatArray, BoolArray],
+    edges: tuple[IntArray, IntArray, FloatArray, BoolArray],
+    edge_comp: IntArray,
+) -> OmegaModel:
+    """One representative per distinct component shape (sizes and edges), with counts."""
+    eu, ev, eJ, ehard = edges
+    edge_order = np.argsort(edge_comp, kind="stable")
+    bounds = np.searchsorted(edge_comp[edge_order], np.arange(len(nodes_of) + 1))
+    shapes: dict[tuple, int] = {}
+    reps: list[int] = []
+    counts: list[int] = []
+    exact = True
+    for c, nodes in enumerate(nodes_of):
+        if nodes.shape[0] == 1 and size[nodes[0]] == 1.0:
+            continue  # Omega = sum_k pi_k = 1
+        if omega_kind[c] == MEAN_FIELD:
+            exact = False
+            continue
+        local = {int(v): q for q, v in enumerate(nodes)}
+        rows = edge_order[bounds[c] : bounds[c + 1]]
+        key = (
+            int(omega_kind[c]),
+            tuple(size[nodes].tolist()),
+            tuple(
+                sorted(
+                    (local[int(eu[r])], local[int(ev[r])], float(eJ[r]), bool(ehard[r]))
+                    for r in rows
+                )
+            ),
+        )
+        if key in shapes:
+            counts[shapes[key]] += 1
+        else:
+            shapes[key] = len(reps)
+            reps.append(c)
+            counts.append(1)
+    # Re-index the representatives' nodes 0..R-1 and build their own ExactSet.
+    rep_nodes = [nodes_of[c] for c in reps]
+    new_id = {int(v): q for q, v in enumerate(np.concatenate(rep_nodes).tolist())} if reps else {}
+    mask = np.isin(edge_comp, np.asarray(reps, dtype=np.int64))
+    ru = np.array([new_id[int(x)] for x in eu[mask]], dtype=np.int64)
+    rv = np.array([new_id[int(x)] for x in ev[mask]], dtype=np.int64)
+    n_rep = len(new_id)
+    rep_nbr = _csr(n_rep, ru, rv, eJ[mask], ehard[mask])
+    rep_comp = np.empty(n_rep, dtype=np.int64)
+    new_nodes: list[IntArray] = []
+    for q, c in enumerate(reps):
+        ids = np.array([new_id[int(v)] for v in nodes_of[c]], dtype=np.int64)
+        rep_comp[ids] = q
+        new_nodes.append(ids)
+    kinds = [int(omega_kind[c]) for c in reps]
+    shapes_set = _exact_set(
+        new_nodes,
+        kinds,
+        rep_nbr,
+        (ru, rv, eJ[mask], ehard[mask]),
+        rep_comp[ru],
+        list(range(len(reps))),
+    )
+    rep_size = np.concatenate([size[nodes_of[c]] for c in reps]) if reps else np.empty(0)
+    node_count = np.empty(n_rep)
+    for q, ids in enumerate(new_nodes):
+        node_count[ids] = counts[q]
+    tree_count = np.array([counts[q] for q in range(len(reps)) if kinds[q] == TREE], float)
+    enum_count = np.array([counts[q] for q in range(len(reps)) if kinds[q] == ENUM], float)
+    return OmegaModel(shapes_set, rep_size, node_count, tree_count, enum_count, exact)
