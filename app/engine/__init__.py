@@ -1,5 +1,7 @@
 """Clustering engine: pure numerics (numpy, scipy, numba), no web and no SQL."""
 
+from app.engine.c3l import C3L
+from app.engine.c4s import C4S
 from app.engine.cec import CEC
 from app.engine.cec_cost import cec_ib_energy
 from app.engine.cec_ib import CECIB
@@ -16,6 +18,8 @@ from app.engine.ppc import PPC, confidence_to_weight
 
 __all__ = [
     "BETA0",
+    "C3L",
+    "C4S",
     "CEC",
     "CECIB",
     "PPC",
@@ -31,8 +35,3 @@ __all__ = [
     "normalized_mutual_info",
     "pairwise_constraint_satisfaction",
 ]
-
-from app.engine.c3l import C3L
-from app.engine.c4s import C4S
-
-__all__ += ["C3L", "C4S"]

@@ -183,6 +183,26 @@ def recompute_state(
         refresh_energy(state, c, n_total, beta)
 
 
+@numba.njit(nogil=True, cache=True)
+def copy_state(src: ClusterState, dst: ClusterState) -> None:
+    """Copy every statistic of ``src`` into ``dst`` (same shapes): a snapshot to roll back to."""
+    dst.size[:] = src.size
+    dst.mean[:] = src.mean
+    dst.cov[:] = src.cov
+    dst.chol[:] = src.chol
+    dst.chol_inv[:] = src.chol_inv
+    dst.entropy[:] = src.entropy
+    dst.alive[:] = src.alive
+    dst.label_counts[:] = src.label_counts
+    dst.labeled[:] = src.labeled
+    dst.label_xlogx[:] = src.label_xlogx
+    dst.energy[:] = src.energy
+    dst.label_h[:] = src.label_h
+    dst.join_const[:] = src.join_const
+    dst.leave_const[:] = src.leave_const
+    dst.spread[:] = src.spread
+
+
 def total_energy(state: ClusterState) -> float:
     """Sum of E(Y) over live clusters."""
     return float(state.energy[state.alive].sum())

@@ -9,6 +9,9 @@ Building blocks, all O(k d^2) or better per point (spec cec-ib.md Sec. 3.3):
   Cholesky factors and O(1) label-count updates;
 * ``dissolve_cluster`` kills a cluster and inserts its points one at a time where the energy
   grows least (spec decision 7.3: immediate greedy reinsertion);
+* ``group_move_deltas`` / ``extract_group`` / ``insert_group`` do the same for an unlabeled
+  weighted group (a chunklet moved as one block, spec c4s.md Sec. 2.3): O(k d^3) per evaluation,
+  since the change of S is not rank-one;
 * ``hartigan_sweep`` is one pass over the points in index order, skipping (exactly, via
   ``SweepClock``) points whose clusters did not change since they were last checked.
 
@@ -30,12 +33,13 @@ from numpy.typing import NDArray
 
 from app.engine._cec_state import (
     ClusterState,
+    cluster_energy,
     label_entropy_after,
     refresh_energy,
     update_labels,
 )
 from app.engine._linalg import cholesky_rank_one, half_logdet, invert_lower
-from app.engine._moments import add_point, remove_point
+from app.engine._moments import add_group, add_point, remove_group, remove_point
 from app.engine.gaussian_families import (
     FULL,
     HALF_LOG_2PIE,
@@ -253,7 +257,8 @@ def n_alive(state: ClusterState) -> int:
 
 
 @numba.njit(nogil=True, cache=True)
-def _kill(state: ClusterState, c: int) -> None:
+def kill_cluster(state: ClusterState, c: int) -> None:
+    """Mark slot ``c`` dead with zero statistics (its members must be reassigned by the caller)."""
     state.alive[c] = False
     state.size[c] = 0.0
     state.entropy[c] = 0.0
@@ -297,7 +302,7 @@ def dissolve_cluster(
     work: FloatArray,
 ) -> None:
     """Remove cluster ``c`` and reinsert its points (the caller keeps >= 1 live cluster)."""
-    _kill(state, c)
+    kill_cluster(state, c)
     reinsert_orphans(X, assign, categories, state, family, n_total, beta, work)
 
 
@@ -328,7 +333,7 @@ def dissolve_invalid(
     removed = 0
     for c in range(k):
         if state.alive[c] and not (state.size[c] >= min_size and math.isfinite(state.entropy[c])):
-            _kill(state, c)
+            kill_cluster(state, c)
             removed += 1
     if removed > 0:
         reinsert_orphans(X, assign, categories, state, family, n_total, beta, work)
@@ -429,3 +434,124 @@ def hartigan_sweep(
             dissolve_cluster(X, assign, categories, state, a, family, n_total, beta, work)
             mark_all_changed(clock)
     return moves
+
+
+@numba.njit(nogil=True, cache=True)
+def _group_energy_after(
+    state: ClusterState,
+    c: int,
+    g_size: float,
+    g_mean: FloatArray,
+    g_cov: FloatArray,
+    sign: float,
+    family: int,
+    n_total: float,
+    beta: float,
+    mean: FloatArray,
+    cov: FloatArray,
+    chol: FloatArray,
+    chol_inv: FloatArray,
+) -> float:
+    """E(c + G) (sign = +1) or E(c - G) (sign = -1) from copies of the moments of ``c``."""
+    d = g_mean.shape[0]
+    for s in range(d):
+        mean[s] = state.mean[c, s]
+        for t in range(d):
+            cov[s, t] = state.cov[c, s, t]
+    if sign > 0.0:
+        size = add_group(mean, cov, state.size[c], g_mean, g_cov, g_size)
+    else:
+        size = remove_group(mean, cov, state.size[c], g_mean, g_cov, g_size)
+    if size <= 0.0:
+        return 0.0
+    if size < nonsingular_points(family, d):
+        return math.inf
+    entropy = family_entropy(family, cov, chol, chol_inv)
+    return cluster_energy(size, n_total, entropy, state.label_h[c], beta)
+
+
+@numba.njit(nogil=True, cache=True)
+def group_move_deltas(
+    g_size: float,
+    g_mean: FloatArray,
+    g_cov: FloatArray,
+    a: int,
+    state: ClusterState,
+    family: int,
+    n_total: float,
+    beta: float,
+    delta: FloatArray,
+    scratch: FloatArray,
+) -> None:
+    """``delta[j]`` = E(a - G) + E(j + G) - E(a) - E(j) for an unlabeled group G, every slot j.
+
+    G has weight ``g_size``, mean ``g_mean`` and MLE covariance ``g_cov``; it is a member of
+    ``a`` (or of no cluster if ``a = -1``). Same conventions as ``point_move_deltas`` with
+    exact entries: ``delta[a] = 0``; +inf for dead slots, singular clusters and singular results.
+    G holds no labeled point, so label terms do not change. ``scratch`` is (3d + 1, d).
+    """
+    d = g_mean.shape[0]
+    mean = scratch[0]
+    cov = scratch[1 : d + 1]
+    chol = scratch[d + 1 : 2 * d + 1]
+    chol_inv = scratch[2 * d + 1 : 3 * d + 1]
+    d_leave = 0.0
+    if a >= 0:
+        after = _group_energy_after(
+            state, a, g_size, g_mean, g_cov, -1.0, family, n_total, beta, mean, cov, chol,
+            chol_inv,
+        )  # fmt: skip
+        d_leave = after - state.energy[a]
+    for j in range(delta.shape[0]):
+        if j == a:
+            delta[j] = 0.0
+            continue
+        if not state.alive[j] or not math.isfinite(d_leave) or not math.isfinite(state.energy[j]):
+            delta[j] = math.inf
+            continue
+        after = _group_energy_after(
+            state, j, g_size, g_mean, g_cov, 1.0, family, n_total, beta, mean, cov, chol,
+            chol_inv,
+        )  # fmt: skip
+        delta[j] = d_leave + after - state.energy[j]
+
+
+@numba.njit(nogil=True, cache=True)
+def _refresh_family(state: ClusterState, c: int, family: int, n_total: float, beta: float) -> None:
+    if state.size[c] <= 0.0:
+        state.entropy[c] = 0.0
+    else:
+        state.entropy[c] = family_entropy(family, state.cov[c], state.chol[c], state.chol_inv[c])
+    refresh_energy(state, c, n_total, beta)
+
+
+@numba.njit(nogil=True, cache=True)
+def insert_group(
+    g_size: float,
+    g_mean: FloatArray,
+    g_cov: FloatArray,
+    c: int,
+    state: ClusterState,
+    family: int,
+    n_total: float,
+    beta: float,
+) -> None:
+    """Add an unlabeled group to live cluster ``c`` (exact union formula, fresh factor)."""
+    state.size[c] = add_group(state.mean[c], state.cov[c], state.size[c], g_mean, g_cov, g_size)
+    _refresh_family(state, c, family, n_total, beta)
+
+
+@numba.njit(nogil=True, cache=True)
+def extract_group(
+    g_size: float,
+    g_mean: FloatArray,
+    g_cov: FloatArray,
+    c: int,
+    state: ClusterState,
+    family: int,
+    n_total: float,
+    beta: float,
+) -> None:
+    """Remove an unlabeled member group from cluster ``c`` (exact difference formula)."""
+    state.size[c] = remove_group(state.mean[c], state.cov[c], state.size[c], g_mean, g_cov, g_size)
+    _refresh_family(state, c, family, n_total, beta)

@@ -144,6 +144,8 @@ def test_cec_ib_end_to_end_with_labels(
         ("cec", {"n_clusters": 4, "n_init": 2}),
         ("cec-ib", {"n_clusters": 4, "n_init": 2, "beta": 0.5}),
         ("smic", {"n_clusters": 3, "n_neighbors": "auto"}),
+        ("ppc", {"n_components": 3}),
+        ("c4s", {"n_clusters": 3, "n_init": 2}),
     ],
 )
 def test_each_algorithm_runs_and_finds_the_blobs(
@@ -359,6 +361,58 @@ def test_another_projects_dataset_is_404_not_403(
     assert client.get(f"/api/v1/runs/{run_id}", headers=outsider).status_code == 404
     assert client.post(f"/api/v1/runs/{run_id}/cancel", headers=outsider).status_code == 404
     wait(client, admin_headers, run_id)
+
+
+def test_c3l_takes_a_boundary_or_two_label_categories(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    x, y = make_blobs(
+        n_samples=300, centers=[[0, 0], [6, 0], [0, 6]], cluster_std=0.7, random_state=1
+    )
+    dataset_id = upload_csv(client, project_id, admin_headers, x, y)
+    refused = start(client, admin_headers, dataset_id, "c3l", n_clusters=4)
+    assert refused.status_code == 422
+    assert "C3L needs a drawn boundary" in refused.json()["detail"]
+    url = f"/api/v1/datasets/{dataset_id}/annotations"
+    for cls, name in ((0, "near"), (1, "far")):
+        items = [int(i) for i in np.flatnonzero(y == cls)[:10]]
+        client.post(
+            url, json={"kind": "label", "items": items, "label": name}, headers=admin_headers
+        )
+    learned = wait(
+        client,
+        admin_headers,
+        start(client, admin_headers, dataset_id, "c3l", n_clusters=4, n_init=2).json()["id"],
+    )
+    assert learned["status"] == "succeeded", learned["error"]
+    views = client.get(f"/api/v1/datasets/{dataset_id}/views", headers=admin_headers).json()
+    feature_view = client.post(
+        f"/api/v1/datasets/{dataset_id}/views", json={"x": "f0", "y": "f1"}, headers=admin_headers
+    ).json()
+    assert views["total"] == 1
+    client.post(
+        url,
+        headers=admin_headers,
+        json={
+            "kind": "boundary",
+            "view_id": feature_view["id"],
+            "points": [[3, -5], [3, 10]],
+            "labels": ["west", "east"],
+        },
+    )
+    drawn = wait(
+        client,
+        admin_headers,
+        start(client, admin_headers, dataset_id, "c3l", n_clusters=4, n_init=2).json()["id"],
+    )
+    assert drawn["status"] == "succeeded", drawn["error"]
+    result = client.get(f"/api/v1/runs/{drawn['id']}/result", headers=admin_headers).json()
+    labels = np.array(result["labels"])
+    east = x[:, 0] > 3
+    # Clusters respect the boundary: each cluster lies (almost) on one side of x = 3.
+    for cluster in np.unique(labels):
+        share = east[labels == cluster].mean()
+        assert share < 0.1 or share > 0.9
 
 
 @pytest.fixture

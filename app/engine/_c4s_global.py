@@ -1,0 +1,370 @@
+"""C4s step 3: Hartigan CEC over items with only valid moves (spec c4s.md Sec. 3.5, 3.7).
+
+Built on the core: one-point items use ``point_move_deltas`` / ``extract_point`` /
+``insert_point`` exactly as the CEC sweep does (pruned deltas for items that need no validity
+check, exact ones otherwise), groups use ``group_move_deltas`` / ``extract_group`` /
+``insert_group``. A candidate move is taken only if ``move_is_valid`` accepts it, so the partition
+is valid after every move, including the reinsertions of a cluster removal. If some item of a
+removed cluster has no valid destination, the whole removal is rolled back (``copy_state``) and
+the cluster is kept for the rest of the sweep (spec Sec. 3.5 decision).
+
+Without constraints every item is a point in index order and the run is the core CEC run step
+for step (same start, deltas, tolerance, removals), which the tests check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from app.engine._c4s_items import Items
+from app.engine._c4s_validity import CannotLinkGraph, move_is_valid
+from app.engine._cec_state import ClusterState, copy_state, new_state, recompute_state, total_energy
+from app.engine._hartigan import (
+    extract_group,
+    extract_point,
+    group_move_deltas,
+    insert_group,
+    insert_point,
+    kill_cluster,
+    n_alive,
+    point_move_deltas,
+)
+from app.engine._init import kmeanspp_seeds
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+Progress = Callable[[int, float], object]
+
+
+class Scratch(NamedTuple):
+    """Preallocated work arrays of the global kernels."""
+
+    delta: FloatArray  # (k,)
+    u: FloatArray  # (d,)
+    group: FloatArray  # (3d + 1, d) for group_move_deltas
+    work: FloatArray  # (3d,) for insert_point / extract_point
+    no_clock: IntArray  # (0,)
+    orphans: IntArray  # (m,) items of removed clusters
+    homes: IntArray  # (m,) their clusters, to roll back
+    kill: BoolArray  # (k,)
+    blocked: BoolArray  # (k,) clusters whose removal failed in this sweep
+    snapshot: ClusterState
+
+
+def new_scratch(m: int, k: int, d: int) -> Scratch:
+    return Scratch(
+        delta=np.empty(k),
+        u=np.empty(d),
+        group=np.empty((3 * d + 1, d)),
+        work=np.empty(3 * d),
+        no_clock=np.empty(0, dtype=np.int64),
+        orphans=np.empty(m, dtype=np.int64),
+        homes=np.empty(m, dtype=np.int64),
+        kill=np.zeros(k, dtype=np.bool_),
+        blocked=np.zeros(k, dtype=np.bool_),
+        snapshot=new_state(k, d, 0),
+    )
+
+
+@numba.njit(nogil=True, cache=True)
+def item_deltas(
+    X: FloatArray, items: Items, t: int, a: int, state: ClusterState, family: int,
+    n_total: float, prune_above: float, sc: Scratch,
+) -> None:  # fmt: skip
+    """``sc.delta[j]``: energy change of moving item ``t`` from ``a`` (-1: nowhere) to j."""
+    i = items.row[t]
+    if i >= 0:
+        point_move_deltas(
+            X, i, -1, a, state, family, n_total, 0.0, prune_above, sc.no_clock, -1, sc.delta, sc.u
+        )
+    else:
+        g = items.group[t]
+        group_move_deltas(
+            items.g_size[g], items.g_mean[g], items.g_cov[g], a, state, family, n_total, 0.0,
+            sc.delta, sc.group,
+        )  # fmt: skip
+
+
+@numba.njit(nogil=True, cache=True)
+def insert_item(
+    X: FloatArray, items: Items, t: int, c: int, state: ClusterState, family: int,
+    n_total: float, sc: Scratch,
+) -> None:  # fmt: skip
+    i = items.row[t]
+    if i >= 0:
+        insert_point(X[i], -1, c, state, family, n_total, 0.0, sc.work)
+    else:
+        g = items.group[t]
+        insert_group(
+            items.g_size[g], items.g_mean[g], items.g_cov[g], c, state, family, n_total, 0.0
+        )
+
+
+@numba.njit(nogil=True, cache=True)
+def extract_item(
+    X: FloatArray, items: Items, t: int, c: int, state: ClusterState, family: int,
+    n_total: float, sc: Scratch,
+) -> None:  # fmt: skip
+    i = items.row[t]
+    if i >= 0:
+        extract_point(X[i], -1, c, state, family, n_total, 0.0, sc.work)
+    else:
+        g = items.group[t]
+        extract_group(
+            items.g_size[g], items.g_mean[g], items.g_cov[g], c, state, family, n_total, 0.0
+        )
+
+
+@numba.njit(nogil=True, cache=True)
+def best_valid_move(
+    t: int, a: int, tol: float, item_cluster: IntArray, graph: CannotLinkGraph, delta: FloatArray
+) -> int:
+    """The valid target with the most negative delta below -tol (first on ties), else ``a``.
+
+    Validity is checked only for the current best candidate; a rejected one is set to +inf.
+    """
+    while True:
+        best = -tol
+        b = a
+        for j in range(delta.shape[0]):
+            if delta[j] < best:
+                best = delta[j]
+                b = j
+        if b == a or move_is_valid(t, b, item_cluster, graph):
+            return b
+        delta[b] = math.inf
+
+
+@numba.njit(nogil=True, cache=True)
+def dissolve_clusters(
+    X: FloatArray, items: Items, graph: CannotLinkGraph, item_cluster: IntArray,
+    state: ClusterState, family: int, n_total: float, sc: Scratch,
+) -> bool:  # fmt: skip
+    """Kill the clusters in ``sc.kill`` and insert their items one at a time, in item order,
+    into the valid live cluster whose energy grows least (first on ties). Returns False, with
+    everything rolled back, if some item has no valid destination."""
+    copy_state(state, sc.snapshot)
+    m = item_cluster.shape[0]
+    count = 0
+    for t in range(m):
+        c = item_cluster[t]
+        if c >= 0 and sc.kill[c]:
+            sc.orphans[count] = t
+            sc.homes[count] = c
+            count += 1
+            item_cluster[t] = -1
+    for c in range(sc.kill.shape[0]):
+        if sc.kill[c]:
+            kill_cluster(state, c)
+    for s in range(count):
+        t = sc.orphans[s]
+        item_deltas(X, items, t, -1, state, family, n_total, math.inf, sc)
+        b = -1
+        for j in range(sc.delta.shape[0]):
+            if (
+                state.alive[j]
+                and (b < 0 or sc.delta[j] < sc.delta[b])
+                and move_is_valid(t, j, item_cluster, graph)
+            ):
+                b = j
+        if b < 0:
+            copy_state(sc.snapshot, state)
+            for r in range(count):
+                item_cluster[sc.orphans[r]] = sc.homes[r]
+            return False
+        insert_item(X, items, t, b, state, family, n_total, sc)
+        item_cluster[t] = b
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def _too_small(state: ClusterState, c: int, min_size: float) -> bool:
+    return state.size[c] < min_size or not math.isfinite(state.entropy[c])
+
+
+@numba.njit(nogil=True, cache=True)
+def remove_invalid_clusters(
+    X: FloatArray, items: Items, graph: CannotLinkGraph, item_cluster: IntArray,
+    state: ClusterState, family: int, n_total: float, min_size: float, sc: Scratch,
+) -> int:  # fmt: skip
+    """Remove every live cluster that is too small or singular (at least one cluster stays:
+    if none is valid, the largest); returns how many were removed."""
+    k = state.size.shape[0]
+    largest = -1
+    n_valid = 0
+    for c in range(k):
+        sc.kill[c] = False
+        if state.alive[c]:
+            if not _too_small(state, c, min_size):
+                n_valid += 1
+            if largest < 0 or state.size[c] > state.size[largest]:
+                largest = c
+    count = 0
+    for c in range(k):
+        removable = state.alive[c] and not sc.blocked[c] and (n_valid > 0 or c != largest)
+        if removable and _too_small(state, c, min_size):
+            sc.kill[c] = True
+            count += 1
+    if count == 0:
+        return 0
+    if dissolve_clusters(X, items, graph, item_cluster, state, family, n_total, sc):
+        return count
+    # the joint removal failed: try the clusters one at a time, keep those that cannot go
+    candidates = np.nonzero(sc.kill)[0]
+    removed = 0
+    for s in range(candidates.shape[0]):
+        sc.kill[:] = False
+        sc.kill[candidates[s]] = True
+        if dissolve_clusters(X, items, graph, item_cluster, state, family, n_total, sc):
+            removed += 1
+        else:
+            sc.blocked[candidates[s]] = True
+    sc.kill[:] = False
+    return removed
+
+
+@numba.njit(nogil=True, cache=True)
+def global_sweep(
+    X: FloatArray, items: Items, graph: CannotLinkGraph, item_cluster: IntArray,
+    state: ClusterState, family: int, n_total: float, min_size: float, tol: float, sc: Scratch,
+) -> int:  # fmt: skip
+    """One pass over the items in order; returns the number of accepted moves."""
+    moves = 0
+    k = state.size.shape[0]
+    for t in range(item_cluster.shape[0]):
+        a = item_cluster[t]
+        watched = graph.watched[t]
+        item_deltas(X, items, t, a, state, family, n_total, math.inf if watched else -tol, sc)
+        b = best_valid_move(t, a, tol, item_cluster, graph, sc.delta)
+        if b == a:
+            continue
+        extract_item(X, items, t, a, state, family, n_total, sc)
+        insert_item(X, items, t, b, state, family, n_total, sc)
+        item_cluster[t] = b
+        moves += 1
+        if _too_small(state, a, min_size) and not sc.blocked[a] and n_alive(state) > 1:
+            for j in range(k):
+                sc.kill[j] = j == a
+            if not dissolve_clusters(X, items, graph, item_cluster, state, family, n_total, sc):
+                sc.blocked[a] = True
+            sc.kill[a] = False
+    return moves
+
+
+@numba.njit(nogil=True, cache=True)
+def nearest_center(M: FloatArray, centers: FloatArray, out: IntArray) -> None:
+    """``out[t]`` = index of the center nearest to row t of M (first on ties)."""
+    for t in range(M.shape[0]):
+        best = 0
+        best_dist = math.inf
+        for c in range(centers.shape[0]):
+            dist = 0.0
+            for s in range(M.shape[1]):
+                diff = M[t, s] - centers[c, s]
+                dist += diff * diff
+            if dist < best_dist:
+                best = c
+                best_dist = dist
+        out[t] = best
+
+
+def initial_items_partition(
+    X: FloatArray,
+    items: Items,
+    graph: CannotLinkGraph,
+    n_clusters: int,
+    rng: np.random.RandomState,
+) -> IntArray:
+    """Valid greedy seeding (spec Sec. 3.7): k-means++ seeds on the points; the watched items,
+    in random order, go to the nearest cluster that keeps the partition valid; the others to
+    their nearest seed."""
+    seeds = np.zeros(n_clusters, dtype=np.int64)
+    found = kmeanspp_seeds(X, rng.uniform(size=n_clusters), seeds)
+    centers = X[seeds[:found]]
+    means = X[np.maximum(items.row, 0)].copy()
+    grouped = items.group >= 0
+    means[grouped] = items.g_mean[items.group[grouped]]
+    item_cluster = np.empty(means.shape[0], dtype=np.int64)
+    nearest_center(means, centers, item_cluster)
+    watched = graph.watched_items
+    item_cluster[watched] = -1
+    if watched.shape[0]:
+        for t in rng.permutation(watched):
+            dist = ((centers - means[t]) ** 2).sum(axis=1)
+            for c in np.argsort(dist, kind="stable"):
+                if move_is_valid(int(t), int(c), item_cluster, graph):
+                    item_cluster[t] = c
+                    break
+            else:
+                raise ValueError(
+                    f"the cannot-links need more than n_clusters={n_clusters} clusters "
+                    "(no valid initial cluster for a constrained chunklet); increase n_clusters"
+                )
+    return item_cluster
+
+
+@dataclass
+class GlobalRun:
+    item_cluster: IntArray
+    energy: float
+    n_iter: int
+    converged: bool
+    history: list[float]
+
+
+def run_global(
+    X: FloatArray,
+    items: Items,
+    graph: CannotLinkGraph,
+    item_of_point: IntArray,
+    *,
+    n_clusters: int,
+    family: int,
+    min_size: float,
+    max_iter: int,
+    tol: float,
+    rng: np.random.RandomState,
+    progress: Progress | None,
+    first_iteration: int,
+) -> tuple[GlobalRun, bool]:
+    """One restart of the global stage; returns the run and whether ``progress`` asked to stop."""
+    n, d = X.shape
+    m = item_of_point.max() + 1
+    categories = np.full(n, -1, dtype=np.int64)
+    item_cluster = initial_items_partition(X, items, graph, n_clusters, rng)
+    state = new_state(n_clusters, d, 0)
+    state.alive[:] = np.bincount(item_cluster, minlength=n_clusters) > 0
+    recompute_state(X, item_cluster[item_of_point], categories, state, family, float(n), 0.0)
+    sc = new_scratch(int(m), n_clusters, d)
+    remove_invalid_clusters(X, items, graph, item_cluster, state, family, float(n), min_size, sc)
+    history: list[float] = []
+    converged = stop = False
+    sweeps = 0
+    for sweeps in range(1, max_iter + 1):
+        sc.blocked[:] = False
+        moves = global_sweep(
+            X, items, graph, item_cluster, state, family, float(n), min_size, tol, sc
+        )
+        recompute_state(X, item_cluster[item_of_point], categories, state, family, float(n), 0.0)
+        removed = remove_invalid_clusters(
+            X, items, graph, item_cluster, state, family, float(n), min_size, sc
+        )
+        energy = total_energy(state)
+        history.append(energy)
+        if progress is not None:
+            answer = progress(first_iteration + sweeps, energy)
+            stop = answer is not None and not answer
+        if moves == 0 and removed == 0:
+            converged = True
+            break
+        if stop:
+            break
+    return GlobalRun(item_cluster, total_energy(state), sweeps, converged, history), stop

@@ -1,0 +1,163 @@
+"""``C3L``: semi-supervised clustering with controlled leakage across a boundary (Smieja et al.).
+
+The expert's two-category division arrives as one score per point, ``side_scores >= 0`` being
+the positive category (from a drawn boundary, a classifier's decision function, or labels). The
+data are embedded as z = (score, x) (spec c3l.md Sec. 1.3, the embedding for a general
+discriminant), and every cluster is a product Gaussian N(mu, s^2) x N(m, S) whose 1-D factor puts
+at most ``leakage`` of its mass across the boundary: the constrained fit is Theorem 1's closed
+form (``_c3l_cost``), so there is no penalty weight to tune. ``leakage >= 0.5`` switches the
+constraint off (plain CEC with the product family).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
+
+from app.engine._c3l_cost import leakage_quantile
+from app.engine._c3l_fit import fit_c3l
+from app.engine._cec_fit import MOVE_TOL
+from app.engine._validation import check_choice, check_int, check_real
+from app.engine.gaussian_families import FAMILIES, FULL
+
+Progress = Callable[[int, float], object]
+
+INITS = ("side", "k-means++")
+
+
+def check_side_scores(side_scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:
+    """One finite real score per sample."""
+    try:
+        arr = np.asarray(side_scores, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"side_scores must be real numbers: {error}") from None
+    if arr.ndim != 1 or arr.shape[0] != n_samples:
+        raise ValueError(
+            f"side_scores must be a 1-D array with one score per sample ({n_samples}), got shape "
+            f"{arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.nonzero(~np.isfinite(arr))[0][0])
+        raise ValueError(f"side_scores must be finite; side_scores[{bad}] is {arr[bad]}")
+    return arr
+
+
+class C3L(ClusterMixin, BaseEstimator):
+    """Cross-entropy clustering whose clusters respect a two-category boundary up to ``leakage``.
+
+    Parameters
+    ----------
+    n_clusters : initial (maximal) number of clusters; clusters are removed while fitting.
+    leakage : largest probability mass each cluster density may put on the other side of the
+        boundary, in (0, 1); 0.5 or more means no constraint. Typical values 0.01-0.05.
+    min_cluster_fraction : a cluster with fewer than this fraction of the points is removed
+        (also one too small for a non-singular covariance).
+    covariance : family of the factor on x, ``'full'``, ``'diagonal'`` or ``'spherical'``.
+    n_init : restarts; the lowest energy wins.
+    max_iter : cap on Hartigan sweeps per restart.
+    init : ``'side'`` (clusters shared between the two sides, k-means++ within each) or
+        ``'k-means++'`` on all points.
+    random_state : seed, ``numpy.random.RandomState`` or None.
+    progress : optional ``progress(iteration, energy) -> bool`` called after every sweep;
+        returning False stops the fit and keeps the best consistent partition so far.
+
+    Fitted attributes: ``labels_``, ``n_clusters_``, ``energy_`` (nats), ``leakage_`` (per
+    cluster: mass of its fitted density across the boundary, <= ``leakage``), ``sides_`` (+1 or
+    -1: the category of each cluster), ``weights_``, ``n_iter_``, ``converged_``,
+    ``energy_history_``, ``n_features_in_``.
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 10,
+        *,
+        leakage: float = 0.05,
+        min_cluster_fraction: float = 0.05,
+        covariance: str = "full",
+        n_init: int = 10,
+        max_iter: int = 100,
+        init: str = "side",
+        random_state: Any = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.leakage = leakage
+        self.min_cluster_fraction = min_cluster_fraction
+        self.covariance = covariance
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.init = init
+        self.random_state = random_state
+        self.progress = progress
+
+    def fit(self, X: ArrayLike, side_scores: ArrayLike) -> C3L:
+        """Cluster ``X``; ``side_scores[i] >= 0`` puts point i in the positive category."""
+        data = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        if not data.flags.writeable:
+            data = data.copy()
+        n, d = data.shape
+        scores = check_side_scores(side_scores, n)
+        n_clusters = check_int("n_clusters", self.n_clusters, 1, n)
+        leakage = check_real("leakage", self.leakage, 0.0, 1.0, high_open=True)
+        if leakage <= 0.0:
+            raise ValueError("leakage must be > 0: no Gaussian has zero mass across a boundary")
+        fraction = check_real(
+            "min_cluster_fraction", self.min_cluster_fraction, 0.0, 1.0, high_open=True
+        )
+        family = FAMILIES[check_choice("covariance", self.covariance, list(FAMILIES))]
+        n_init = check_int("n_init", self.n_init, 1)
+        max_iter = check_int("max_iter", self.max_iter, 1)
+        init = check_choice("init", self.init, INITS)
+        if self.progress is not None and not callable(self.progress):
+            raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
+        if family == FULL and d >= n:
+            raise ValueError(
+                f"covariance='full' needs more samples than features, got n_samples={n} and "
+                f"n_features={d}; reduce the dimension or use covariance='diagonal' or 'spherical'"
+            )
+        result = fit_c3l(
+            data,
+            scores,
+            n_clusters=n_clusters,
+            q=leakage_quantile(leakage),
+            family=family,
+            min_cluster_fraction=fraction,
+            n_init=n_init,
+            max_iter=max_iter,
+            tol=MOVE_TOL,
+            init=init,
+            rng=check_random_state(self.random_state),
+            progress=self.progress,
+        )
+        self.labels_ = result.labels
+        self.n_clusters_ = int(result.weights.shape[0])
+        self.energy_ = result.energy
+        self.leakage_ = result.leakage
+        self.sides_ = result.sides
+        self.weights_ = result.weights
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.energy_history_ = result.energy_history
+        if not result.converged and not result.cancelled:
+            warnings.warn(
+                f"C3L did not converge within max_iter={max_iter} sweeps; increase max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def fit_predict(
+        self, X: ArrayLike, side_scores: ArrayLike | None = None, **kwargs: Any
+    ) -> NDArray[np.int64]:
+        """``fit(X, side_scores).labels_``."""
+        if side_scores is None:
+            raise ValueError("C3L needs side_scores: one score per sample, >= 0 for positive")
+        return self.fit(X, side_scores).labels_

@@ -1,0 +1,174 @@
+"""``C4S``: constrained clustering with a complex cluster structure (Smieja & Wiercioch).
+
+Hard must-link and cannot-link constraints on top of the CEC core (spec c4s.md Sec. 3.1):
+
+1. must-links are closed transitively into initial chunklets (``_c4s_constraints``);
+2. each chunklet is split by CEC on its own points into final chunklets (``_c4s_items``);
+3. global CEC moves final chunklets and free points as blocks, with exact moment merge/split,
+   taking only moves that keep every cannot-link satisfiable (``_c4s_global``, ``_c4s_validity``);
+4. clusters sharing an initial chunklet are merged (closure cl^inf), so an output group is a
+   union of Gaussian clusters.
+
+Restarts repeat steps 2-3 and keep the lowest pre-merge CEC cost (eq. 4), which is ``energy_``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
+
+from app.engine._c4s_constraints import (
+    aggregate,
+    check_pairs,
+    dense_by_first_occurrence,
+    merge_clusters,
+)
+from app.engine._c4s_global import GlobalRun, run_global
+from app.engine._c4s_items import build_items
+from app.engine._c4s_validity import new_graph
+from app.engine._cec_fit import MOVE_TOL, min_cluster_size
+from app.engine._validation import check_choice, check_int, check_real
+from app.engine.gaussian_families import FAMILIES, FULL
+
+Progress = Callable[[int, float], object]
+
+
+class C4S(ClusterMixin, BaseEstimator):
+    """C4s clustering with hard must-link / cannot-link constraints.
+
+    Parameters
+    ----------
+    n_clusters : initial (maximal) number of Gaussian clusters of the global stage (the paper's
+        ``gr``, e.g. 3 x the expected number of groups); the output has at most this many groups.
+    n_chunklet_clusters : initial number of clusters of the CEC that splits each must-link
+        chunklet (the paper's ``gr_i``).
+    min_cluster_fraction : CEC removal threshold, for the global stage relative to all points and
+        for a chunklet split relative to the chunklet (paper: 1%); a cluster is also removed
+        below the size that keeps its covariance non-singular (d + 2 points for ``full``).
+    covariance : Gaussian family, ``'full'``, ``'diagonal'`` or ``'spherical'``.
+    n_init : restarts (inner split and global stage); the lowest pre-merge cost wins.
+    max_iter : cap on global Hartigan sweeps per restart (and on sweeps of each chunklet split).
+    random_state : seed, ``numpy.random.RandomState`` or None.
+    progress : optional ``progress(iteration, energy) -> bool`` called after every global sweep;
+        returning False stops the fit with a valid, merged partition.
+
+    Fitted attributes: ``labels_`` (merged groups; every constraint holds), ``n_clusters_``
+    (number of groups), ``energy_`` (pre-merge CEC cost, nats), ``cluster_labels_`` (pre-merge
+    Gaussian cluster of each point), ``n_iter_``, ``converged_``, ``energy_history_``,
+    ``n_features_in_``.
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 10,
+        *,
+        n_chunklet_clusters: int = 4,
+        min_cluster_fraction: float = 0.01,
+        covariance: str = "full",
+        n_init: int = 10,
+        max_iter: int = 50,
+        random_state: Any = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.n_chunklet_clusters = n_chunklet_clusters
+        self.min_cluster_fraction = min_cluster_fraction
+        self.covariance = covariance
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.progress = progress
+
+    def fit(
+        self,
+        X: ArrayLike,
+        must_link: ArrayLike | None = None,
+        cannot_link: ArrayLike | None = None,
+    ) -> C4S:
+        """Cluster ``X`` under the (m, 2) index arrays ``must_link`` and ``cannot_link``."""
+        data = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        if not data.flags.writeable:
+            data = data.copy()
+        n, d = data.shape
+        n_clusters = check_int("n_clusters", self.n_clusters, 1, n)
+        n_parts = check_int("n_chunklet_clusters", self.n_chunklet_clusters, 1)
+        fraction = check_real(
+            "min_cluster_fraction", self.min_cluster_fraction, 0.0, 1.0, high_open=True
+        )
+        family = FAMILIES[check_choice("covariance", self.covariance, list(FAMILIES))]
+        n_init = check_int("n_init", self.n_init, 1)
+        max_iter = check_int("max_iter", self.max_iter, 1)
+        if self.progress is not None and not callable(self.progress):
+            raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
+        if family == FULL and d >= n:
+            raise ValueError(
+                f"covariance='full' needs more samples than features, got n_samples={n} and "
+                f"n_features={d}; reduce the dimension or use covariance='diagonal' or 'spherical'"
+            )
+        ml = check_pairs("must_link", must_link, n)
+        cl = check_pairs("cannot_link", cannot_link, n)
+        chunklets = aggregate(n, ml, cl)
+        rng = check_random_state(self.random_state)
+        min_size = min_cluster_size(n, d, family, fraction)
+        best: GlobalRun | None = None
+        best_item_of_point = np.empty(0, dtype=np.int64)
+        iteration = 0
+        stop = False
+        for _ in range(n_init):
+            items, item_chunk, item_of_point = build_items(
+                data, chunklets.chunk, chunklets.n_chunklets, n_parts=n_parts,
+                fraction=fraction, family=family, max_iter=max_iter, rng=rng,
+            )  # fmt: skip
+            graph = new_graph(
+                item_chunk, chunklets.n_chunklets, chunklets.neg_ptr, chunklets.neg_idx,
+                n_clusters,
+            )  # fmt: skip
+            run, stop = run_global(
+                data, items, graph, item_of_point, n_clusters=n_clusters, family=family,
+                min_size=min_size, max_iter=max_iter, tol=MOVE_TOL, rng=rng,
+                progress=self.progress, first_iteration=iteration,
+            )  # fmt: skip
+            iteration += run.n_iter
+            if best is None or run.energy < best.energy:
+                best, best_item_of_point = run, item_of_point
+            if stop:
+                break
+        assert best is not None
+        cluster_of_point = best.item_cluster[best_item_of_point]
+        labels = merge_clusters(cluster_of_point, chunklets.chunk, n_clusters)
+        if np.any(labels[cl[:, 0]] == labels[cl[:, 1]]) or np.any(
+            labels[ml[:, 0]] != labels[ml[:, 1]]
+        ):
+            raise RuntimeError("C4S produced a partition that violates a constraint (a bug)")
+        self.labels_ = labels
+        self.n_clusters_ = int(labels.max()) + 1
+        self.energy_ = best.energy
+        self.cluster_labels_ = dense_by_first_occurrence(cluster_of_point)
+        self.n_iter_ = best.n_iter
+        self.converged_ = best.converged
+        self.energy_history_ = best.history
+        if not best.converged and not stop:
+            warnings.warn(
+                f"C4S did not converge within max_iter={max_iter} sweeps; increase max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def fit_predict(
+        self,
+        X: ArrayLike,
+        must_link: ArrayLike | None = None,
+        cannot_link: ArrayLike | None = None,
+        **kwargs: Any,
+    ) -> NDArray[np.int64]:
+        """``fit(X, must_link, cannot_link).labels_``."""
+        return self.fit(X, must_link, cannot_link).labels_

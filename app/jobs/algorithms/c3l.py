@@ -1,0 +1,83 @@
+"""C3L (specs/c3l.md): CEC clusters that leak at most ε across a decision boundary."""
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from app.engine.c3l import C3L
+from app.jobs.algorithms.base import (
+    BOUNDARY,
+    LABELS,
+    Algorithm,
+    FitPlan,
+    FloatArray,
+    Params,
+    Progress,
+)
+from app.sideinfo import SideInformation
+
+
+class C3LParams(Params):
+    n_clusters: int = Field(10, ge=1, le=500, description="Initial (maximal) number of clusters")
+    leakage: float = Field(
+        0.05, gt=0.0, le=0.5, description="Largest share of a cluster allowed across the boundary"
+    )
+    min_cluster_fraction: float = Field(0.05, ge=0.0, lt=1.0)
+    covariance: Literal["full", "diagonal", "spherical"] = "full"
+    n_init: int = Field(10, ge=1, le=100, description="Restarts; the lowest energy is kept")
+    max_iter: int = Field(100, ge=1, le=10_000)
+    random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
+
+
+def requirement(info: SideInformation) -> str | None:
+    if info.side_scores is not None or len(info.label_names) == 2:
+        return None
+    return (
+        "C3L needs a drawn boundary, or labels of exactly two categories to learn one from "
+        f"(the dataset has {len(info.label_names)} label categories and no boundary)"
+    )
+
+
+def side_scores(info: SideInformation, features: FloatArray) -> np.ndarray:
+    """The boundary's scores; without a boundary, a linear classifier trained on the two label
+    categories scores every item (>= 0: the first category)."""
+    if info.side_scores is not None:
+        return info.side_scores
+    labeled = info.labels >= 0
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    model.fit(features[labeled], info.labels[labeled] == 0)
+    return np.asarray(model.decision_function(features), dtype=np.float64)
+
+
+def plan_c3l(
+    params: C3LParams, info: SideInformation, features: FloatArray, progress: Progress
+) -> FitPlan:
+    estimator = C3L(
+        n_clusters=params.n_clusters,
+        leakage=params.leakage,
+        min_cluster_fraction=params.min_cluster_fraction,
+        covariance=params.covariance,
+        n_init=params.n_init,
+        max_iter=params.max_iter,
+        random_state=params.random_state,
+        progress=progress,
+    )
+    return FitPlan(estimator, {"side_scores": side_scores(info, features)})
+
+
+C3L_ALGORITHM = Algorithm(
+    id="c3l",
+    name="C3L",
+    summary="Cross-entropy clustering whose clusters leak at most ε across a decision boundary.",
+    uses=(BOUNDARY, LABELS),
+    side_information_mapping="The newest drawn boundary gives each item a signed side score "
+    "(>= 0: its first category). Without a boundary, labels of exactly two categories train a "
+    "linear classifier whose decision function gives the scores.",
+    params_model=C3LParams,
+    plan=plan_c3l,
+    requirement=requirement,
+)

@@ -1,0 +1,73 @@
+"""C4s (specs/c4s.md): CEC with must-link chunklets and cannot-links that always hold."""
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from app.engine.c4s import C4S
+from app.jobs.algorithms.base import (
+    CANNOT_LINK,
+    LABELS,
+    MUST_LINK,
+    Algorithm,
+    FitPlan,
+    FloatArray,
+    Params,
+    Progress,
+    hard_pairs,
+)
+from app.sideinfo import SideInformation
+from app.sideinfo.label_links import label_links
+
+
+class C4SParams(Params):
+    n_clusters: int = Field(10, ge=1, le=500, description="Initial (maximal) number of clusters")
+    n_chunklet_clusters: int = Field(
+        4, ge=1, le=100, description="Most CEC clusters a single chunklet is split into"
+    )
+    min_cluster_fraction: float = Field(0.01, ge=0.0, lt=1.0)
+    covariance: Literal["full", "diagonal", "spherical"] = "full"
+    n_init: int = Field(10, ge=1, le=100, description="Restarts; the lowest energy is kept")
+    max_iter: int = Field(50, ge=1, le=10_000)
+    random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
+
+
+def plan_c4s(
+    params: C4SParams, info: SideInformation, _x: FloatArray, progress: Progress
+) -> FitPlan:
+    label_must, label_cannot = label_links(info.labels, np.random.default_rng(params.random_state))
+    must = np.concatenate([hard_pairs(info.must_link, info.must_link_confidence), label_must])
+    cannot = np.concatenate(
+        [hard_pairs(info.cannot_link, info.cannot_link_confidence), label_cannot]
+    )
+    estimator = C4S(
+        n_clusters=params.n_clusters,
+        n_chunklet_clusters=params.n_chunklet_clusters,
+        min_cluster_fraction=params.min_cluster_fraction,
+        covariance=params.covariance,
+        n_init=params.n_init,
+        max_iter=params.max_iter,
+        random_state=params.random_state,
+        progress=progress,
+    )
+    kwargs = {}
+    if len(must):
+        kwargs["must_link"] = must.astype(np.int64)
+    if len(cannot):
+        kwargs["cannot_link"] = cannot.astype(np.int64)
+    return FitPlan(estimator, kwargs)
+
+
+C4S_ALGORITHM = Algorithm(
+    id="c4s",
+    name="C4s",
+    summary="Cross-entropy clustering with must-link and cannot-link constraints that always "
+    "hold, for clusters of complex shape.",
+    uses=(LABELS, MUST_LINK, CANNOT_LINK),
+    side_information_mapping="Hard must-links and cannot-links are used as they are (soft ones "
+    "are ignored). Labels become must-links within a class (chained) and cannot-links between "
+    "classes (sampled).",
+    params_model=C4SParams,
+    plan=plan_c4s,
+)
