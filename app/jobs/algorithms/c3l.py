@@ -1,7 +1,5 @@
 """C3L (specs/c3l.md): CEC clusters that leak at most ε across a decision boundary."""
 
-from typing import Literal
-
 import numpy as np
 from pydantic import Field
 from sklearn.linear_model import LogisticRegression
@@ -15,22 +13,16 @@ from app.jobs.algorithms.base import (
     Algorithm,
     FitPlan,
     FloatArray,
-    Params,
     Progress,
 )
+from app.jobs.algorithms.cec import CECParams
 from app.sideinfo import SideInformation
 
 
-class C3LParams(Params):
-    n_clusters: int = Field(10, ge=1, le=500, description="Initial (maximal) number of clusters")
+class C3LParams(CECParams):
     leakage: float = Field(
         0.05, gt=0.0, le=0.5, description="Largest share of a cluster allowed across the boundary"
     )
-    min_cluster_fraction: float = Field(0.05, ge=0.0, lt=1.0)
-    covariance: Literal["full", "diagonal", "spherical"] = "full"
-    n_init: int = Field(10, ge=1, le=100, description="Restarts; the lowest energy is kept")
-    max_iter: int = Field(100, ge=1, le=10_000)
-    random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
 
 
 def requirement(info: SideInformation) -> str | None:

@@ -1,7 +1,5 @@
 """C4s (specs/c4s.md): CEC with must-link chunklets and cannot-links that always hold."""
 
-from typing import Literal
-
 import numpy as np
 from pydantic import Field
 
@@ -13,24 +11,22 @@ from app.jobs.algorithms.base import (
     Algorithm,
     FitPlan,
     FloatArray,
-    Params,
     Progress,
     hard_pairs,
 )
+from app.jobs.algorithms.cec import CECParams
 from app.sideinfo import SideInformation
 from app.sideinfo.label_links import label_links
 
 
-class C4SParams(Params):
-    n_clusters: int = Field(10, ge=1, le=500, description="Initial (maximal) number of clusters")
+class C4SParams(CECParams):
     n_chunklet_clusters: int = Field(
         4, ge=1, le=100, description="Most CEC clusters a single chunklet is split into"
     )
-    min_cluster_fraction: float = Field(0.01, ge=0.0, lt=1.0)
-    covariance: Literal["full", "diagonal", "spherical"] = "full"
-    n_init: int = Field(10, ge=1, le=100, description="Restarts; the lowest energy is kept")
-    max_iter: int = Field(50, ge=1, le=10_000)
-    random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
+    min_cluster_fraction: float = Field(
+        0.01, ge=0.0, lt=1.0, description="Remove clusters smaller than this fraction of items"
+    )
+    max_iter: int = Field(50, ge=1, le=10_000, description="Most sweeps per restart")
 
 
 def plan_c4s(
