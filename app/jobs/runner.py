@@ -28,7 +28,6 @@ log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL_S = 0.25  # at most 4 progress writes a second
 ENGINE_VERSION = "0.1.0"
-TERMINAL = ("succeeded", "failed", "cancelled")
 
 
 class CancelToken:

@@ -36,13 +36,14 @@ export async function apiBinary(path) {
   return response.arrayBuffer();
 }
 
+// Every item of a paged list, and the last page (for fields a page carries beside its items).
 export async function allPages(path, pageSize = 1000) {
   const items = [];
   for (let offset = 0; ; offset += pageSize) {
     const sep = path.includes('?') ? '&' : '?';
     const page = await api(`${path}${sep}${new URLSearchParams({ limit: pageSize, offset })}`);
     items.push(...page.items);
-    if (items.length >= page.total || page.items.length === 0) return items;
+    if (items.length >= page.total || page.items.length === 0) return { items, page };
   }
 }
 

@@ -102,10 +102,9 @@ function linksToDraw() {
 }
 
 async function refreshAnnotations() {
-  const [side, annotations, page] = await Promise.all([
+  const [side, { items: annotations, page }] = await Promise.all([
     api(`/datasets/${datasetId}/side-information`),
     allPages(`/datasets/${datasetId}/annotations`),
-    api(`/datasets/${datasetId}/annotations?limit=1`),
   ]);
   state.canUndo = page.can_undo;
   state.canRedo = page.can_redo;
@@ -456,8 +455,8 @@ function exportCsv() {
 }
 
 async function exportAnnotations() {
-  const all = await allPages(`/datasets/${datasetId}/annotations?include_deleted=true`);
-  download(`dataset-${datasetId}-annotations.json`, JSON.stringify(all, null, 2), 'application/json');
+  const { items } = await allPages(`/datasets/${datasetId}/annotations?include_deleted=true`);
+  download(`dataset-${datasetId}-annotations.json`, JSON.stringify(items, null, 2), 'application/json');
 }
 
 // ---- hover ------------------------------------------------------------------------------
