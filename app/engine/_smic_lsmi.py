@@ -7,9 +7,10 @@ candidates t are comparable (common random numbers).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.spatial.distance import cdist
 
@@ -23,12 +24,19 @@ DEFAULT_DELTAS: FloatArray = 10.0 ** np.arange(-3.0, 1.01, 0.5)
 
 @dataclass(frozen=True)
 class LSMIDesign:
-    """Centres (indices into X), fold id per sample, and squared distances to the centres."""
+    """Centres (indices into X), fold id per sample, and squared distances to the centres.
+
+    The per-fold Gram matrices sum_{i in fold} L_i L_i^T do not depend on the labels, so they are
+    computed once per gamma and shared by every candidate labelling (`fold_grams`).
+    """
 
     centres: IntArray
     folds: IntArray
     n_folds: int
     sq_dist: FloatArray
+    _grams: dict[float, FloatArray] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
 
 @dataclass(frozen=True)
@@ -79,17 +87,48 @@ def lsmi_fixed(
     return value - 0.5, theta
 
 
-def _fold_statistics(
-    Ly: FloatArray, members: NDArray[np.bool_], design: LSMIDesign
-) -> tuple[FloatArray, FloatArray]:
-    """Per fold: the Gram matrix sum_{i in fold} L_i L_i^T and sum_{i in fold, y_i = y} L_i."""
-    grams = np.empty((design.n_folds, Ly.shape[1], Ly.shape[1]))
-    sums = np.empty((design.n_folds, Ly.shape[1]))
-    for m in range(design.n_folds):
-        fold = design.folds == m
-        grams[m] = Ly[fold].T @ Ly[fold]
-        sums[m] = Ly[fold & members].sum(axis=0)
-    return grams, sums
+def fold_grams(design: LSMIDesign, gamma: float, L: FloatArray) -> FloatArray:
+    """(n_folds, b, b): sum_{i in fold} L_i L_i^T over every sample of the fold, cached per gamma.
+
+    The class-y Gram of eq. 13 sums over *all* samples (only its scale n_y / n^2 depends on the
+    labels), so it is the (cols, cols) block of these matrices.
+    """
+    key = float(gamma)
+    if key not in design._grams:
+        grams = np.empty((design.n_folds, L.shape[1], L.shape[1]))
+        for m in range(design.n_folds):
+            Lm = L[design.folds == m]
+            grams[m] = Lm.T @ Lm
+        design._grams[key] = grams
+    return design._grams[key]
+
+
+def _fold_class_sums(L: FloatArray, labels: IntArray, design: LSMIDesign) -> FloatArray:
+    """(n_folds, n_labels, b): sum of L_i over the samples of each (fold, label) cell.
+
+    One sparse one-hot product instead of a boolean-indexed copy of L per class and fold.
+    """
+    n_labels = int(labels.max()) + 1
+    cell = design.folds * n_labels + labels
+    onehot = sp.csr_matrix(
+        (np.ones(labels.size), (cell, np.arange(labels.size))),
+        shape=(design.n_folds * n_labels, labels.size),
+    )
+    return np.asarray(onehot @ L).reshape(design.n_folds, n_labels, L.shape[1])
+
+
+def _scaled_eigh(H: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """eigh of a symmetric PSD Gram, computed on H / max|H| and scaled back.
+
+    With small gamma the Gram holds entries down to 1e-323 beside ones near 1e-3; LAPACK's
+    eigensolvers then failed to converge on a finite, exactly symmetric 81 x 81 matrix of the
+    circle toy set, and did converge on the rescaled one.
+    """
+    scale = float(np.abs(H).max())
+    if scale == 0.0:
+        return np.zeros(H.shape[0]), np.eye(H.shape[0])
+    w, V = np.linalg.eigh(H / scale)
+    return w * scale, V
 
 
 def lsmi_cv(
@@ -97,19 +136,24 @@ def lsmi_cv(
 ) -> LSMIResult:
     """Choose (gamma, delta) by M-fold CV of the hold-out error, then LSMI on all samples.
 
-    Training statistics are all-sample statistics minus the fold's, so each sample enters one
-    Gram product per gamma; one eigendecomposition per (gamma, fold, class) serves every delta.
+    Training statistics are all-sample statistics minus the fold's; the Gram matrices come from
+    the label-free cache, so a labelling costs one basis evaluation and one sparse product per
+    gamma. One eigendecomposition per (gamma, fold, class) serves every delta.
     """
     n = labels.shape[0]
     centre_labels = labels[design.centres]
+    classes = np.unique(centre_labels)
     fold_sizes = np.bincount(design.folds, minlength=design.n_folds).astype(np.float64)
     cv = np.zeros((gammas.size, deltas.size))
     for g, gamma in enumerate(gammas):
         L = basis(design, float(gamma))
-        for y in np.unique(centre_labels):
+        all_grams = fold_grams(design, float(gamma), L)
+        all_sums = _fold_class_sums(L, labels, design)
+        for y in classes:
             cols = np.flatnonzero(centre_labels == y)
             members = labels == y
-            grams, sums = _fold_statistics(L[:, cols], members, design)
+            grams = all_grams[:, cols][:, :, cols]
+            sums = all_sums[:, y][:, cols]
             fold_counts = np.bincount(design.folds[members], minlength=design.n_folds)
             gram_all, sum_all, count_all = grams.sum(axis=0), sums.sum(axis=0), members.sum()
             for m in range(design.n_folds):
@@ -118,7 +162,7 @@ def lsmi_cv(
                 h_tr = (sum_all - sums[m]) / n_tr
                 H_te = (fold_counts[m] / n_te**2) * grams[m]
                 h_te = sums[m] / n_te
-                w, V = np.linalg.eigh(H_tr)
+                w, V = _scaled_eigh(H_tr)
                 thetas = V @ ((V.T @ h_tr)[:, None] / (w[:, None] + deltas[None, :]))
                 cv[g] += (
                     0.5 * np.einsum("id,id->d", thetas, H_te @ thetas) - h_te @ thetas

@@ -164,3 +164,106 @@ def test_hover_compare_two_runs_and_export(page: Page) -> None:
     with page.expect_download() as download:
         page.get_by_role("button", name="Annotations (JSON)").click()
     assert download.value.path().read_text().strip() == "[]"
+
+
+def screen_of(page: Page, item: int) -> tuple[float, float]:
+    x, y = page.evaluate(f"() => window.workspace.plot.toScreen({item})")
+    return float(x), float(y)
+
+
+def selection_fill(page: Page) -> float:
+    """How much of the plot the selected items' bounding box spans (the larger of x and y)."""
+    return float(
+        page.evaluate(
+            """() => {
+              const { plot, state } = window.workspace;
+              const pts = state.selection.map((i) => plot.toScreen(i));
+              const xs = pts.map((p) => p[0]);
+              const ys = pts.map((p) => p[1]);
+              const box = plot.canvas.getBoundingClientRect();
+              return Math.max(
+                (Math.max(...xs) - Math.min(...xs)) / box.width,
+                (Math.max(...ys) - Math.min(...ys)) / box.height,
+              );
+            }"""
+        )
+    )
+
+
+def lasso_around(page: Page, x: float, y: float, half: float) -> None:
+    """Lasso the square of side 2 * half CSS pixels centred on plot position (x, y)."""
+    box = page.get_by_test_id("plot").bounding_box()
+    assert box is not None
+    left, top = box["x"] + x - half, box["y"] + y - half
+    page.mouse.move(left, top)
+    page.mouse.down()
+    for px, py in [
+        (left + 2 * half, top),
+        (left + 2 * half, top + 2 * half),
+        (left, top + 2 * half),
+    ]:
+        page.mouse.move(px, py, steps=3)  # the lasso ignores moves shorter than ~8 px
+    page.mouse.move(left, top + 10, steps=3)
+    page.mouse.up()
+
+
+def test_pan_then_fit_all_and_zoom_to_selection(page: Page) -> None:
+    open_workspace(page, "iris")
+    home = screen_of(page, 0)
+    box = page.get_by_test_id("plot").bounding_box()
+    assert box is not None
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    page.mouse.move(cx + 150, cy + 60, steps=10)
+    page.mouse.up()
+    panned = screen_of(page, 0)
+    assert abs(panned[0] - home[0]) > 50, (home, panned)
+
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("f")
+    page.wait_for_function(
+        "([x, y]) => { const [a, b] = window.workspace.plot.toScreen(0);"
+        " return Math.abs(a - x) < 1 && Math.abs(b - y) < 1; }",
+        arg=list(home),
+    )
+
+    page.get_by_role("button", name="Lasso").click()
+    central = int(
+        page.evaluate(
+            """() => {
+              const { plot } = window.workspace;
+              const box = plot.canvas.getBoundingClientRect();
+              let best = 0;
+              let bestDistance = Infinity;
+              for (let i = 0; i < plot.size; i += 1) {
+                const [x, y] = plot.toScreen(i);
+                const d = Math.hypot(x - box.width / 2, y - box.height / 2);
+                if (d < bestDistance) [best, bestDistance] = [i, d];
+              }
+              return best;
+            }"""
+        )
+    )
+    lasso_around(page, *screen_of(page, central), 30)
+    expect(page.get_by_test_id("selection-count")).not_to_have_text("0")
+    assert selected(page) >= 2
+    before = selection_fill(page)
+    assert before < 0.2
+    page.get_by_role("button", name="Zoom to selection").click()
+    # zoomToPoints pads the box by 30%: the selection then spans about 1 / 1.3 of the plot.
+    page.wait_for_function(
+        "() => { const { plot, state } = window.workspace;"
+        " const pts = state.selection.map((i) => plot.toScreen(i));"
+        " const box = plot.canvas.getBoundingClientRect();"
+        " const w = Math.max(...pts.map((p) => p[0])) - Math.min(...pts.map((p) => p[0]));"
+        " const h = Math.max(...pts.map((p) => p[1])) - Math.min(...pts.map((p) => p[1]));"
+        " return Math.max(w / box.width, h / box.height) > 0.5; }"
+    )
+    assert selection_fill(page) <= 1.0  # framed, not overshot
+    page.get_by_role("button", name="Fit all").click()
+    page.wait_for_function(
+        "([x, y]) => { const [a, b] = window.workspace.plot.toScreen(0);"
+        " return Math.abs(a - x) < 1 && Math.abs(b - y) < 1; }",
+        arg=list(home),
+    )

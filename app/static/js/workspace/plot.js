@@ -105,6 +105,15 @@ export class Plot {
     this.scatterplot.set({ mouseMode: mode === 'lasso' ? 'lasso' : 'panZoom' });
   }
 
+  // The camera's home position shows every point (the coordinates are normalised to [-1, 1]).
+  fitAll() {
+    this.scatterplot.reset();
+  }
+
+  zoomTo(indices) {
+    if (indices.length) this.scatterplot.zoomToPoints(indices, { padding: 0.3, transition: true });
+  }
+
   select(indices) {
     this.scatterplot.select(indices);
   }

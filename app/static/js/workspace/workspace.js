@@ -507,6 +507,10 @@ function bindKeys() {
     } else if (!ctrl && /^[1-9]$/.test(event.key) && canEdit) {
       const name = categoryByKey(event.key);
       if (name) labelSelection(name);
+    } else if (!ctrl && event.key.toLowerCase() === 'f') {
+      plot.fitAll();
+    } else if (!ctrl && event.key.toLowerCase() === 'z' && state.selection.length) {
+      plot.zoomTo(state.selection);
     } else if (event.key === 'Escape') {
       if (state.drawing) stopBoundary();
       else plot.deselect();
@@ -541,6 +545,8 @@ async function main() {
   bind('#color-by', 'change', recolour);
   for (const button of document.querySelectorAll('[data-mode]')) bind(`[data-mode=${button.dataset.mode}]`, 'click', () => setMode(button.dataset.mode));
   bind('#clear-selection', 'click', () => plot.deselect());
+  bind('#fit-view', 'click', () => plot.fitAll());
+  bind('#zoom-selection', 'click', () => needSelection() && plot.zoomTo(state.selection));
   bind('#label-selection', 'click', () => labelSelection());
   bind('#must-link', 'click', () => needSelection(2) && annotate({ kind: 'must_link', items: state.selection }));
   bind('#set-a', 'click', () => {
