@@ -27,10 +27,14 @@ from app.engine._c3l_cost import constrained_fit, leakage_of, side_cost
 from app.engine._cec_fit import SingularDataError, min_cluster_size
 from app.engine._cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine._hartigan import (
+    SweepClock,
     extract_point,
     insert_point,
     kill_cluster,
+    mark_all_changed,
     n_alive,
+    needs_check,
+    new_clock,
     point_move_deltas,
 )
 from app.engine._init import assign_nearest_seed, initial_partition, kmeanspp_seeds
@@ -164,18 +168,26 @@ def _invalid(state: ClusterState, side: Side, c: int, min_size: float) -> bool:
 def c3l_sweep(
     X: FloatArray, S: FloatArray, assign: IntArray, state: ClusterState, side: Side,
     family: int, q: float, ridge: float, n_total: float, min_size: float, tol: float,
-    work: FloatArray,
+    clock: SweepClock, work: FloatArray,
 ) -> int:  # fmt: skip
-    """One pass over the points in index order; returns the number of accepted moves."""
+    """One pass over the points in index order; returns the number of accepted moves.
+
+    A move's change of both the X part and p C_eps depends only on its source and target
+    clusters, so the core's ``SweepClock`` skips, exactly, the evaluations whose answer cannot
+    have changed since the point last found no improving move.
+    """
     k = state.size.shape[0]
     u = np.empty(X.shape[1])
     delta = np.empty(k)
-    no_clock = np.empty(0, dtype=np.int64)
     moves = 0
     for i in range(X.shape[0]):
         a = assign[i]
-        point_move_deltas(X, i, -1, a, state, family, n_total, 0.0, math.inf, no_clock, -1,
-                          delta, u)  # fmt: skip
+        last = clock.checked_at[i]
+        if not needs_check(a, last, state, clock):
+            continue
+        since = -1 if clock.changed_at[a] > last else last
+        point_move_deltas(X, i, -1, a, state, family, n_total, 0.0, math.inf, clock.changed_at,
+                          since, delta, u)  # fmt: skip
         add_side_deltas(S[i, 0], a, state, side, q, ridge, n_total, delta)
         b = a
         best = -tol
@@ -184,14 +196,19 @@ def c3l_sweep(
                 best = delta[j]
                 b = j
         if b == a:
+            clock.checked_at[i] = clock.tick[0]
             continue
         _extract(X, S, i, a, state, side, family, q, ridge, n_total, work)
         _insert(X, S, i, b, state, side, family, q, ridge, n_total, work)
         assign[i] = b
         moves += 1
+        clock.tick[0] += 1
+        clock.changed_at[a] = clock.tick[0]
+        clock.changed_at[b] = clock.tick[0]
         if _invalid(state, side, a, min_size) and n_alive(state) > 1:
             _kill(state, side, a)
             reinsert_orphans(X, S, assign, state, side, family, q, ridge, n_total, work)
+            mark_all_changed(clock)
     return moves
 
 
@@ -323,17 +340,20 @@ def _run(
     n, d = X.shape
     work = np.empty(3 * d)
     assign, state, side = _start(X, S, n_clusters, family, q, ridge, min_size, init, rng, work)
+    clock = new_clock(n, n_clusters)
     history: list[float] = []
     converged = stop = False
     sweeps = 0
     for sweeps in range(1, max_iter + 1):
         moves = c3l_sweep(
-            X, S, assign, state, side, family, q, ridge, float(n), min_size, tol, work
+            X, S, assign, state, side, family, q, ridge, float(n), min_size, tol, clock, work
         )
         _recompute(X, S, assign, state, side, family, q, ridge)
         removed = remove_invalid(
             X, S, assign, state, side, family, q, ridge, float(n), min_size, work
         )
+        if removed > 0:
+            mark_all_changed(clock)
         energy = _energy(state, side)
         history.append(energy)
         if progress is not None:

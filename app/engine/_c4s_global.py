@@ -27,13 +27,17 @@ from app.engine._c4s_items import Items
 from app.engine._c4s_validity import CannotLinkGraph, move_is_valid
 from app.engine._cec_state import ClusterState, copy_state, new_state, recompute_state, total_energy
 from app.engine._hartigan import (
+    SweepClock,
     extract_group,
     extract_point,
     group_move_deltas,
     insert_group,
     insert_point,
     kill_cluster,
+    mark_all_changed,
     n_alive,
+    needs_check,
+    new_clock,
     point_move_deltas,
 )
 from app.engine._init import kmeanspp_seeds
@@ -77,14 +81,19 @@ def new_scratch(m: int, k: int, d: int) -> Scratch:
 @numba.njit(nogil=True, cache=True)
 def item_deltas(
     X: FloatArray, items: Items, t: int, a: int, state: ClusterState, family: int,
-    n_total: float, prune_above: float, sc: Scratch,
+    n_total: float, prune_above: float, sc: Scratch, changed_at: IntArray, since: int,
 ) -> None:  # fmt: skip
-    """``sc.delta[j]``: energy change of moving item ``t`` from ``a`` (-1: nowhere) to j."""
+    """``sc.delta[j]``: energy change of moving item ``t`` from ``a`` (-1: nowhere) to j.
+
+    ``changed_at`` / ``since`` as in ``point_move_deltas`` (one-point items only; a group is
+    always evaluated against every cluster).
+    """
     i = items.row[t]
     if i >= 0:
         point_move_deltas(
-            X, i, -1, a, state, family, n_total, 0.0, prune_above, sc.no_clock, -1, sc.delta, sc.u
-        )
+            X, i, -1, a, state, family, n_total, 0.0, prune_above, changed_at, since, sc.delta,
+            sc.u,
+        )  # fmt: skip
     else:
         g = items.group[t]
         group_move_deltas(
@@ -166,7 +175,7 @@ def dissolve_clusters(
             kill_cluster(state, c)
     for s in range(count):
         t = sc.orphans[s]
-        item_deltas(X, items, t, -1, state, family, n_total, math.inf, sc)
+        item_deltas(X, items, t, -1, state, family, n_total, math.inf, sc, sc.no_clock, -1)
         b = -1
         for j in range(sc.delta.shape[0]):
             if (
@@ -235,25 +244,44 @@ def remove_invalid_clusters(
 def global_sweep(
     X: FloatArray, items: Items, graph: CannotLinkGraph, item_cluster: IntArray,
     state: ClusterState, family: int, n_total: float, min_size: float, tol: float, sc: Scratch,
+    clock: SweepClock,
 ) -> int:  # fmt: skip
-    """One pass over the items in order; returns the number of accepted moves."""
+    """One pass over the items in order; returns the number of accepted moves.
+
+    Items without cannot-links skip, exactly, the evaluations whose answer cannot have changed
+    since they last found no improving move (the core's ``SweepClock``). Items with cannot-links
+    are always evaluated in full: whether a move is valid depends on where other items are.
+    """
     moves = 0
     k = state.size.shape[0]
     for t in range(item_cluster.shape[0]):
         a = item_cluster[t]
         watched = graph.watched[t]
-        item_deltas(X, items, t, a, state, family, n_total, math.inf if watched else -tol, sc)
+        since = -1
+        if not watched:
+            last = clock.checked_at[t]
+            if not needs_check(a, last, state, clock):
+                continue
+            since = -1 if clock.changed_at[a] > last else last
+        prune = math.inf if watched else -tol
+        item_deltas(X, items, t, a, state, family, n_total, prune, sc, clock.changed_at, since)
         b = best_valid_move(t, a, tol, item_cluster, graph, sc.delta)
         if b == a:
+            clock.checked_at[t] = clock.tick[0]
             continue
         extract_item(X, items, t, a, state, family, n_total, sc)
         insert_item(X, items, t, b, state, family, n_total, sc)
         item_cluster[t] = b
         moves += 1
+        clock.tick[0] += 1
+        clock.changed_at[a] = clock.tick[0]
+        clock.changed_at[b] = clock.tick[0]
         if _too_small(state, a, min_size) and not sc.blocked[a] and n_alive(state) > 1:
             for j in range(k):
                 sc.kill[j] = j == a
-            if not dissolve_clusters(X, items, graph, item_cluster, state, family, n_total, sc):
+            if dissolve_clusters(X, items, graph, item_cluster, state, family, n_total, sc):
+                mark_all_changed(clock)
+            else:  # rolled back exactly: nothing changed
                 sc.blocked[a] = True
             sc.kill[a] = False
     return moves
@@ -345,18 +373,21 @@ def run_global(
     recompute_state(X, item_cluster[item_of_point], categories, state, family, float(n), 0.0)
     sc = new_scratch(int(m), n_clusters, d)
     remove_invalid_clusters(X, items, graph, item_cluster, state, family, float(n), min_size, sc)
+    clock = new_clock(int(m), n_clusters)
     history: list[float] = []
     converged = stop = False
     sweeps = 0
     for sweeps in range(1, max_iter + 1):
         sc.blocked[:] = False
         moves = global_sweep(
-            X, items, graph, item_cluster, state, family, float(n), min_size, tol, sc
+            X, items, graph, item_cluster, state, family, float(n), min_size, tol, sc, clock
         )
         recompute_state(X, item_cluster[item_of_point], categories, state, family, float(n), 0.0)
         removed = remove_invalid_clusters(
             X, items, graph, item_cluster, state, family, float(n), min_size, sc
         )
+        if removed > 0:
+            mark_all_changed(clock)
         energy = total_energy(state)
         history.append(energy)
         if progress is not None:

@@ -370,7 +370,8 @@ def mark_all_changed(clock: SweepClock) -> None:
 
 
 @numba.njit(nogil=True, cache=True)
-def _needs_check(a: int, since: int, state: ClusterState, clock: SweepClock) -> bool:
+def needs_check(a: int, since: int, state: ClusterState, clock: SweepClock) -> bool:
+    """Whether a point in cluster ``a`` last checked at tick ``since`` could now move."""
     if clock.changed_at[a] > since:
         return True
     for j in range(clock.changed_at.shape[0]):
@@ -406,7 +407,7 @@ def hartigan_sweep(
     for i in range(X.shape[0]):
         a = assign[i]
         last = clock.checked_at[i]
-        if not _needs_check(a, last, state, clock):
+        if not needs_check(a, last, state, clock):
             continue
         since = -1 if clock.changed_at[a] > last else last
         z = categories[i]
