@@ -87,6 +87,11 @@ def test_annotate_run_and_undo_in_the_workspace(page: Page, live_server: str) ->
     expect(page.get_by_test_id("clusters").locator("tbody tr").first).to_be_visible()
     expect(page.get_by_test_id("run-metrics")).to_contain_text("ARI")
     expect(page.get_by_test_id("stale")).to_be_hidden()
+    # The result panel fits its column: no horizontal scrollbar, no table past its border.
+    assert page.evaluate(
+        "() => { const p = document.querySelector('.panel.runs');"
+        " return p.scrollWidth <= p.clientWidth; }"
+    )
 
     page.locator("body").click(position={"x": 5, "y": 5})  # keyboard focus off the inputs
     page.keyboard.press("Control+z")
