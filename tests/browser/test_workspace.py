@@ -125,6 +125,9 @@ def test_conflicts_are_highlighted_and_a_run_on_them_is_refused(page: Page) -> N
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("Control+z")
     expect(page.get_by_test_id("conflicts").locator("li")).to_have_count(0)
+    run_and_wait(page, "smic", n_clusters="3")
+    expect(page.get_by_test_id("run-metrics")).to_contain_text(re.compile(r"chosen t = \d+"))
+    expect(page.get_by_test_id("run-metrics")).to_contain_text("LSMI")
 
 
 def run_and_wait(page: Page, algorithm: str, **params: str) -> None:
@@ -149,7 +152,13 @@ def test_hover_compare_two_runs_and_export(page: Page) -> None:
     expect(page.locator("#tooltip")).to_contain_text("truth:")
 
     run_and_wait(page, "cec", n_clusters="10", n_init="1", covariance="spherical")
-    run_and_wait(page, "cec", n_clusters="5", n_init="1", covariance="spherical")
+    expect(page.get_by_test_id("run-metrics")).to_contain_text("energy")
+    expect(page.get_by_test_id("run-warnings")).to_be_hidden()
+    # One sweep cannot converge: the engine's warning is shown with the result.
+    run_and_wait(page, "cec", n_clusters="5", n_init="1", covariance="spherical", max_iter="1")
+    expect(page.get_by_test_id("run-metrics")).to_contain_text("1 sweeps (not converged)")
+    expect(page.get_by_test_id("run-warnings")).to_be_visible()
+    expect(page.get_by_test_id("run-warnings")).to_contain_text("did not converge")
     runs = page.locator("#compare-a option:not([value=''])")
     expect(runs).to_have_count(2)
     values = runs.evaluate_all("options => options.map(o => o.value)")

@@ -364,6 +364,19 @@ async function runLabels(runId) {
   return parseNpyInt32(await apiBinary(`/runs/${runId}/result?format=npy`));
 }
 
+// One line about a result: clusters, agreement with ground truth, what the engine chose.
+function resultSummary(result) {
+  const m = result.metrics;
+  const p = result.cluster_params || {};
+  const parts = [`${m.n_clusters} clusters`];
+  if (m.ari !== undefined) parts.push(`ARI ${m.ari.toFixed(3)}`, `NMI ${m.nmi.toFixed(3)}`);
+  if (p.n_neighbors !== undefined) parts.push(`chosen t = ${p.n_neighbors}`);
+  if (p.smi !== undefined) parts.push(`LSMI ${p.smi.toFixed(3)}`);
+  if (p.energy !== undefined) parts.push(`energy ${p.energy.toFixed(4)}`);
+  if (p.n_iter !== undefined) parts.push(`${p.n_iter} sweeps${p.converged === false ? ' (not converged)' : ''}`);
+  return parts;
+}
+
 async function showRun(runId) {
   try {
     const [run, result, labels] = await Promise.all([
@@ -375,10 +388,14 @@ async function showRun(runId) {
     await recolour();
     renderClusterTable();
     renderStale();
-    const m = result.metrics;
-    const parts = [`${m.n_clusters} clusters`];
-    if (m.ari !== undefined) parts.push(`ARI ${m.ari.toFixed(3)}`, `NMI ${m.nmi.toFixed(3)}`);
-    $('#run-metrics').textContent = parts.join(' · ');
+    $('#run-metrics').textContent = resultSummary(result).join(' · ');
+    const warnings = $('#run-warnings');
+    warnings.replaceChildren(...(result.metrics.warnings || []).map((text) => {
+      const item = document.createElement('li');
+      item.textContent = text;
+      return item;
+    }));
+    warnings.hidden = !warnings.children.length;
   } catch (error) {
     report(error);
   }
