@@ -39,6 +39,7 @@ from app.engine._hartigan import (
 )
 from app.engine._init import assign_nearest_seed, initial_partition, kmeanspp_seeds
 from app.engine._moments import add_point, moments_from_labels, remove_point
+from app.engine.gaussian_families import family_covariances
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -286,6 +287,10 @@ class C3LResult:
     labels: IntArray
     energy: float
     weights: FloatArray
+    means: FloatArray  # (k', d) of the X factor
+    covariances: FloatArray  # of the X factor, in GaussianMixture's shapes
+    side_means: FloatArray  # (k',) mu of the constrained 1-D factor N(mu, s^2)
+    side_stds: FloatArray  # (k',) s
     leakage: FloatArray
     sides: IntArray  # +1 / -1: the side holding at least 1 - eps of each cluster's density
     n_iter: int
@@ -367,22 +372,29 @@ def _run(
     return _Run(assign, state, side, _energy(state, side), sweeps, converged, history), stop
 
 
-def _result(run: _Run, q: float, ridge: float, cancelled: bool) -> C3LResult:
+def _result(run: _Run, family: int, q: float, ridge: float, cancelled: bool) -> C3LResult:
     _, first = np.unique(run.assign, return_index=True)
     order = run.assign[np.sort(first)]
     relabel = np.full(run.state.size.shape[0], -1, dtype=np.int64)
     relabel[order] = np.arange(order.shape[0])
     leakage = np.empty(order.shape[0])
     sides = np.empty(order.shape[0], dtype=np.int64)
+    side_means = np.empty(order.shape[0])
+    side_stds = np.empty(order.shape[0])
     for r, c in enumerate(order):
         mean = float(run.side.mean[c, 0])
         var = max(float(run.side.var[c, 0, 0]), 0.0) + ridge
         leakage[r] = leakage_of(mean, var, q)
-        sides[r] = 1 if constrained_fit(mean, var, q)[0] >= 0.0 else -1
+        side_means[r], side_stds[r] = constrained_fit(mean, var, q)
+        sides[r] = 1 if side_means[r] >= 0.0 else -1
     return C3LResult(
         labels=relabel[run.assign],
         energy=run.energy,
         weights=run.state.size[order] / run.assign.shape[0],
+        means=run.state.mean[order].copy(),
+        covariances=family_covariances(family, run.state.cov[order]),
+        side_means=side_means,
+        side_stds=side_stds,
         leakage=leakage,
         sides=sides,
         n_iter=run.n_iter,
@@ -428,4 +440,4 @@ def fit_c3l(
         if stop:
             break
     assert best is not None
-    return _result(best, q, ridge, stop)
+    return _result(best, family, q, ridge, stop)

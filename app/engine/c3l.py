@@ -11,6 +11,7 @@ constraint off (plain CEC with the product family).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -20,15 +21,18 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine._c3l_cost import leakage_quantile
 from app.engine._c3l_fit import fit_c3l
 from app.engine._cec_fit import MOVE_TOL
+from app.engine._density import weighted_log_densities
 from app.engine._validation import check_choice, check_int, check_real
 from app.engine.gaussian_families import FAMILIES, FULL
 
 Progress = Callable[[int, float], object]
+
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 INITS = ("side", "k-means++")
 
@@ -71,8 +75,10 @@ class C3L(ClusterMixin, BaseEstimator):
 
     Fitted attributes: ``labels_``, ``n_clusters_``, ``energy_`` (nats), ``leakage_`` (per
     cluster: mass of its fitted density across the boundary, <= ``leakage``), ``sides_`` (+1 or
-    -1: the category of each cluster), ``weights_``, ``n_iter_``, ``converged_``,
-    ``energy_history_``, ``n_features_in_``.
+    -1: the category of each cluster), ``weights_``, ``means_`` and ``covariances_`` (the X
+    factor, shaped as in ``GaussianMixture``), ``side_means_`` and ``side_stds_`` (the
+    constrained score factor N(mu, s^2)), ``n_iter_``, ``converged_``, ``energy_history_``,
+    ``n_features_in_``.
     """
 
     def __init__(
@@ -143,6 +149,10 @@ class C3L(ClusterMixin, BaseEstimator):
         self.leakage_ = result.leakage
         self.sides_ = result.sides
         self.weights_ = result.weights
+        self.means_ = result.means
+        self.covariances_ = result.covariances
+        self.side_means_ = result.side_means
+        self.side_stds_ = result.side_stds
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.energy_history_ = result.energy_history
@@ -153,6 +163,21 @@ class C3L(ClusterMixin, BaseEstimator):
                 stacklevel=2,
             )
         return self
+
+    def predict(self, X: ArrayLike, side_scores: ArrayLike) -> NDArray[np.int64]:
+        """Cluster of each row by the CEC rule for the product family fitted here:
+        argmax_i p_i N(x; m_i, S_i) N(score; mu_i, s_i^2) (the side factor with its leakage
+        constraint)."""
+        check_is_fitted(self)
+        data = validate_data(self, X, dtype=np.float64, reset=False)
+        scores = check_side_scores(side_scores, data.shape[0])
+        family = FAMILIES[self.covariance]
+        log_density = weighted_log_densities(
+            data, self.weights_, self.means_, self.covariances_, family
+        )
+        z = (scores[:, None] - self.side_means_[None, :]) / self.side_stds_[None, :]
+        log_density += -0.5 * z * z - np.log(self.side_stds_)[None, :] - HALF_LOG_2PI
+        return np.asarray(log_density.argmax(axis=1), dtype=np.int64)
 
     def fit_predict(
         self, X: ArrayLike, side_scores: ArrayLike | None = None, **kwargs: Any

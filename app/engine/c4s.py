@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine._c4s_constraints import (
     aggregate,
@@ -35,6 +35,8 @@ from app.engine._c4s_global import GlobalRun, run_global
 from app.engine._c4s_items import build_items
 from app.engine._c4s_validity import new_graph
 from app.engine._cec_fit import MOVE_TOL, min_cluster_size
+from app.engine._density import assign_by_density
+from app.engine._fitted_gaussians import partition_gaussians
 from app.engine._validation import check_choice, check_int, check_real
 from app.engine.gaussian_families import FAMILIES, FULL
 
@@ -62,8 +64,9 @@ class C4S(ClusterMixin, BaseEstimator):
 
     Fitted attributes: ``labels_`` (merged groups; every constraint holds), ``n_clusters_``
     (number of groups), ``energy_`` (pre-merge CEC cost, nats), ``cluster_labels_`` (pre-merge
-    Gaussian cluster of each point), ``n_iter_``, ``converged_``, ``energy_history_``,
-    ``n_features_in_``.
+    Gaussian cluster of each point), ``weights_``, ``means_``, ``covariances_`` (of those
+    Gaussian clusters, shaped as in ``GaussianMixture``), ``cluster_groups_`` (the group of each
+    Gaussian cluster), ``n_iter_``, ``converged_``, ``energy_history_``, ``n_features_in_``.
     """
 
     def __init__(
@@ -152,6 +155,12 @@ class C4S(ClusterMixin, BaseEstimator):
         self.n_clusters_ = int(labels.max()) + 1
         self.energy_ = best.energy
         self.cluster_labels_ = dense_by_first_occurrence(cluster_of_point)
+        self.weights_, self.means_, self.covariances_ = partition_gaussians(
+            data, self.cluster_labels_, family
+        )
+        groups = np.empty(self.weights_.shape[0], dtype=np.int64)
+        groups[self.cluster_labels_] = labels  # every point of a Gaussian is in one group
+        self.cluster_groups_ = groups
         self.n_iter_ = best.n_iter
         self.converged_ = best.converged
         self.energy_history_ = best.history
@@ -162,6 +171,15 @@ class C4S(ClusterMixin, BaseEstimator):
                 stacklevel=2,
             )
         return self
+
+    def predict(self, X: ArrayLike) -> NDArray[np.int64]:
+        """Group of each row: the Gaussian cluster chosen by the CEC rule argmax_i p_i f_i(x)
+        (as ``CEC.predict``), mapped to its group. New points carry no constraints."""
+        check_is_fitted(self)
+        data = validate_data(self, X, dtype=np.float64, reset=False)
+        family = FAMILIES[self.covariance]
+        gaussian = assign_by_density(data, self.weights_, self.means_, self.covariances_, family)
+        return self.cluster_groups_[gaussian]
 
     def fit_predict(
         self,
