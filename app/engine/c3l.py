@@ -12,23 +12,22 @@ constraint off (plain CEC with the product family).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine._c3l_cost import leakage_quantile
 from app.engine._c3l_fit import fit_c3l
+from app.engine._cec_family import check_cec_settings, warn_unless_converged
 from app.engine._cec_fit import MOVE_TOL
 from app.engine._density import weighted_log_densities
-from app.engine._validation import check_choice, check_int, check_real
-from app.engine.gaussian_families import FAMILIES, FULL
+from app.engine._validation import check_choice, check_real
+from app.engine.gaussian_families import FAMILIES
 
 Progress = Callable[[int, float], object]
 
@@ -106,38 +105,21 @@ class C3L(ClusterMixin, BaseEstimator):
 
     def fit(self, X: ArrayLike, side_scores: ArrayLike) -> C3L:
         """Cluster ``X``; ``side_scores[i] >= 0`` puts point i in the positive category."""
-        data = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
-        if not data.flags.writeable:
-            data = data.copy()
-        n, d = data.shape
-        scores = check_side_scores(side_scores, n)
-        n_clusters = check_int("n_clusters", self.n_clusters, 1, n)
+        settings = check_cec_settings(self, X)
+        scores = check_side_scores(side_scores, settings.data.shape[0])
         leakage = check_real("leakage", self.leakage, 0.0, 1.0, high_open=True)
         if leakage <= 0.0:
             raise ValueError("leakage must be > 0: no Gaussian has zero mass across a boundary")
-        fraction = check_real(
-            "min_cluster_fraction", self.min_cluster_fraction, 0.0, 1.0, high_open=True
-        )
-        family = FAMILIES[check_choice("covariance", self.covariance, list(FAMILIES))]
-        n_init = check_int("n_init", self.n_init, 1)
-        max_iter = check_int("max_iter", self.max_iter, 1)
         init = check_choice("init", self.init, INITS)
-        if self.progress is not None and not callable(self.progress):
-            raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
-        if family == FULL and d >= n:
-            raise ValueError(
-                f"covariance='full' needs more samples than features, got n_samples={n} and "
-                f"n_features={d}; reduce the dimension or use covariance='diagonal' or 'spherical'"
-            )
         result = fit_c3l(
-            data,
+            settings.data,
             scores,
-            n_clusters=n_clusters,
+            n_clusters=settings.n_clusters,
             q=leakage_quantile(leakage),
-            family=family,
-            min_cluster_fraction=fraction,
-            n_init=n_init,
-            max_iter=max_iter,
+            family=settings.family,
+            min_cluster_fraction=settings.min_cluster_fraction,
+            n_init=settings.n_init,
+            max_iter=settings.max_iter,
             tol=MOVE_TOL,
             init=init,
             rng=check_random_state(self.random_state),
@@ -156,12 +138,9 @@ class C3L(ClusterMixin, BaseEstimator):
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.energy_history_ = result.energy_history
-        if not result.converged and not result.cancelled:
-            warnings.warn(
-                f"C3L did not converge within max_iter={max_iter} sweeps; increase max_iter",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        warn_unless_converged(
+            self, converged=result.converged, cancelled=result.cancelled, max_iter=settings.max_iter
+        )
         return self
 
     def predict(self, X: ArrayLike, side_scores: ArrayLike) -> NDArray[np.int64]:

@@ -14,16 +14,13 @@ Restarts repeat steps 2-3 and keep the lowest pre-merge CEC cost (eq. 4), which 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine._c4s_constraints import (
     aggregate,
@@ -34,11 +31,10 @@ from app.engine._c4s_constraints import (
 from app.engine._c4s_global import GlobalRun, run_global
 from app.engine._c4s_items import build_items
 from app.engine._c4s_validity import new_graph
+from app.engine._cec_family import check_cec_settings, predict_components, warn_unless_converged
 from app.engine._cec_fit import MOVE_TOL, min_cluster_size
-from app.engine._density import assign_by_density
 from app.engine._fitted_gaussians import partition_gaussians
-from app.engine._validation import check_choice, check_int, check_real
-from app.engine.gaussian_families import FAMILIES, FULL
+from app.engine._validation import check_int
 
 Progress = Callable[[int, float], object]
 
@@ -97,25 +93,11 @@ class C4S(ClusterMixin, BaseEstimator):
         cannot_link: ArrayLike | None = None,
     ) -> C4S:
         """Cluster ``X`` under the (m, 2) index arrays ``must_link`` and ``cannot_link``."""
-        data = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
-        if not data.flags.writeable:
-            data = data.copy()
+        settings = check_cec_settings(self, X)
+        data, family, fraction = settings.data, settings.family, settings.min_cluster_fraction
         n, d = data.shape
-        n_clusters = check_int("n_clusters", self.n_clusters, 1, n)
+        n_clusters, n_init, max_iter = settings.n_clusters, settings.n_init, settings.max_iter
         n_parts = check_int("n_chunklet_clusters", self.n_chunklet_clusters, 1)
-        fraction = check_real(
-            "min_cluster_fraction", self.min_cluster_fraction, 0.0, 1.0, high_open=True
-        )
-        family = FAMILIES[check_choice("covariance", self.covariance, list(FAMILIES))]
-        n_init = check_int("n_init", self.n_init, 1)
-        max_iter = check_int("max_iter", self.max_iter, 1)
-        if self.progress is not None and not callable(self.progress):
-            raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
-        if family == FULL and d >= n:
-            raise ValueError(
-                f"covariance='full' needs more samples than features, got n_samples={n} and "
-                f"n_features={d}; reduce the dimension or use covariance='diagonal' or 'spherical'"
-            )
         ml = check_pairs("must_link", must_link, n)
         cl = check_pairs("cannot_link", cannot_link, n)
         chunklets = aggregate(n, ml, cl)
@@ -164,21 +146,13 @@ class C4S(ClusterMixin, BaseEstimator):
         self.n_iter_ = best.n_iter
         self.converged_ = best.converged
         self.energy_history_ = best.history
-        if not best.converged and not stop:
-            warnings.warn(
-                f"C4S did not converge within max_iter={max_iter} sweeps; increase max_iter",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        warn_unless_converged(self, converged=best.converged, cancelled=stop, max_iter=max_iter)
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         """Group of each row: the Gaussian cluster chosen by the CEC rule argmax_i p_i f_i(x)
         (as ``CEC.predict``), mapped to its group. New points carry no constraints."""
-        check_is_fitted(self)
-        data = validate_data(self, X, dtype=np.float64, reset=False)
-        family = FAMILIES[self.covariance]
-        gaussian = assign_by_density(data, self.weights_, self.means_, self.covariances_, family)
+        gaussian: NDArray[np.int64] = predict_components(self, X)[1]
         return self.cluster_groups_[gaussian]
 
     def fit_predict(

@@ -6,26 +6,17 @@ H(Y) + sum_i p_i H(N(m_i, S_i)) (eq. 2 of specs/cec-ib.md), in nats.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
+from app.engine._cec_family import check_cec_settings, predict_components, warn_unless_converged
 from app.engine._cec_fit import fit_cec
-from app.engine._density import assign_by_density
-from app.engine._validation import (
-    check_choice,
-    check_int,
-    check_partial_labels,
-    check_real,
-)
-from app.engine.gaussian_families import FAMILIES, FULL
+from app.engine._validation import check_choice, check_partial_labels
 
 FloatArray = NDArray[np.float64]
 Progress = Callable[[int, float], object]
@@ -46,36 +37,19 @@ class _CECBase(ClusterMixin, BaseEstimator):
     progress: Progress | None
 
     def _fit(self, X: ArrayLike, y: ArrayLike | None, beta: float) -> _CECBase:
-        data = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
-        if not data.flags.writeable:
-            data = data.copy()
-        n, d = data.shape
-        n_clusters = check_int("n_clusters", self.n_clusters, 1, n)
-        family = FAMILIES[check_choice("covariance", self.covariance, list(FAMILIES))]
-        fraction = check_real(
-            "min_cluster_fraction", self.min_cluster_fraction, 0.0, 1.0, high_open=True
-        )
-        n_init = check_int("n_init", self.n_init, 1)
-        max_iter = check_int("max_iter", self.max_iter, 1)
+        settings = check_cec_settings(self, X)
         init = check_choice("init", self.init, INITS)
-        if self.progress is not None and not callable(self.progress):
-            raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
-        if family == FULL and d >= n:
-            raise ValueError(
-                f"covariance='full' needs more samples than features, got n_samples={n} and "
-                f"n_features={d}; reduce the dimension or use covariance='diagonal' or 'spherical'"
-            )
-        categories, n_categories = check_partial_labels(y, n)
+        categories, n_categories = check_partial_labels(y, settings.data.shape[0])
         result = fit_cec(
-            data,
+            settings.data,
             categories,
             n_categories,
-            n_clusters=n_clusters,
-            family=family,
+            n_clusters=settings.n_clusters,
+            family=settings.family,
             beta=beta,
-            min_cluster_fraction=fraction,
-            n_init=n_init,
-            max_iter=max_iter,
+            min_cluster_fraction=settings.min_cluster_fraction,
+            n_init=settings.n_init,
+            max_iter=settings.max_iter,
             init=init,
             rng=check_random_state(self.random_state),
             progress=self.progress,
@@ -89,21 +63,18 @@ class _CECBase(ClusterMixin, BaseEstimator):
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.energy_history_ = result.energy_history
-        if not result.converged and not result.cancelled:
-            warnings.warn(
-                f"{type(self).__name__} did not converge within max_iter={max_iter} sweeps; "
-                "increase max_iter",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        warn_unless_converged(
+            self,
+            converged=result.converged,
+            cancelled=result.cancelled,
+            max_iter=settings.max_iter,
+            depth=2,
+        )
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         """Cluster of each row by the CEC rule argmax_i p_i N(x; m_i, S_i) (eq. 1)."""
-        check_is_fitted(self)
-        data = validate_data(self, X, dtype=np.float64, reset=False)
-        family = FAMILIES[self.covariance]
-        return assign_by_density(data, self.weights_, self.means_, self.covariances_, family)
+        return predict_components(self, X)[1]
 
 
 class CEC(_CECBase):

@@ -1,0 +1,87 @@
+"""What every CEC-family estimator shell (CEC, CEC-IB, C4S, C3L) checks and reports alike.
+
+The shells differ in their extra inputs (labels, constraints, side scores) and in the fit they
+call; the data validation, the shared parameters, the convergence warning and the prediction by
+the CEC rule live here once.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from app.engine._density import assign_by_density
+from app.engine._validation import check_choice, check_int, check_real
+from app.engine.gaussian_families import FAMILIES, FULL
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class CECSettings:
+    """Validated data and the parameters every CEC-family fit takes."""
+
+    data: FloatArray  # C-contiguous, writeable float64 (n, d)
+    n_clusters: int
+    family: int
+    min_cluster_fraction: float
+    n_init: int
+    max_iter: int
+
+
+def check_cec_settings(estimator: Any, X: ArrayLike) -> CECSettings:
+    """Validate X (sets ``n_features_in_``) and the shared parameters; ValueError otherwise."""
+    data = validate_data(estimator, X, dtype=np.float64, order="C", ensure_min_samples=2)
+    if not data.flags.writeable:
+        data = data.copy()
+    n, d = data.shape
+    n_clusters = check_int("n_clusters", estimator.n_clusters, 1, n)
+    family = FAMILIES[check_choice("covariance", estimator.covariance, list(FAMILIES))]
+    fraction = check_real(
+        "min_cluster_fraction", estimator.min_cluster_fraction, 0.0, 1.0, high_open=True
+    )
+    n_init = check_int("n_init", estimator.n_init, 1)
+    max_iter = check_int("max_iter", estimator.max_iter, 1)
+    if estimator.progress is not None and not callable(estimator.progress):
+        raise ValueError(f"progress must be a callable or None, got {estimator.progress!r}")
+    if family == FULL and d >= n:
+        raise ValueError(
+            f"covariance='full' needs more samples than features, got n_samples={n} and "
+            f"n_features={d}; reduce the dimension or use covariance='diagonal' or 'spherical'"
+        )
+    return CECSettings(data, n_clusters, family, fraction, n_init, max_iter)
+
+
+def warn_unless_converged(
+    estimator: Any, *, converged: bool, cancelled: bool, max_iter: int, depth: int = 1
+) -> None:
+    """The ConvergenceWarning of a fit that used up max_iter (not one the caller stopped).
+
+    ``depth``: calls between the user's ``fit`` call and this one (1 when ``fit`` calls it), so
+    the warning points at the user's line.
+    """
+    if not converged and not cancelled:
+        warnings.warn(
+            f"{type(estimator).__name__} did not converge within max_iter={max_iter} sweeps; "
+            "increase max_iter",
+            ConvergenceWarning,
+            stacklevel=2 + depth,
+        )
+
+
+def predict_components(estimator: Any, X: ArrayLike) -> tuple[FloatArray, IntArray]:
+    """Validated X and the fitted Gaussian picked for each row by the CEC rule
+    argmax_i p_i N(x; m_i, S_i) (first index on ties)."""
+    check_is_fitted(estimator)
+    data = validate_data(estimator, X, dtype=np.float64, reset=False)
+    family = FAMILIES[estimator.covariance]
+    return data, assign_by_density(
+        data, estimator.weights_, estimator.means_, estimator.covariances_, family
+    )
