@@ -59,6 +59,27 @@ def check_cec_settings(estimator: Any, X: ArrayLike) -> CECSettings:
     return CECSettings(data, n_clusters, family, fraction, n_init, max_iter)
 
 
+def store_gaussian_fit(estimator: Any, result: Any, *, max_iter: int, depth: int = 1) -> None:
+    """Set the fitted attributes CEC, CEC-IB and C3L share from their fit's result, and warn if
+    it used up max_iter (``depth`` as in ``warn_unless_converged``)."""
+    estimator.labels_ = result.labels
+    estimator.n_clusters_ = int(result.weights.shape[0])
+    estimator.energy_ = result.energy
+    estimator.weights_ = result.weights
+    estimator.means_ = result.means
+    estimator.covariances_ = result.covariances
+    estimator.n_iter_ = result.n_iter
+    estimator.converged_ = result.converged
+    estimator.energy_history_ = result.energy_history
+    warn_unless_converged(
+        estimator,
+        converged=result.converged,
+        cancelled=result.cancelled,
+        max_iter=max_iter,
+        depth=depth + 1,
+    )
+
+
 def warn_unless_converged(
     estimator: Any, *, converged: bool, cancelled: bool, max_iter: int, depth: int = 1
 ) -> None:

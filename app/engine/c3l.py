@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine._c3l_cost import leakage_quantile
 from app.engine._c3l_fit import fit_c3l
-from app.engine._cec_family import check_cec_settings, warn_unless_converged
+from app.engine._cec_family import check_cec_settings, store_gaussian_fit
 from app.engine._cec_fit import MOVE_TOL
 from app.engine._density import weighted_log_densities
 from app.engine._validation import check_choice, check_real
@@ -125,22 +125,11 @@ class C3L(ClusterMixin, BaseEstimator):
             rng=check_random_state(self.random_state),
             progress=self.progress,
         )
-        self.labels_ = result.labels
-        self.n_clusters_ = int(result.weights.shape[0])
-        self.energy_ = result.energy
         self.leakage_ = result.leakage
         self.sides_ = result.sides
-        self.weights_ = result.weights
-        self.means_ = result.means
-        self.covariances_ = result.covariances
         self.side_means_ = result.side_means
         self.side_stds_ = result.side_stds
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.energy_history_ = result.energy_history
-        warn_unless_converged(
-            self, converged=result.converged, cancelled=result.cancelled, max_iter=settings.max_iter
-        )
+        store_gaussian_fit(self, result, max_iter=settings.max_iter)
         return self
 
     def predict(self, X: ArrayLike, side_scores: ArrayLike) -> NDArray[np.int64]:

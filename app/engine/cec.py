@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
-from app.engine._cec_family import check_cec_settings, predict_components, warn_unless_converged
+from app.engine._cec_family import check_cec_settings, predict_components, store_gaussian_fit
 from app.engine._cec_fit import fit_cec
 from app.engine._validation import check_choice, check_partial_labels
 
@@ -54,22 +54,7 @@ class _CECBase(ClusterMixin, BaseEstimator):
             rng=check_random_state(self.random_state),
             progress=self.progress,
         )
-        self.labels_ = result.labels
-        self.n_clusters_ = int(result.weights.shape[0])
-        self.energy_ = result.energy
-        self.weights_ = result.weights
-        self.means_ = result.means
-        self.covariances_ = result.covariances
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.energy_history_ = result.energy_history
-        warn_unless_converged(
-            self,
-            converged=result.converged,
-            cancelled=result.cancelled,
-            max_iter=settings.max_iter,
-            depth=2,
-        )
+        store_gaussian_fit(self, result, max_iter=settings.max_iter, depth=2)
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
