@@ -179,8 +179,8 @@ def worker(mode: str, data: str) -> dict[str, object]:
     from sklearn.mixture import GaussianMixture
 
     from app.engine import CECIB
-    from app.engine._init import initial_partition
-    from app.engine.cec_cost import cec_ib_energy
+    from app.engine.core.cost import cec_ib_energy
+    from app.engine.core.seeding import initial_partition
 
     loaded = np.load(data)
     X, y = loaded["X"], loaded["y"]

@@ -22,8 +22,8 @@ from sklearn.cluster import SpectralClustering
 from sklearn.datasets import load_digits, make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from app.engine.smic import SMIC
-from app.engine.smic_toy import TOY_CLUSTERS, TOY_SETS, make_toy
+from app.engine import SMIC
+from benchmarks.toy_data import TOY_CLUSTERS, TOY_SETS, make_toy
 
 PAPER_TOY_ARI = {
     "four_blobs": 1.0,

@@ -9,7 +9,6 @@ import logging
 import math
 import threading
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,8 @@ from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
 from app.jobs.algorithms import get_algorithm
 from app.jobs.metrics import run_metrics
-from app.services import chunks, datasets
-from app.services.side_information import from_npz
+from app.store.dataset_arrays import load_features, load_ground_truth
+from app.store.side_information_blob import from_npz
 
 log = logging.getLogger(__name__)
 
@@ -125,16 +124,8 @@ def execute_run(
             assert run is not None and run.side_information is not None
             dataset = session.get(Dataset, run.dataset_id)
             assert dataset is not None
-            features = datasets.load_features(session=session, dataset=dataset)
-            truth = None
-            if dataset.ground_truth_classes is not None:
-                truth = chunks.read_array(
-                    session=session,
-                    dataset_id=dataset.id,
-                    kind=datasets.GROUND_TRUTH,
-                    dtype="int32",
-                    n_columns=None,
-                )
+            features = load_features(session=session, dataset=dataset)
+            truth = load_ground_truth(session=session, dataset=dataset)
             info = from_npz(run.side_information)
             algorithm = get_algorithm(run.algorithm)
             assert algorithm is not None, f"unknown algorithm {run.algorithm!r}"
@@ -144,9 +135,7 @@ def execute_run(
         progress = ProgressRecorder(factory, run_id, token)
         plan = algorithm.plan(params, info, features, progress)
         fit_started = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            plan.estimator.fit(features, **plan.fit_kwargs)
+        plan.estimator.fit(features, **plan.fit_kwargs)
         fit_seconds = time.perf_counter() - fit_started
         if progress.stop_reason is not None:
             _stopped(factory, run_id, progress.stop_reason)
@@ -156,7 +145,8 @@ def execute_run(
         metrics = run_metrics(labels, info, truth)
         metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
         # Engine warnings (no convergence, tied eigenvalues) are shown with the result.
-        metrics["warnings"] = sorted({str(w.message) for w in caught})
+        # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
+        metrics["warnings"] = sorted(set(getattr(plan.estimator, "fit_warnings_", [])))
         with session_scope(factory) as session:
             session.add(
                 RunResult(

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
-from app.services import chunks, views
+from app.services import views
 from app.services.errors import InvalidInput, NotFound, PayloadTooLarge, UnsupportedMediaType
 from app.services.feature_stats import feature_statistics
 from app.services.ingest.csv_table import parse_csv
@@ -19,11 +19,8 @@ from app.services.ingest.detect import detect_format
 from app.services.ingest.image_file import parse_image
 from app.services.ingest.npy_array import parse_npy
 from app.services.ingest.parsed import ParsedImage, ParsedTable
-
-FEATURES = "features"
-ITEM_IDS = "item_ids"
-GROUND_TRUTH = "ground_truth"
-IMAGE = "image"
+from app.store import chunks, dataset_arrays
+from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, IMAGE, ITEM_IDS
 
 
 def import_upload(
@@ -260,13 +257,7 @@ def feature_blocks(*, session: Session, dataset: Dataset) -> Any:
         raise InvalidInput(
             f"dataset {dataset.id} is an image awaiting featurization; it has no features yet"
         )
-    return chunks.iter_array_blocks(
-        session=session,
-        dataset_id=dataset.id,
-        kind=FEATURES,
-        dtype=dataset.dtype,
-        n_columns=dataset.n_features,
-    )
+    return dataset_arrays.feature_blocks(session=session, dataset=dataset)
 
 
 def load_features(*, session: Session, dataset: Dataset) -> np.ndarray:

@@ -10,9 +10,10 @@ from sqlalchemy.orm import Session
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult, User
 from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
-from app.services import chunks, datasets
 from app.services.errors import Conflict, InvalidInput, NotFound
-from app.services.side_information import compile_for_dataset, to_npz
+from app.services.side_information import compile_for_dataset
+from app.store import chunks, dataset_arrays
+from app.store.side_information_blob import to_npz
 
 TERMINAL = ("succeeded", "failed", "cancelled")
 
@@ -120,5 +121,7 @@ def result_labels(result: RunResult) -> np.ndarray:
 
 def item_ids(*, session: Session, dataset: Dataset) -> list[str]:
     if dataset.id_column:
-        return chunks.read_strings(session=session, dataset_id=dataset.id, kind=datasets.ITEM_IDS)
+        return chunks.read_strings(
+            session=session, dataset_id=dataset.id, kind=dataset_arrays.ITEM_IDS
+        )
     return [str(i) for i in range(dataset.n_items)]

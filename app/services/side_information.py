@@ -1,14 +1,11 @@
-"""Compile a dataset's live annotations into side information, and (de)serialize it for runs."""
-
-import io
-import json
+"""Compile a dataset's live annotations into side information."""
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset
 from app.services import annotations, views
-from app.sideinfo import Conflict, SideInformation, compile_side_information
+from app.sideinfo import SideInformation, compile_side_information
 
 
 def compile_for_dataset(*, session: Session, dataset: Dataset) -> SideInformation:
@@ -24,54 +21,3 @@ def compile_for_dataset(*, session: Session, dataset: Dataset) -> SideInformatio
         records=records,
         view_coordinates=coordinates,
     )
-
-
-def to_npz(info: SideInformation) -> bytes:
-    """Everything a run needs, as one NPZ blob (arrays plus a JSON header)."""
-    header = {
-        "n_items": info.n_items,
-        "revision": info.revision,
-        "label_names": info.label_names,
-        "boundary_labels": info.boundary_labels,
-        "boundary_annotation_id": info.boundary_annotation_id,
-        "notes": info.notes,
-        "conflicts": [c.as_dict() for c in info.conflicts],
-    }
-    arrays: dict[str, np.ndarray] = {
-        "labels": info.labels,
-        "must_link": info.must_link,
-        "must_link_confidence": info.must_link_confidence,
-        "cannot_link": info.cannot_link,
-        "cannot_link_confidence": info.cannot_link_confidence,
-        "chunklets": info.chunklets,
-    }
-    if info.side_scores is not None:
-        arrays["side_scores"] = info.side_scores
-    buffer = io.BytesIO()
-    arrays["header"] = np.array(json.dumps(header))
-    np.savez_compressed(buffer, allow_pickle=False, **arrays)
-    return buffer.getvalue()
-
-
-def from_npz(data: bytes) -> SideInformation:
-    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-        header = json.loads(str(npz["header"]))
-        return SideInformation(
-            n_items=header["n_items"],
-            revision=header["revision"],
-            labels=npz["labels"],
-            label_names=header["label_names"],
-            must_link=npz["must_link"],
-            must_link_confidence=npz["must_link_confidence"],
-            cannot_link=npz["cannot_link"],
-            cannot_link_confidence=npz["cannot_link_confidence"],
-            chunklets=npz["chunklets"],
-            side_scores=npz.get("side_scores"),
-            boundary_labels=header["boundary_labels"],
-            boundary_annotation_id=header["boundary_annotation_id"],
-            conflicts=[
-                Conflict(c["kind"], c["message"], c["annotation_ids"], c["items"])
-                for c in header["conflicts"]
-            ],
-            notes=header["notes"],
-        )

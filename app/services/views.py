@@ -8,8 +8,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, View
-from app.services import chunks
 from app.services.errors import InvalidInput, NotFound
+from app.store import chunks
 
 
 def pca_coordinates(features: NDArray[np.floating]) -> NDArray[np.float32]:

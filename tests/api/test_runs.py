@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.models import Run
 from app.main import create_app
-from app.services.side_information import from_npz
+from app.store.side_information_blob import from_npz
 from tests.conftest import ADMIN_PASSWORD, row_counts, token_headers
 
 pytestmark = pytest.mark.db

@@ -11,9 +11,9 @@ import pytest
 from sklearn.base import clone
 
 from app.engine import C3L
-from app.engine._c3l_cost import leakage_quantile, side_cost
-from app.engine._c3l_fit import SIDE_RIDGE
-from app.engine.gaussian_families import HALF_LOG_2PIE
+from app.engine.c3l.cost import leakage_quantile, side_cost
+from app.engine.c3l.fit import SIDE_RIDGE
+from app.engine.core.families import HALF_LOG_2PIE
 
 
 def _data(seed: int, n: int = 90) -> tuple[np.ndarray, np.ndarray]:

@@ -11,8 +11,8 @@ import pytest
 from scipy.optimize import minimize_scalar
 from scipy.stats import norm
 
-from app.engine._c3l_cost import constrained_fit, leakage_of, leakage_quantile, side_cost
-from app.engine.gaussian_families import HALF_LOG_2PIE
+from app.engine.c3l.cost import constrained_fit, leakage_of, leakage_quantile, side_cost
+from app.engine.core.families import HALF_LOG_2PIE
 
 # m_Y, sigma_Y, eps, m_eps, sigma_eps, C_eps (spec Sec. 4.2)
 TABLE = [

@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from app.engine._c4s_constraints import aggregate, check_pairs, merge_clusters
-from app.engine._c4s_validity import CannotLinkGraph, move_is_valid, new_graph
-from app.engine._cec_state import new_state, recompute_state, total_energy
-from app.engine._hartigan import extract_group, group_move_deltas, insert_group
-from app.engine._moments import add_group, remove_group
-from app.engine.gaussian_families import FULL
+from app.engine.c4s.constraints import aggregate, check_pairs, merge_clusters
+from app.engine.c4s.validity import CannotLinkGraph, move_is_valid, new_graph
+from app.engine.core.cec_state import new_state, recompute_state, total_energy
+from app.engine.core.families import FULL
+from app.engine.core.hartigan import extract_group, group_move_deltas, insert_group
+from app.engine.core.moments import add_group, remove_group
 
 HALF_LOG_2PIE = 0.5 * math.log(2 * math.pi * math.e)
 

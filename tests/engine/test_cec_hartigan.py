@@ -8,9 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from app.engine._cec_fit import MOVE_TOL
-from app.engine._cec_state import ClusterState, new_state, recompute_state, total_energy
-from app.engine._hartigan import (
+from app.engine.core.cec_fit import MOVE_TOL
+from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
+from app.engine.core.cost import cec_ib_energy
+from app.engine.core.families import FAMILIES
+from app.engine.core.hartigan import (
     SweepClock,
     dissolve_cluster,
     dissolve_invalid,
@@ -19,8 +21,6 @@ from app.engine._hartigan import (
     new_clock,
     point_move_deltas,
 )
-from app.engine.cec_cost import cec_ib_energy
-from app.engine.gaussian_families import FAMILIES
 from tests.engine._cec_partitions import set_partitions
 
 

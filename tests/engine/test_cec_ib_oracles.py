@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import multivariate_normal
 
 from app.engine import BETA0, cec_ib_energy, critical_beta
-from app.engine.cec_cost import cluster_energies, gaussian_cost, label_entropy
+from app.engine.core.cost import cluster_energies, gaussian_cost, label_entropy
 
 WORKED_X = np.array([0.0, 1.0, 2.0, 10.0, 11.0, 13.0])[:, None]
 WORKED_Y = np.array([0, -1, 0, 1, -1, 0])  # A - A B - A

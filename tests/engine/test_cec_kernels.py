@@ -9,22 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.engine._linalg import (
-    cholesky_lower,
-    cholesky_rank_one,
-    half_logdet,
-    invert_lower,
-    mahalanobis_sq,
-)
-from app.engine._moments import (
-    add_group,
-    add_point,
-    moments_from_labels,
-    remove_group,
-    remove_point,
-)
-from app.engine.cec_cost import gaussian_cost
-from app.engine.gaussian_families import (
+from app.engine.core.cost import gaussian_cost
+from app.engine.core.families import (
     DIAGONAL,
     FAMILIES,
     FULL,
@@ -33,6 +19,20 @@ from app.engine.gaussian_families import (
     join_log_factor_bound,
     log_factor,
     spread_bound,
+)
+from app.engine.core.linalg import (
+    cholesky_lower,
+    cholesky_rank_one,
+    half_logdet,
+    invert_lower,
+    mahalanobis_sq,
+)
+from app.engine.core.moments import (
+    add_group,
+    add_point,
+    moments_from_labels,
+    remove_group,
+    remove_point,
 )
 
 

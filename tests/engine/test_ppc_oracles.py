@@ -14,8 +14,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
 from app.engine import PPC, confidence_to_weight, grid_neighbour_pairs, neighbour_disagreement
-from app.engine._ppc_fit import Options, _Chain, infer
-from app.engine._ppc_graph import (
+from app.engine.core.families import FULL
+from app.engine.ppc.fit import Options, _Chain, infer
+from app.engine.ppc.graph import (
     ENUM,
     MEAN_FIELD,
     TREE,
@@ -23,8 +24,8 @@ from app.engine._ppc_graph import (
     build_graph,
     check_relations,
 )
-from app.engine._ppc_meanfield import mean_field_bound, mean_field_sweeps
-from app.engine._ppc_prior import (
+from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
+from app.engine.ppc.prior import (
     grid_log_omega,
     grid_pi,
     log_omega,
@@ -32,7 +33,6 @@ from app.engine._ppc_prior import (
     pi_objective,
     simplex_grid,
 )
-from app.engine.gaussian_families import FULL
 
 Array = NDArray[np.float64]
 

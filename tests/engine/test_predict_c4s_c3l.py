@@ -12,8 +12,8 @@ from scipy.stats import multivariate_normal, norm
 from sklearn.exceptions import NotFittedError
 
 from app.engine import C3L, C4S
-from app.engine._c3l_cost import constrained_fit, leakage_quantile
-from app.engine._c3l_fit import SIDE_RIDGE
+from app.engine.c3l.cost import constrained_fit, leakage_quantile
+from app.engine.c3l.fit import SIDE_RIDGE
 
 CENTRES = np.array([[0.0, 0.0], [7.0, 0.0], [0.0, 7.0], [7.0, 7.0]])
 

@@ -11,10 +11,10 @@ from numpy.typing import NDArray
 from sklearn.datasets import load_iris
 from sklearn.metrics import adjusted_rand_score
 
-from app.engine._smic_kernel import local_scaling_kernel, nearest_neighbors
-from app.engine._smic_spectral import assign, near_ties, top_eigenpairs
-from app.engine.smic import SMIC
-from app.engine.smic_toy import make_toy
+from app.engine import SMIC
+from app.engine.smic.kernel import local_scaling_kernel, nearest_neighbors
+from app.engine.smic.spectral import assign, near_ties, top_eigenpairs
+from benchmarks.toy_data import make_toy
 
 FloatArray = NDArray[np.float64]
 

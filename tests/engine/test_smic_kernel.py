@@ -7,8 +7,8 @@ import pytest
 from numpy.typing import NDArray
 from scipy.spatial.distance import cdist
 
-from app.engine._smic_constraints import compile_constraints, edit_kernel
-from app.engine._smic_kernel import (
+from app.engine.smic.constraints import compile_constraints, edit_kernel
+from app.engine.smic.kernel import (
     local_scaling_kernel,
     nearest_neighbors,
     normalize_symmetric,

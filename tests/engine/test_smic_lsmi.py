@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from app.engine._smic_lsmi import (
+from app.engine.smic.lsmi import (
     DEFAULT_DELTAS,
     DEFAULT_GAMMAS,
     basis,
@@ -16,7 +16,7 @@ from app.engine._smic_lsmi import (
     lsmi_fixed,
     make_design,
 )
-from app.engine.smic_toy import make_toy
+from benchmarks.toy_data import make_toy
 
 IntArray = NDArray[np.intp]
 

@@ -19,8 +19,8 @@ from sklearn.cluster import SpectralClustering
 from sklearn.datasets import load_digits
 from sklearn.metrics import adjusted_rand_score
 
-from app.engine.smic import SMIC
-from app.engine.smic_toy import TOY_CLUSTERS, make_toy
+from app.engine import SMIC
+from benchmarks.toy_data import TOY_CLUSTERS, make_toy
 
 pytestmark = [
     pytest.mark.slow,

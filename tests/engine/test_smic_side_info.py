@@ -9,9 +9,9 @@ import pytest
 from numpy.typing import NDArray
 from sklearn.metrics import adjusted_rand_score
 
-from app.engine._smic_constraints import compile_constraints, count_violations
-from app.engine.smic import SMIC
-from app.engine.smic_toy import make_toy
+from app.engine import SMIC
+from app.engine.smic.constraints import compile_constraints, count_violations
+from benchmarks.toy_data import make_toy
 
 IntArray = NDArray[np.intp]
 

@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.engine import C3L, C4S, _c3l_fit, _c4s_global
+from app.engine import C3L, C4S
+from app.engine.c3l import fit as _c3l_fit
+from app.engine.c4s import global_search as _c4s_global
 
 
 def _forgetful(sweep: Callable[..., int], clock_arg: int) -> Callable[..., int]:

@@ -15,9 +15,10 @@ from app.api.schemas.common import ERROR_RESPONSES
 from app.api.schemas.datasets import DatasetRead, DatasetsPage, ItemRead, ItemsPage
 from app.api.uploads import upload_size
 from app.db.session import session_scope
-from app.services import chunks, datasets
+from app.services import datasets
 from app.services.errors import InvalidInput
 from app.services.npy_export import npy_stream
+from app.store import chunks, dataset_arrays
 
 router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
 
@@ -127,7 +128,7 @@ def read_features(dataset_id: int, request: Request, access: ViewerAccess) -> St
             blocks = chunks.iter_array_blocks(
                 session=stream_session,
                 dataset_id=dataset.id,
-                kind=datasets.FEATURES,
+                kind=dataset_arrays.FEATURES,
                 dtype=dataset.dtype,
                 n_columns=dataset.n_features,
             )
@@ -150,7 +151,7 @@ def read_features(dataset_id: int, request: Request, access: ViewerAccess) -> St
 def read_image(dataset_id: int, session: SessionDep, access: ViewerAccess) -> Response:
     """The uploaded image file of an image dataset, as it was uploaded."""
     dataset = access.require_dataset()
-    data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=datasets.IMAGE)
+    data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=dataset_arrays.IMAGE)
     if dataset.kind != "image" or data is None:
         raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
     media = "image/png" if dataset.meta["image"]["format"] == "PNG" else "image/jpeg"
@@ -171,7 +172,7 @@ def read_ground_truth(dataset_id: int, session: SessionDep, access: ViewerAccess
     codes = chunks.read_array(
         session=session,
         dataset_id=dataset.id,
-        kind=datasets.GROUND_TRUTH,
+        kind=dataset_arrays.GROUND_TRUTH,
         dtype="int32",
         n_columns=None,
     )

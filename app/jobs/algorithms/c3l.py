@@ -6,7 +6,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from app.engine.c3l import C3L
+from app.engine import C3L
 from app.jobs.algorithms.base import (
     BOUNDARY,
     LABELS,

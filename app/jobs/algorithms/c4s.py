@@ -3,7 +3,7 @@
 import numpy as np
 from pydantic import Field
 
-from app.engine.c4s import C4S
+from app.engine import C4S
 from app.jobs.algorithms.base import (
     CANNOT_LINK,
     LABELS,

@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.engine.smic import SMIC
+from app.engine import SMIC
 from app.jobs.algorithms.base import (
     CANNOT_LINK,
     MUST_LINK,

@@ -31,16 +31,14 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._cec_state import (
+from app.engine.core.cec_state import (
     ClusterState,
     cluster_energy,
     label_entropy_after,
     refresh_energy,
     update_labels,
 )
-from app.engine._linalg import cholesky_rank_one, half_logdet, invert_lower
-from app.engine._moments import add_group, add_point, remove_group, remove_point
-from app.engine.gaussian_families import (
+from app.engine.core.families import (
     FULL,
     HALF_LOG_2PIE,
     family_entropy,
@@ -48,6 +46,8 @@ from app.engine.gaussian_families import (
     log_factor,
     nonsingular_points,
 )
+from app.engine.core.linalg import cholesky_rank_one, half_logdet, invert_lower
+from app.engine.core.moments import add_group, add_point, remove_group, remove_point
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -21,8 +21,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._ppc_exact import solve_exact
-from app.engine._ppc_graph import OmegaModel
+from app.engine.ppc.exact import solve_exact
+from app.engine.ppc.graph import OmegaModel
 
 FloatArray = NDArray[np.float64]
 

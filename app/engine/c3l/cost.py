@@ -18,7 +18,7 @@ import math
 import numba
 from scipy.stats import norm
 
-from app.engine.gaussian_families import HALF_LOG_2PIE
+from app.engine.core.families import HALF_LOG_2PIE
 
 
 def leakage_quantile(leakage: float) -> float:

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
 
-from app.engine.gaussian_families import DIAGONAL, FULL
+from app.engine.core.families import DIAGONAL, FULL
 
 FloatArray = NDArray[np.float64]
 

@@ -19,12 +19,12 @@ from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
-from app.engine._ppc_exact import solve_exact
-from app.engine._ppc_gibbs import feasible_labels, gibbs_sweep
-from app.engine._ppc_graph import ENUM, GIBBS, TREE, RelationGraph
-from app.engine._ppc_meanfield import mean_field_bound, mean_field_sweeps
-from app.engine._ppc_mstep import gaussian_m_step, log_gaussian, precision_cholesky
-from app.engine._ppc_prior import grid_log_omega, grid_pi, log_omega, optimize_pi, simplex_grid
+from app.engine.ppc.exact import solve_exact
+from app.engine.ppc.gibbs import feasible_labels, gibbs_sweep
+from app.engine.ppc.graph import ENUM, GIBBS, TREE, RelationGraph
+from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
+from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky
+from app.engine.ppc.prior import grid_log_omega, grid_pi, log_omega, optimize_pi, simplex_grid
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -23,10 +23,11 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._c3l_cost import constrained_fit, leakage_of, side_cost
-from app.engine._cec_fit import SingularDataError, min_cluster_size
-from app.engine._cec_state import ClusterState, new_state, recompute_state, total_energy
-from app.engine._hartigan import (
+from app.engine.c3l.cost import constrained_fit, leakage_of, side_cost
+from app.engine.core.cec_fit import SingularDataError, min_cluster_size
+from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
+from app.engine.core.families import family_covariances
+from app.engine.core.hartigan import (
     SweepClock,
     extract_point,
     insert_point,
@@ -37,9 +38,8 @@ from app.engine._hartigan import (
     new_clock,
     point_move_deltas,
 )
-from app.engine._init import assign_nearest_seed, initial_partition, kmeanspp_seeds
-from app.engine._moments import add_point, moments_from_labels, remove_point
-from app.engine.gaussian_families import family_covariances
+from app.engine.core.moments import add_point, moments_from_labels, remove_point
+from app.engine.core.seeding import assign_nearest_seed, initial_partition, kmeanspp_seeds
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -16,7 +16,6 @@ A thin shell: validation here, EM in ``_ppc_fit``, per-component engines in ``_p
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -26,12 +25,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from app.engine._ppc_fit import Options, Params, PPCResult, Progress, check_feasible, run_em
-from app.engine._ppc_graph import E_STEPS, RelationGraph, build_graph, check_relations
-from app.engine._ppc_mstep import data_covariance, log_gaussian, precision_cholesky
-from app.engine._ppc_prior import PI_UPDATES
-from app.engine._validation import check_choice, check_int, check_real
-from app.engine.gaussian_families import DIAGONAL, FAMILIES, FULL
+from app.engine.core.families import DIAGONAL, FAMILIES, FULL
+from app.engine.core.validation import check_choice, check_int, check_real
+from app.engine.fit_warnings import reset_fit_warnings, warn_fit
+from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
+from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph, check_relations
+from app.engine.ppc.mstep import data_covariance, log_gaussian, precision_cholesky
+from app.engine.ppc.prior import PI_UPDATES
 
 FloatArray = NDArray[np.float64]
 
@@ -196,6 +196,7 @@ class PPC(ClusterMixin, BaseEstimator):
     ) -> PPC:
         """Fit to ``X`` with relations ``pairs`` (m, 2) of weights ``weights`` (m,)."""
         data = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        reset_fit_warnings(self)
         n = data.shape[0]
         m = check_int("n_components", self.n_components, 1, n)
         e_step = check_choice("e_step", self.e_step, E_STEPS)
@@ -221,7 +222,8 @@ class PPC(ClusterMixin, BaseEstimator):
         assert best is not None
         self._store(best)
         if not best.converged and not best.cancelled:
-            warnings.warn(
+            warn_fit(
+                self,
                 f"PPC did not converge within max_iter={opts.max_iter} EM iterations; increase "
                 "max_iter or tol",
                 ConvergenceWarning,

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._linalg import cholesky_lower, half_logdet, invert_lower, mahalanobis_sq
+from app.engine.core.linalg import cholesky_lower, half_logdet, invert_lower, mahalanobis_sq
 
 FloatArray = NDArray[np.float64]
 

@@ -22,19 +22,19 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
-from app.engine._c4s_constraints import (
+from app.engine.c4s.constraints import (
     aggregate,
     check_pairs,
     dense_by_first_occurrence,
     merge_clusters,
 )
-from app.engine._c4s_global import GlobalRun, run_global
-from app.engine._c4s_items import build_items
-from app.engine._c4s_validity import new_graph
-from app.engine._cec_family import check_cec_settings, predict_components, warn_unless_converged
-from app.engine._cec_fit import MOVE_TOL, min_cluster_size
-from app.engine._fitted_gaussians import partition_gaussians
-from app.engine._validation import check_int
+from app.engine.c4s.global_search import GlobalRun, run_global
+from app.engine.c4s.items import build_items
+from app.engine.c4s.validity import new_graph
+from app.engine.core.cec_fit import MOVE_TOL, min_cluster_size
+from app.engine.core.cec_shell import check_cec_settings, predict_components, warn_unless_converged
+from app.engine.core.fitted_gaussians import partition_gaussians
+from app.engine.core.validation import check_int
 
 Progress = Callable[[int, float], object]
 

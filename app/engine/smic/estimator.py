@@ -7,7 +7,6 @@ orchestrates the pure functions of the `_smic_*` modules and stores the fitted s
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,14 +16,20 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_array, check_random_state
 from threadpoolctl import threadpool_limits
 
-from ._smic_constraints import Constraints, compile_constraints, count_violations, edit_kernel
-from ._smic_kernel import (
+from app.engine.fit_warnings import reset_fit_warnings, warn_fit
+from app.engine.smic.constraints import (
+    Constraints,
+    compile_constraints,
+    count_violations,
+    edit_kernel,
+)
+from app.engine.smic.kernel import (
     local_scaling_kernel,
     nearest_neighbors,
     normalize_symmetric,
     zero_scale_points,
 )
-from ._smic_lsmi import (
+from app.engine.smic.lsmi import (
     DEFAULT_DELTAS,
     DEFAULT_GAMMAS,
     LSMIDesign,
@@ -32,7 +37,7 @@ from ._smic_lsmi import (
     lsmi_cv,
     make_design,
 )
-from ._smic_spectral import Assignment, assign, near_ties, top_eigenpairs
+from app.engine.smic.spectral import Assignment, assign, near_ties, top_eigenpairs
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -202,6 +207,7 @@ class SMIC(ClusterMixin, BaseEstimator):
     ) -> SMIC:
         """Cluster X; must_link / cannot_link are optional (m, 2) index arrays (extension)."""
         data = check_array(X, dtype=np.float64, ensure_min_samples=2, ensure_all_finite=True)
+        reset_fit_warnings(self)
         n = data.shape[0]
         self._check_params(n)
         candidates = self._candidates(n)
@@ -274,7 +280,8 @@ class SMIC(ClusterMixin, BaseEstimator):
         c = int(self.n_clusters)
         ties = near_ties(best.eigenvalues)
         if ties.size and int(ties[0]) < c:
-            warnings.warn(
+            warn_fit(
+                self,
                 f"eigenvalues {int(ties[0]) + 1} and {int(ties[0]) + 2} of the kernel for "
                 f"n_neighbors={best.t} are tied (e.g. a disconnected graph with the degree-"
                 "normalised kernel); the labels then depend on the eigensolver",
@@ -282,7 +289,8 @@ class SMIC(ClusterMixin, BaseEstimator):
                 stacklevel=3,
             )
         if np.any(best.eigenvalues[:c] <= 0):
-            warnings.warn(
+            warn_fit(
+                self,
                 f"some of the top {c} kernel eigenvalues are <= 0 for n_neighbors={best.t}; "
                 "the kernel is not PSD and the posterior model is unreliable",
                 UserWarning,

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._cec_state import ClusterState, new_state, recompute_state, total_energy
-from app.engine._hartigan import dissolve_invalid, hartigan_sweep, mark_all_changed, new_clock
-from app.engine._init import initial_partition
-from app.engine.gaussian_families import family_covariances, min_cluster_points
+from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
+from app.engine.core.families import family_covariances, min_cluster_points
+from app.engine.core.hartigan import dissolve_invalid, hartigan_sweep, mark_all_changed, new_clock
+from app.engine.core.seeding import initial_partition
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

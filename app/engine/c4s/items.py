@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._cec_fit import SingularDataError, fit_cec, min_cluster_size
+from app.engine.core.cec_fit import SingularDataError, fit_cec, min_cluster_size
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

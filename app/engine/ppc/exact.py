@@ -21,7 +21,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._ppc_graph import ExactSet
+from app.engine.ppc.graph import ExactSet
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

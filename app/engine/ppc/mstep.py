@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg.lapack import dtrtri
 
-from app.engine.gaussian_families import DIAGONAL, FULL
+from app.engine.core.families import DIAGONAL, FULL
 
 FloatArray = NDArray[np.float64]
 

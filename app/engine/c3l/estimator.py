@@ -21,13 +21,13 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from app.engine._c3l_cost import leakage_quantile
-from app.engine._c3l_fit import fit_c3l
-from app.engine._cec_family import check_cec_settings, store_gaussian_fit
-from app.engine._cec_fit import MOVE_TOL
-from app.engine._density import weighted_log_densities
-from app.engine._validation import check_choice, check_real
-from app.engine.gaussian_families import FAMILIES
+from app.engine.c3l.cost import leakage_quantile
+from app.engine.c3l.fit import fit_c3l
+from app.engine.core.cec_fit import MOVE_TOL
+from app.engine.core.cec_shell import check_cec_settings, store_gaussian_fit
+from app.engine.core.density import weighted_log_densities
+from app.engine.core.families import FAMILIES
+from app.engine.core.validation import check_choice, check_real
 
 Progress = Callable[[int, float], object]
 

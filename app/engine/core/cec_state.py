@@ -19,8 +19,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._moments import moments_from_labels
-from app.engine.gaussian_families import family_entropy, spread_bound
+from app.engine.core.families import family_entropy, spread_bound
+from app.engine.core.moments import moments_from_labels
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

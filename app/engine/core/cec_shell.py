@@ -7,7 +7,6 @@ the CEC rule live here once.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +15,10 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from app.engine._density import assign_by_density
-from app.engine._validation import check_choice, check_int, check_real
-from app.engine.gaussian_families import FAMILIES, FULL
+from app.engine.core.density import assign_by_density
+from app.engine.core.families import FAMILIES, FULL
+from app.engine.core.validation import check_choice, check_int, check_real
+from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -39,6 +39,7 @@ class CECSettings:
 def check_cec_settings(estimator: Any, X: ArrayLike) -> CECSettings:
     """Validate X (sets ``n_features_in_``) and the shared parameters; ValueError otherwise."""
     data = validate_data(estimator, X, dtype=np.float64, order="C", ensure_min_samples=2)
+    reset_fit_warnings(estimator)
     if not data.flags.writeable:
         data = data.copy()
     n, d = data.shape
@@ -89,7 +90,8 @@ def warn_unless_converged(
     the warning points at the user's line.
     """
     if not converged and not cancelled:
-        warnings.warn(
+        warn_fit(
+            estimator,
             f"{type(estimator).__name__} did not converge within max_iter={max_iter} sweeps; "
             "increase max_iter",
             ConvergenceWarning,

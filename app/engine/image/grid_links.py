@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from app.engine._validation import check_choice, check_int
+from app.engine.core.validation import check_choice, check_int
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]

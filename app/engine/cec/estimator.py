@@ -14,9 +14,9 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
-from app.engine._cec_family import check_cec_settings, predict_components, store_gaussian_fit
-from app.engine._cec_fit import fit_cec
-from app.engine._validation import check_choice, check_partial_labels
+from app.engine.core.cec_fit import fit_cec
+from app.engine.core.cec_shell import check_cec_settings, predict_components, store_gaussian_fit
+from app.engine.core.validation import check_choice, check_partial_labels
 
 FloatArray = NDArray[np.float64]
 Progress = Callable[[int, float], object]

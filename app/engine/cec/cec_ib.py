@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from app.engine._validation import check_real
-from app.engine.cec import Progress, _CECBase
+from app.engine.cec.estimator import Progress, _CECBase
+from app.engine.core.validation import check_real
 
 
 class CECIB(_CECBase):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._moments import moments_from_labels
-from app.engine.gaussian_families import family_covariances
+from app.engine.core.families import family_covariances
+from app.engine.core.moments import moments_from_labels
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -23,10 +23,16 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine._c4s_items import Items
-from app.engine._c4s_validity import CannotLinkGraph, move_is_valid
-from app.engine._cec_state import ClusterState, copy_state, new_state, recompute_state, total_energy
-from app.engine._hartigan import (
+from app.engine.c4s.items import Items
+from app.engine.c4s.validity import CannotLinkGraph, move_is_valid
+from app.engine.core.cec_state import (
+    ClusterState,
+    copy_state,
+    new_state,
+    recompute_state,
+    total_energy,
+)
+from app.engine.core.hartigan import (
     SweepClock,
     extract_group,
     extract_point,
@@ -40,7 +46,7 @@ from app.engine._hartigan import (
     new_clock,
     point_move_deltas,
 )
-from app.engine._init import kmeanspp_seeds
+from app.engine.core.seeding import kmeanspp_seeds
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

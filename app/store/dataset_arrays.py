@@ -1,0 +1,40 @@
+"""The arrays a dataset is stored as, by chunk kind, and whole-array reads of them."""
+
+from collections.abc import Iterator
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset
+from app.store import chunks
+
+FEATURES = "features"
+ITEM_IDS = "item_ids"
+GROUND_TRUTH = "ground_truth"
+IMAGE = "image"
+
+
+def feature_blocks(*, session: Session, dataset: Dataset) -> Iterator[NDArray]:
+    """The feature matrix chunk by chunk, in row order."""
+    return chunks.iter_array_blocks(
+        session=session,
+        dataset_id=dataset.id,
+        kind=FEATURES,
+        dtype=dataset.dtype,
+        n_columns=dataset.n_features,
+    )
+
+
+def load_features(*, session: Session, dataset: Dataset) -> NDArray:
+    blocks = list(feature_blocks(session=session, dataset=dataset))
+    return np.concatenate(blocks) if blocks else np.empty((0, dataset.n_features))
+
+
+def load_ground_truth(*, session: Session, dataset: Dataset) -> NDArray[np.int32] | None:
+    """Class codes per item (-1 = unknown), or None when the dataset has no ground truth."""
+    if dataset.ground_truth_classes is None:
+        return None
+    return chunks.read_array(
+        session=session, dataset_id=dataset.id, kind=GROUND_TRUTH, dtype="int32", n_columns=None
+    )
