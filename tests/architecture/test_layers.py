@@ -1,0 +1,74 @@
+"""The layers of README's architecture section, checked from the code's own imports: each
+package imports only itself and the packages below it, so no import runs back up a layer and
+no two packages import each other."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "app"
+
+# Each package with what it may import (besides itself). Order is top to bottom.
+ALLOWED: dict[str, set[str]] = {
+    "web": {"api", "services", "db", "config"},
+    "api": {"services", "jobs", "store", "sideinfo", "db", "config"},
+    "services": {"jobs", "store", "sideinfo", "engine", "db", "config"},
+    "jobs": {"store", "sideinfo", "engine", "db", "config"},
+    "store": {"sideinfo", "db"},
+    "db": {"config"},
+    "sideinfo": set(),
+    "engine": set(),
+}
+
+
+def _app_imports(path: Path) -> set[str]:
+    """The top-level `app.<package>` names a module imports."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] == "app" and len(parts) > 1:
+                names.add(parts[1])
+    return names
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((APP / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_package_imports_only_layers_below(package: str) -> None:
+    offences = []
+    for module in _modules(package):
+        for imported in _app_imports(module) - {package} - ALLOWED[package]:
+            offences.append(f"{module.relative_to(APP.parent)} imports app.{imported}")
+    assert not offences, "imports that run against the layers:\n" + "\n".join(offences)
+
+
+def test_engine_has_no_relative_imports_out_of_a_method() -> None:
+    """Engine modules import by absolute path, so the checks above see every import."""
+    for module in _modules("engine"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{module}: relative import"
+
+
+def test_every_app_package_is_placed_in_a_layer() -> None:
+    packages = {p.name for p in APP.iterdir() if (p / "__init__.py").exists()}
+    assert packages == set(ALLOWED), "place new packages in ALLOWED and README's layers"
+
+
+def test_the_engine_face_exports_all_six_estimators() -> None:
+    from app import engine
+
+    for name in ("CEC", "CECIB", "PPC", "C4S", "C3L", "SMIC"):
+        estimator = getattr(engine, name)
+        assert estimator.__name__ == name
+        assert hasattr(estimator, "fit")
