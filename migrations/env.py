@@ -18,6 +18,9 @@ def _configure_and_run(connection: Connection) -> None:
         compare_type=True,
         # SQLite cannot ALTER most things; batch mode rebuilds the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
+        # One transaction per revision: a revision may then change SQLite pragmas (which are
+        # ignored inside a transaction that has already written) before its first write.
+        transaction_per_migration=True,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -16,6 +16,11 @@ NAMING_CONVENTION = {
 }
 
 
+# Table options for rows that are addressed by id from outside (URLs, workers): SQLite must
+# never hand a deleted row's id to a new one (PostgreSQL sequences never do).
+NEVER_REUSE_IDS: dict[str, Any] = {"sqlite_autoincrement": True}
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 

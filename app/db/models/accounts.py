@@ -5,11 +5,12 @@ from datetime import datetime
 from sqlalchemy import Boolean, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import Base, UTCDateTime, utcnow
+from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
 
 
 class User(Base):
     __tablename__ = "users"
+    __table_args__ = NEVER_REUSE_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(String(64), unique=True)
@@ -31,6 +32,7 @@ class ApiToken(Base):
     """
 
     __tablename__ = "api_tokens"
+    __table_args__ = NEVER_REUSE_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)

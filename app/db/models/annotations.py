@@ -11,11 +11,12 @@ from typing import Any
 from sqlalchemy import JSON, Float, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import Base, UTCDateTime, utcnow
+from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
 
 
 class Annotation(Base):
     __tablename__ = "annotations"
+    __table_args__ = NEVER_REUSE_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     dataset_id: Mapped[int] = mapped_column(

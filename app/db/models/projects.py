@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import Base, UTCDateTime, utcnow
+from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
 
 
 class Role(enum.StrEnum):
@@ -27,6 +27,7 @@ ROLE_RANK = {Role.viewer: 0, Role.editor: 1, Role.owner: 2}
 
 class Project(Base):
     __tablename__ = "projects"
+    __table_args__ = NEVER_REUSE_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))

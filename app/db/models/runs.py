@@ -15,11 +15,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import Base, UTCDateTime, utcnow
+from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
 
 
 class Run(Base):
     __tablename__ = "runs"
+    __table_args__ = NEVER_REUSE_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     dataset_id: Mapped[int] = mapped_column(
@@ -32,6 +33,9 @@ class Run(Base):
     progress_iteration: Mapped[int | None] = mapped_column(Integer)
     progress_cost: Mapped[float | None] = mapped_column(Float)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Set when a worker claims the run; every later write by that worker must match it, so a
+    # worker can only ever write to the run it was started for.
+    worker_key: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[str | None] = mapped_column(Text)
     # The side information compiled when the run was created (NPZ), so later annotation edits
     # never change what a run sees.
