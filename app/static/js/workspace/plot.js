@@ -1,12 +1,6 @@
 // The WebGL scatterplot (regl-scatterplot) with an SVG overlay for links and boundaries.
 import createScatterplot from '../../vendor/regl-scatterplot/regl-scatterplot.js';
 
-export const PALETTE = [
-  '#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2', '#edc948', '#ff9da7',
-  '#9c755f', '#79706e', '#1f77b4', '#17becf', '#bcbd22', '#8c564b', '#d62728', '#2ca02c',
-];
-export const UNLABELED = '#9aa5b4';
-
 // A minimal linear scale with the d3 interface regl-scatterplot keeps in sync with the camera.
 function linearScale(domain, range = [0, 1]) {
   let d = [...domain];
