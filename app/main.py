@@ -14,9 +14,11 @@ from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.error_handlers import install_error_handlers
 from app.jobs.executors import make_executor
+from app.jobs.run_events import RunEvents
 from app.jobs.runner import recover_interrupted_runs
 from app.services.bootstrap import bootstrap
 from app.web.pages import router as pages_router
+from app.web.security import OriginCheckMiddleware, SecurityHeadersMiddleware
 from app.web.templating import STATIC_DIR
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = make_engine(settings.database_url)
     session_factory = make_session_factory(engine)
+    run_events = RunEvents()  # wakes progress streams when a run changes
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -33,7 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             upgrade_to_head(settings.database_url)
         with session_scope(session_factory) as session:
             bootstrap(session=session, settings=settings)
-        app.state.executor = make_executor(settings, session_factory)
+        app.state.executor = make_executor(settings, session_factory, run_events.publish)
         for run_id in recover_interrupted_runs(session_factory):
             app.state.executor.submit(run_id)
         yield
@@ -49,7 +52,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = session_factory
+    app.state.run_events = run_events
     app.add_middleware(UploadLimitMiddleware, max_upload_bytes=settings.max_upload_bytes)
+    # Added last, so they wrap the rest: headers on every response (outermost), and cross-site
+    # writes refused before any other middleware or route sees them.
+    app.add_middleware(
+        OriginCheckMiddleware,
+        cookie_name=settings.session_cookie_name,
+        trusted_origins=settings.trusted_origin_list,
+    )
+    app.add_middleware(SecurityHeadersMiddleware)
     install_error_handlers(app)
     app.include_router(api_router)
     app.include_router(pages_router)

@@ -3,9 +3,10 @@ numba kernels release the GIL, so the server stays responsive. `dask` sends runs
 distributed cluster whose workers read and write the database themselves."""
 
 import logging
+import queue
 import threading
+import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Protocol
 
@@ -13,12 +14,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db.session import make_engine, make_session_factory
-from app.jobs.runner import CancelToken, execute_run
+from app.jobs.runner import CancelToken, Notify, execute_run, fail_abandoned, new_worker_key
 
 log = logging.getLogger(__name__)
 
 
 class Executor(Protocol):
+    notifies: bool  # whether `notify` hears of every change (else streams must poll)
+
     def submit(self, run_id: int) -> None: ...
 
     def cancel(self, run_id: int) -> None: ...
@@ -27,22 +30,60 @@ class Executor(Protocol):
 
 
 class InlineExecutor:
-    def __init__(self, factory: sessionmaker[Session], workers: int) -> None:
+    """Runs on daemon threads in the server process.
+
+    Daemon threads, not a ThreadPoolExecutor: the interpreter joins a pool's threads at exit,
+    so one long kernel sweep would hold a stopping server hostage. Here shutdown asks every run
+    to stop, waits a grace period, and marks what is still running as interrupted."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        workers: int,
+        notify: Notify | None = None,
+        grace_s: float = 10.0,
+    ) -> None:
+        self.notifies = notify is not None
         self.factory = factory
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run")
+        self.notify: Notify = notify or (lambda _run_id: None)
+        self.grace_s = grace_s
+        self.queue: queue.Queue[int | None] = queue.Queue()
         self.tokens: dict[int, CancelToken] = {}
+        self.active: dict[int, str] = {}  # run id -> the worker key of its claim
         self.lock = threading.Lock()
+        self.threads = [
+            threading.Thread(target=self._work, name=f"run-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self.threads:
+            thread.start()
 
     def submit(self, run_id: int) -> None:
-        token = CancelToken()
         with self.lock:
-            self.tokens[run_id] = token
-        future = self.pool.submit(execute_run, self.factory, run_id, token)
-        future.add_done_callback(lambda _f: self._forget(run_id))
+            self.tokens[run_id] = CancelToken()
+        self.queue.put(run_id)
 
-    def _forget(self, run_id: int) -> None:
-        with self.lock:
-            self.tokens.pop(run_id, None)
+    def _work(self) -> None:
+        while (run_id := self.queue.get()) is not None:
+            key = new_worker_key()
+            with self.lock:
+                token = self.tokens.get(run_id) or CancelToken()
+                self.active[run_id] = key
+            try:
+                if not token.is_set():
+                    execute_run(self.factory, run_id, token, self.notify, key)
+            except Exception:
+                log.exception("run %s: the runner itself failed", run_id)
+            finally:
+                # Whatever happened above, the run must not stay `running` without a worker.
+                try:
+                    fail_abandoned(self.factory, {run_id: key}, "the worker ended without a result")
+                except Exception:
+                    log.exception("run %s: left for start-up recovery", run_id)
+                self.notify(run_id)
+                with self.lock:
+                    self.tokens.pop(run_id, None)
+                    self.active.pop(run_id, None)
 
     def cancel(self, run_id: int) -> None:
         with self.lock:
@@ -52,11 +93,19 @@ class InlineExecutor:
 
     def shutdown(self) -> None:
         # Kernels cannot be interrupted mid-sweep; ask every run to stop at its next sweep.
+        reason = "interrupted: the server shut down during this run"
         with self.lock:
             tokens = list(self.tokens.values())
         for token in tokens:
-            token.set("interrupted: the server shut down during this run")
-        self.pool.shutdown(wait=True, cancel_futures=True)
+            token.set(reason)
+        for _ in self.threads:
+            self.queue.put(None)
+        deadline = time.monotonic() + self.grace_s
+        for thread in self.threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        with self.lock:
+            stuck = dict(self.active)
+        fail_abandoned(self.factory, stuck, reason)
 
 
 @lru_cache(maxsize=4)
@@ -74,6 +123,7 @@ class DaskExecutor:
     def __init__(self, scheduler_address: str, database_url: str) -> None:
         from distributed import Client
 
+        self.notifies = False
         self.database_url = database_url
         self.client = Client(scheduler_address, set_as_default=False, timeout="30s")
 
@@ -96,7 +146,11 @@ class DaskExecutor:
         self.client.close()
 
 
-def make_executor(settings: Settings, factory: sessionmaker[Session]) -> Executor:
+def make_executor(
+    settings: Settings, factory: sessionmaker[Session], notify: Notify | None = None
+) -> Executor:
+    """`notify(run_id)` is called whenever a run's row changes (inline runs only: Dask workers
+    are other processes, whose changes progress streams see by polling)."""
     if settings.jobs_executor == "dask":
         return DaskExecutor(settings.dask_scheduler, settings.database_url)
-    return InlineExecutor(factory, settings.inline_workers)
+    return InlineExecutor(factory, settings.inline_workers, notify)

@@ -1,18 +1,24 @@
 """Execute one run: claim it, fit, store the result. Every executor calls `execute_run`.
 
 The runner opens its own short sessions (never the request's), writes progress at most four
-times a second, stops when asked (through the cancel token in-process, or the database flag
-from anywhere), and turns every exception into a `failed` run with a readable error.
+times a second, and stops when asked (the cancel token in-process, the database flag from
+anywhere) or when its run is gone (deleted with its dataset). A worker writes only to the run it
+claimed: every write matches the run's `worker_key`, so a row it no longer owns is never touched.
+Every exception becomes a `failed` run with a readable error, and the final write is retried,
+so a run is never left `running` because one write failed.
 """
 
 import logging
 import math
 import threading
 import time
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from sqlalchemy import select, update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.base import utcnow
@@ -27,6 +33,14 @@ log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL_S = 0.25  # at most 4 progress writes a second
 ENGINE_VERSION = "0.1.0"
+FINAL_WRITE_ATTEMPTS = 6  # backoff 0.5 s doubling: about 30 s of database trouble survived
+GONE = "gone"  # the stop reason when the run's row was deleted (or claimed by another worker)
+
+Notify = Callable[[int], None]
+
+
+def _no_notify(_run_id: int) -> None:
+    return None
 
 
 class CancelToken:
@@ -44,12 +58,45 @@ class CancelToken:
         return self._event.is_set()
 
 
+class Claim:
+    """The run this worker claimed and the key that every one of its writes must match."""
+
+    def __init__(self, factory: sessionmaker[Session], run_id: int, key: str, notify: Notify):
+        self.factory = factory
+        self.run_id = run_id
+        self.key = key
+        self.notify = notify
+
+    def update(self, session: Session, **values: Any) -> bool:
+        """Update the claimed run; False when it is no longer ours (deleted or reclaimed)."""
+        result = session.execute(
+            update(Run).where(Run.id == self.run_id, Run.worker_key == self.key).values(**values)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def finish(self, status: str, error: str | None) -> None:
+        """The run's final state, retried through transient database errors."""
+        for attempt in range(FINAL_WRITE_ATTEMPTS):
+            try:
+                with session_scope(self.factory) as session:
+                    self.update(session, status=status, error=error, finished_at=utcnow())
+                self.notify(self.run_id)
+                return
+            except SQLAlchemyError:
+                log.exception(
+                    "run %s: could not record %s (attempt %d)", self.run_id, status, attempt
+                )
+                time.sleep(0.5 * 2**attempt)
+        log.error(
+            "run %s: left for start-up recovery; the database refused every write", self.run_id
+        )
+
+
 class ProgressRecorder:
     """The engine's `progress(iteration, cost)` callback for one run."""
 
-    def __init__(self, factory: sessionmaker[Session], run_id: int, token: CancelToken | None):
-        self.factory = factory
-        self.run_id = run_id
+    def __init__(self, claim: Claim, token: CancelToken | None):
+        self.claim = claim
         self.token = token
         self.history: list[float] = []
         self.stop_reason: str | None = None
@@ -64,39 +111,50 @@ class ProgressRecorder:
         if now - self._last_write < PROGRESS_INTERVAL_S:
             return True
         self._last_write = now
-        with session_scope(self.factory) as session:
-            session.execute(
-                update(Run)
-                .where(Run.id == self.run_id)
-                .values(
+        try:
+            with session_scope(self.claim.factory) as session:
+                ours = self.claim.update(
+                    session,
                     progress_iteration=int(iteration),
                     progress_cost=float(cost) if math.isfinite(cost) else None,
                 )
-            )
-            if session.scalar(select(Run.cancel_requested).where(Run.id == self.run_id)):
-                self.stop_reason = "cancelled"
-                return False
+                cancel = session.scalar(
+                    select(Run.cancel_requested).where(Run.id == self.claim.run_id)
+                )
+        except SQLAlchemyError:
+            log.warning("run %s: progress not recorded", self.claim.run_id, exc_info=True)
+            return True  # progress is best effort; the final write is retried
+        if not ours:
+            self.stop_reason = GONE
+            return False
+        self.claim.notify(self.claim.run_id)
+        if cancel:
+            self.stop_reason = "cancelled"
+            return False
         return True
 
 
-def _claim(factory: sessionmaker[Session], run_id: int) -> bool:
+def new_worker_key() -> str:
+    return uuid.uuid4().hex
+
+
+def _claim(factory: sessionmaker[Session], run_id: int, key: str, notify: Notify) -> Claim | None:
     """queued -> running, atomically: a run is executed at most once."""
     with session_scope(factory) as session:
         claimed = session.execute(
             update(Run)
             .where(Run.id == run_id, Run.status == "queued")
-            .values(status="running", started_at=utcnow(), engine_version=ENGINE_VERSION)
+            .values(
+                status="running",
+                started_at=utcnow(),
+                engine_version=ENGINE_VERSION,
+                worker_key=key,
+            )
         )
-        return bool(claimed.rowcount)  # type: ignore[attr-defined]
-
-
-def _finish(factory: sessionmaker[Session], run_id: int, status: str, error: str | None) -> None:
-    with session_scope(factory) as session:
-        session.execute(
-            update(Run)
-            .where(Run.id == run_id)
-            .values(status=status, error=error, finished_at=utcnow())
-        )
+        if not claimed.rowcount:  # type: ignore[attr-defined]
+            return None
+    notify(run_id)
+    return Claim(factory, run_id, key, notify)
 
 
 def _cluster_params(estimator: Any) -> dict[str, Any]:
@@ -113,58 +171,75 @@ def _cluster_params(estimator: Any) -> dict[str, Any]:
 
 
 def execute_run(
-    factory: sessionmaker[Session], run_id: int, token: CancelToken | None = None
+    factory: sessionmaker[Session],
+    run_id: int,
+    token: CancelToken | None = None,
+    notify: Notify = _no_notify,
+    key: str | None = None,
 ) -> None:
-    if not _claim(factory, run_id):
-        return  # cancelled while queued, or already taken
-    started = time.perf_counter()
+    """`key` marks this worker's claim (pass one to be able to call `fail_abandoned`)."""
+    claim = _claim(factory, run_id, key or new_worker_key(), notify)
+    if claim is None:
+        return  # cancelled while queued, deleted, or already taken
     try:
-        with session_scope(factory) as session:
-            run = session.get(Run, run_id)
-            assert run is not None and run.side_information is not None
-            dataset = session.get(Dataset, run.dataset_id)
-            assert dataset is not None
-            features = load_features(session=session, dataset=dataset)
-            truth = load_ground_truth(session=session, dataset=dataset)
-            info = from_npz(run.side_information)
-            algorithm = get_algorithm(run.algorithm)
-            assert algorithm is not None, f"unknown algorithm {run.algorithm!r}"
-            params = algorithm.params_model.model_validate(run.params)
-        load_seconds = time.perf_counter() - started
-
-        progress = ProgressRecorder(factory, run_id, token)
-        plan = algorithm.plan(params, info, features, progress)
-        fit_started = time.perf_counter()
-        plan.estimator.fit(features, **plan.fit_kwargs)
-        fit_seconds = time.perf_counter() - fit_started
-        if progress.stop_reason is not None:
-            _stopped(factory, run_id, progress.stop_reason)
-            return
-
-        labels = np.asarray(plan.estimator.labels_, dtype=np.int32)
-        metrics = run_metrics(labels, info, truth)
-        metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
-        # Engine warnings (no convergence, tied eigenvalues) are shown with the result.
-        # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
-        metrics["warnings"] = sorted(set(getattr(plan.estimator, "fit_warnings_", [])))
-        with session_scope(factory) as session:
-            session.add(
-                RunResult(
-                    run_id=run_id,
-                    labels=labels.astype("<i4").tobytes(),
-                    cluster_params=_cluster_params(plan.estimator),
-                    cost_history=[c if math.isfinite(c) else None for c in progress.history],
-                    metrics=metrics,
-                )
-            )
-            session.execute(
-                update(Run)
-                .where(Run.id == run_id)
-                .values(status="succeeded", finished_at=utcnow(), progress_cost=_last(progress))
-            )
+        _fit_and_store(claim, token)
     except Exception as exc:  # every failure becomes a readable error on the run
         log.exception("run %s failed", run_id)
-        _finish(factory, run_id, "failed", f"{type(exc).__name__}: {exc}")
+        claim.finish("failed", f"{type(exc).__name__}: {exc}")
+
+
+def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
+    started = time.perf_counter()
+    with session_scope(claim.factory) as session:
+        run = session.get(Run, claim.run_id)
+        if run is None or run.worker_key != claim.key:
+            return  # deleted between the claim and here
+        assert run.side_information is not None
+        dataset = session.get(Dataset, run.dataset_id)
+        assert dataset is not None
+        features = load_features(session=session, dataset=dataset)
+        truth = load_ground_truth(session=session, dataset=dataset)
+        info = from_npz(run.side_information)
+        algorithm = get_algorithm(run.algorithm)
+        assert algorithm is not None, f"unknown algorithm {run.algorithm!r}"
+        params = algorithm.params_model.model_validate(run.params)
+    load_seconds = time.perf_counter() - started
+
+    progress = ProgressRecorder(claim, token)
+    plan = algorithm.plan(params, info, features, progress)
+    fit_started = time.perf_counter()
+    plan.estimator.fit(features, **plan.fit_kwargs)
+    fit_seconds = time.perf_counter() - fit_started
+    if progress.stop_reason == GONE:
+        log.info("run %s was deleted while running; stopped", claim.run_id)
+        return
+    if progress.stop_reason is not None:
+        reason = progress.stop_reason
+        claim.finish(*(("cancelled", None) if reason == "cancelled" else ("failed", reason)))
+        return
+
+    labels = np.asarray(plan.estimator.labels_, dtype=np.int32)
+    metrics = run_metrics(labels, info, truth)
+    metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
+    # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
+    metrics["warnings"] = sorted(set(getattr(plan.estimator, "fit_warnings_", [])))
+    with session_scope(claim.factory) as session:
+        ours = claim.update(
+            session, status="succeeded", finished_at=utcnow(), progress_cost=_last(progress)
+        )
+        if not ours:
+            session.rollback()  # deleted at the last moment: nothing is written anywhere
+            return
+        session.add(
+            RunResult(
+                run_id=claim.run_id,
+                labels=labels.astype("<i4").tobytes(),
+                cluster_params=_cluster_params(plan.estimator),
+                cost_history=[c if math.isfinite(c) else None for c in progress.history],
+                metrics=metrics,
+            )
+        )
+    claim.notify(claim.run_id)
 
 
 def _last(progress: ProgressRecorder) -> float | None:
@@ -172,11 +247,16 @@ def _last(progress: ProgressRecorder) -> float | None:
     return finite[-1] if finite else None
 
 
-def _stopped(factory: sessionmaker[Session], run_id: int, reason: str) -> None:
-    if reason == "cancelled":
-        _finish(factory, run_id, "cancelled", None)
-    else:
-        _finish(factory, run_id, "failed", reason)
+def fail_abandoned(factory: sessionmaker[Session], claims: dict[int, str], reason: str) -> None:
+    """Mark runs failed that are still `running` under these claims (run id -> worker key):
+    their workers are gone. A run claimed since by another worker is left alone."""
+    with session_scope(factory) as session:
+        for run_id, key in claims.items():
+            session.execute(
+                update(Run)
+                .where(Run.id == run_id, Run.worker_key == key, Run.status == "running")
+                .values(status="failed", error=reason, finished_at=utcnow())
+            )
 
 
 def recover_interrupted_runs(factory: sessionmaker[Session]) -> list[int]:

@@ -4,18 +4,21 @@ from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult, User
 from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
-from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from app.services.side_information import compile_for_dataset
 from app.store import chunks, dataset_arrays
 from app.store.side_information_blob import to_npz
 
 TERMINAL = ("succeeded", "failed", "cancelled")
+ACTIVE = ("queued", "running")
+# A client over the run limit may try again after this long (runs finish at their own pace).
+RUN_LIMIT_RETRY_AFTER_S = 10
 
 
 def _algorithm(algorithm_id: str) -> Algorithm:
@@ -31,26 +34,43 @@ def validate_params(algorithm: Algorithm, params: dict[str, Any], dataset: Datas
     try:
         valid = algorithm.params_model.model_validate(params)
     except ValidationError as exc:
+        # Parameters are flat; a field that may be one of several types (n_neighbors: an int
+        # or "auto") has one error per alternative, said together.
+        by_field: dict[str, list[str]] = {}
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "params"
+            by_field.setdefault(field, []).append(err["msg"])
         problems = "; ".join(
-            f"params.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            f"params.{field}: {', or '.join(dict.fromkeys(messages))}"
+            for field, messages in by_field.items()
         )
         raise InvalidInput(problems) from None
-    n_clusters = getattr(valid, "n_clusters", None)
-    if n_clusters is not None and n_clusters > dataset.n_items:
+    if dataset.n_items < 2:
         raise InvalidInput(
-            f"params.n_clusters: {n_clusters} is more than the {dataset.n_items} items of "
-            f"dataset {dataset.id}"
+            f"dataset {dataset.id} has {dataset.n_items} item(s); clustering needs at least 2"
+        )
+    problems = valid.data_problems(n_items=dataset.n_items, n_features=dataset.n_features)
+    if problems:
+        raise InvalidInput(
+            "; ".join(f"params.{problem} (dataset {dataset.id})" for problem in problems)
         )
     return valid
 
 
 def start_run(
-    *, session: Session, dataset: Dataset, user: User, algorithm_id: str, params: dict[str, Any]
+    *,
+    session: Session,
+    dataset: Dataset,
+    user: User,
+    algorithm_id: str,
+    params: dict[str, Any],
+    max_active: int | None = None,
 ) -> Run:
     """Validate, compile the side information at the current revision, and queue the run.
 
     A run on conflicting hard constraints that this algorithm uses is refused (409) with the
-    conflict report; nothing is written then.
+    conflict report; a user with `max_active` runs queued or running gets 429. Nothing is
+    written then.
     """
     algorithm = _algorithm(algorithm_id)
     if dataset.kind != "table":
@@ -67,6 +87,8 @@ def start_run(
             "them before running",
             conflicts=conflicts,
         )
+    if max_active is not None:
+        _check_active_runs(session, user, max_active)
     run = Run(
         dataset_id=dataset.id,
         algorithm=algorithm.id,
@@ -79,6 +101,28 @@ def start_run(
     session.add(run)
     session.flush()
     return run
+
+
+def _check_active_runs(session: Session, user: User, max_active: int) -> None:
+    """Refuse a run beyond the user's limit of queued + running runs.
+
+    The user's row is written first, which locks it (SQLite: the database's write lock) until
+    the run is committed, so concurrent requests of one user are counted one after another."""
+    session.execute(
+        update(User).where(User.id == user.id).values(id=User.id),
+        execution_options={"synchronize_session": False},
+    )
+    active = session.scalar(
+        select(func.count())
+        .select_from(Run)
+        .where(Run.created_by_id == user.id, Run.status.in_(ACTIVE))
+    )
+    if active is not None and active >= max_active:
+        raise TooManyRequests(
+            f"you already have {active} runs queued or running (at most {max_active} per "
+            "user); wait for one to finish or cancel one",
+            retry_after=RUN_LIMIT_RETRY_AFTER_S,
+        )
 
 
 def get_run(*, session: Session, run_id: int) -> Run:
@@ -125,3 +169,18 @@ def item_ids(*, session: Session, dataset: Dataset) -> list[str]:
             session=session, dataset_id=dataset.id, kind=dataset_arrays.ITEM_IDS
         )
     return [str(i) for i in range(dataset.n_items)]
+
+
+def active_run_ids(
+    *, session: Session, dataset_id: int | None = None, project_id: int | None = None
+) -> list[int]:
+    """Queued or running runs of a dataset, or of every dataset of a project: the runs a
+    delete must stop."""
+    query = select(Run.id).where(Run.status.in_(("queued", "running")))
+    if dataset_id is not None:
+        query = query.where(Run.dataset_id == dataset_id)
+    if project_id is not None:
+        query = query.where(
+            Run.dataset_id.in_(select(Dataset.id).where(Dataset.project_id == project_id))
+        )
+    return list(session.scalars(query))

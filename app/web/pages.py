@@ -14,10 +14,13 @@ from app.api.deps import (
     SettingsDep,
     ViewerAccess,
 )
+from app.api.run_signals import runs_changed
 from app.api.uploads import upload_size
 from app.db.models import Role
-from app.services import accounts, datasets, projects
-from app.services.errors import ServiceError
+from app.services import accounts, datasets, projects, runs
+from app.services.errors import ServiceError, TooManyRequests
+from app.services.login_throttle import ThrottlePolicy
+from app.web.security import WORKSPACE_CONTENT_SECURITY_POLICY
 from app.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -57,7 +60,13 @@ def login(
     next: Annotated[str | None, Form()] = None,
 ) -> Response:
     try:
-        user = accounts.authenticate(session=session, username=username, password=password)
+        user = accounts.sign_in(
+            session=session,
+            username=username,
+            password=password,
+            address=request.client.host if request.client else None,
+            policy=ThrottlePolicy.from_settings(settings),
+        )
     except ServiceError as exc:
         context = {
             "user": None,
@@ -65,7 +74,13 @@ def login(
             "error": exc.detail,
             "username": username,
         }
-        # A re-rendered form is a normal page (200); the message says what went wrong.
+        # A re-rendered form is a normal page (200); the message says what went wrong. A
+        # throttled attempt keeps its 429 and Retry-After.
+        if isinstance(exc, TooManyRequests):
+            response = _render(request, "login.html", context)
+            response.status_code = exc.status_code
+            response.headers["Retry-After"] = str(exc.retry_after)
+            return response
         return _render(request, "login.html", context)
     lifetime = timedelta(hours=settings.session_lifetime_hours)
     _, secret = accounts.issue_token(
@@ -213,11 +228,17 @@ def workspace_page(dataset_id: int, request: Request, access: ViewerAccess) -> H
         "dataset": dataset,
         "can_edit": access.role.allows(Role.editor),
     }
-    return _render(request, "workspace.html", context)
+    response = _render(request, "workspace.html", context)
+    response.headers["Content-Security-Policy"] = WORKSPACE_CONTENT_SECURITY_POLICY
+    return response
 
 
 @router.post("/datasets/{dataset_id}/delete", response_class=RedirectResponse)
-def delete_dataset(dataset_id: int, session: SessionDep, access: OwnerAccess) -> RedirectResponse:
+def delete_dataset(
+    dataset_id: int, request: Request, session: SessionDep, access: OwnerAccess
+) -> RedirectResponse:
+    active = runs.active_run_ids(session=session, dataset_id=dataset_id)
     datasets.delete_dataset(session=session, dataset=access.require_dataset())
     session.commit()
+    runs_changed(request.app.state, active, stop=True)
     return RedirectResponse(f"/projects/{access.project.id}", status_code=303)

@@ -281,3 +281,40 @@ def test_pan_then_fit_all_and_zoom_to_selection(page: Page) -> None:
         " return Math.abs(a - x) < 1 && Math.abs(b - y) < 1; }",
         arg=list(home),
     )
+
+
+def test_a_viewer_gets_a_read_only_workspace(page: Page, live_server: str) -> None:
+    """Viewers see the plot, runs and results, but no editing tools, and the page still works."""
+    import httpx
+
+    from tests.browser.conftest import ADMIN_PASSWORD
+
+    token = httpx.post(
+        f"{live_server}/api/v1/auth/token", data={"username": "admin", "password": ADMIN_PASSWORD}
+    ).json()["access_token"]
+    admin = {"Authorization": f"Bearer {token}"}
+    projects = httpx.get(f"{live_server}/api/v1/projects", headers=admin).json()["items"]
+    demo = next(p for p in projects if p["name"] == "Demo")
+    created = httpx.post(
+        f"{live_server}/api/v1/users",
+        json={"username": "read-only-reader", "password": "reader-password-1"},
+        headers=admin,
+    )
+    assert created.status_code in (201, 409), created.text
+    member = httpx.put(
+        f"{live_server}/api/v1/projects/{demo['id']}/members",
+        json={"username": "read-only-reader", "role": "viewer"},
+        headers=admin,
+    )
+    assert member.status_code in (200, 201), member.text
+
+    sign_in(page, "read-only-reader", "reader-password-1")
+    page.get_by_role("link", name="Demo").click()
+    page.get_by_role("link", name="iris", exact=True).click()
+    page.get_by_role("link", name="Open workspace").click()
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+    expect(page.get_by_test_id("plot")).to_have_attribute("data-rendered", "150")
+    expect(page.locator("#label-selection")).to_have_count(0)
+    expect(page.locator("#run")).to_have_count(0)
+    page.keyboard.press("f")  # shortcuts that only read still work
+    expect(page.locator("#status")).not_to_have_attribute("data-kind", "error")

@@ -11,11 +11,12 @@ from app.api.deps import (
     SettingsDep,
     ViewerAccess,
 )
-from app.api.schemas.common import ERROR_RESPONSES
+from app.api.run_signals import runs_changed
+from app.api.schemas.common import ERROR_RESPONSES, Id, Index, OptionalName
 from app.api.schemas.datasets import DatasetRead, DatasetsPage, ItemRead, ItemsPage
 from app.api.uploads import upload_size
 from app.db.session import session_scope
-from app.services import datasets
+from app.services import datasets, runs
 from app.services.errors import InvalidInput
 from app.services.npy_export import npy_stream
 from app.store import chunks, dataset_arrays
@@ -23,16 +24,15 @@ from app.store import chunks, dataset_arrays
 router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
 
 Limit = Annotated[int, Query(ge=1, le=10_000)]
-Offset = Annotated[int, Query(ge=0)]
 
 
 @router.get("/projects/{project_id}/datasets", response_model=DatasetsPage)
 def read_datasets(
-    project_id: int,
+    project_id: Id,
     session: SessionDep,
     access: ViewerAccess,
     limit: Limit = 100,
-    offset: Offset = 0,
+    offset: Index = 0,
 ) -> DatasetsPage:
     items, total = datasets.list_datasets(
         session=session, project=access.project, limit=limit, offset=offset
@@ -51,14 +51,14 @@ def read_datasets(
     status_code=status.HTTP_201_CREATED,
 )
 def create_dataset(
-    project_id: int,
+    project_id: Id,
     session: SessionDep,
     settings: SettingsDep,
     access: EditorAccess,
     file: Annotated[UploadFile, File(description="CSV with a header row, NPY, PNG or JPEG")],
-    name: Annotated[str | None, Form(max_length=200)] = None,
-    ground_truth_column: Annotated[str | None, Form(max_length=200)] = None,
-    id_column: Annotated[str | None, Form(max_length=200)] = None,
+    name: Annotated[OptionalName | None, Form(max_length=200)] = None,
+    ground_truth_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
+    id_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
 ) -> DatasetRead:
     """Upload a dataset. The whole file is validated before anything is stored."""
     dataset = datasets.import_upload(
@@ -80,24 +80,29 @@ def create_dataset(
 
 
 @router.get("/datasets/{dataset_id}", response_model=DatasetRead)
-def read_dataset(dataset_id: int, access: ViewerAccess) -> DatasetRead:
+def read_dataset(dataset_id: Id, access: ViewerAccess) -> DatasetRead:
     return DatasetRead.model_validate(access.require_dataset())
 
 
 @router.delete("/datasets/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_dataset(dataset_id: int, session: SessionDep, access: OwnerAccess) -> Response:
+def delete_dataset(
+    dataset_id: Id, request: Request, session: SessionDep, access: OwnerAccess
+) -> Response:
+    """Delete a dataset with everything made from it; its queued and running runs stop."""
+    active = runs.active_run_ids(session=session, dataset_id=dataset_id)
     datasets.delete_dataset(session=session, dataset=access.require_dataset())
     session.commit()
+    runs_changed(request.app.state, active, stop=True)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.get("/datasets/{dataset_id}/items", response_model=ItemsPage)
 def read_items(
-    dataset_id: int,
+    dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
     limit: Limit = 100,
-    offset: Offset = 0,
+    offset: Index = 0,
 ) -> ItemsPage:
     """Items in row order: id, feature values and ground truth; `total` is the item count."""
     dataset = access.require_dataset()
@@ -115,7 +120,7 @@ def read_items(
     response_class=StreamingResponse,
     responses={200: {"content": {"application/x-npy": {}}}},
 )
-def read_features(dataset_id: int, request: Request, access: ViewerAccess) -> StreamingResponse:
+def read_features(dataset_id: Id, request: Request, access: ViewerAccess) -> StreamingResponse:
     """The feature matrix as one NPY file (n_items x n_features), streamed chunk by chunk."""
     dataset = access.require_dataset()
     if dataset.kind != "table":
@@ -148,7 +153,7 @@ def read_features(dataset_id: int, request: Request, access: ViewerAccess) -> St
     response_class=Response,
     responses={200: {"content": {"image/png": {}, "image/jpeg": {}}}},
 )
-def read_image(dataset_id: int, session: SessionDep, access: ViewerAccess) -> Response:
+def read_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """The uploaded image file of an image dataset, as it was uploaded."""
     dataset = access.require_dataset()
     data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=dataset_arrays.IMAGE)
@@ -163,7 +168,7 @@ def read_image(dataset_id: int, session: SessionDep, access: ViewerAccess) -> Re
     response_class=Response,
     responses={200: {"content": {"application/octet-stream": {}}}},
 )
-def read_ground_truth(dataset_id: int, session: SessionDep, access: ViewerAccess) -> Response:
+def read_ground_truth(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """Ground-truth class codes as raw little-endian int32, one per item (-1 = unknown); the
     class names are the dataset's `ground_truth_classes`."""
     dataset = access.require_dataset()

@@ -1,9 +1,10 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 
 from app.api.deps import CurrentUser, OwnerAccess, SessionDep, ViewerAccess
-from app.api.schemas.common import ERROR_RESPONSES
+from app.api.run_signals import runs_changed
+from app.api.schemas.common import ERROR_RESPONSES, Id, Index, Name
 from app.api.schemas.projects import (
     MemberRead,
     MembersPage,
@@ -13,17 +14,16 @@ from app.api.schemas.projects import (
     ProjectsPage,
 )
 from app.db.models import Role
-from app.services import projects
+from app.services import projects, runs
 
 router = APIRouter(prefix="/projects", tags=["projects"], responses=ERROR_RESPONSES)
 
 Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0)]
 
 
 @router.get("", response_model=ProjectsPage)
 def read_projects(
-    session: SessionDep, user: CurrentUser, limit: Limit = 100, offset: Offset = 0
+    session: SessionDep, user: CurrentUser, limit: Limit = 100, offset: Index = 0
 ) -> ProjectsPage:
     items, total = projects.list_projects(session=session, user=user, limit=limit, offset=offset)
     return ProjectsPage(
@@ -47,19 +47,24 @@ def create_project(
 
 
 @router.get("/{project_id}", response_model=ProjectRead)
-def read_project(project_id: int, access: ViewerAccess) -> ProjectRead:
+def read_project(project_id: Id, access: ViewerAccess) -> ProjectRead:
     return ProjectRead.model_validate(access.project)
 
 
 @router.delete("/{project_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_project(project_id: int, session: SessionDep, access: OwnerAccess) -> Response:
+def delete_project(
+    project_id: Id, request: Request, session: SessionDep, access: OwnerAccess
+) -> Response:
+    """Delete a project with everything in it; its queued and running runs stop."""
+    active = runs.active_run_ids(session=session, project_id=project_id)
     session.delete(access.project)
     session.commit()
+    runs_changed(request.app.state, active, stop=True)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.get("/{project_id}/members", response_model=MembersPage)
-def read_members(project_id: int, session: SessionDep, access: ViewerAccess) -> MembersPage:
+def read_members(project_id: Id, session: SessionDep, access: ViewerAccess) -> MembersPage:
     rows = projects.list_members(session=session, project=access.project)
     items = [MemberRead(username=u.username, role=Role(m.role)) for m, u in rows]
     return MembersPage(items=items, total=len(items), limit=len(items), offset=0)
@@ -67,7 +72,7 @@ def read_members(project_id: int, session: SessionDep, access: ViewerAccess) -> 
 
 @router.put("/{project_id}/members", response_model=MemberRead)
 def set_member(
-    project_id: int, member_in: MemberWrite, session: SessionDep, access: OwnerAccess
+    project_id: Id, member_in: MemberWrite, session: SessionDep, access: OwnerAccess
 ) -> MemberRead:
     """Add a user to the project or change their role (owners only)."""
     projects.set_member_role(
@@ -79,7 +84,10 @@ def set_member(
 
 @router.delete("/{project_id}/members/{username}", status_code=status.HTTP_204_NO_CONTENT)
 def remove_member(
-    project_id: int, username: str, session: SessionDep, access: OwnerAccess
+    project_id: Id,
+    username: Annotated[Name, Path(max_length=64)],
+    session: SessionDep,
+    access: OwnerAccess,
 ) -> Response:
     projects.remove_member(session=session, project=access.project, username=username)
     session.commit()

@@ -1,11 +1,9 @@
-import csv
-import io
 import json
-import time
-from collections.abc import Iterator
-from typing import Annotated, Literal
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import (
@@ -13,19 +11,26 @@ from app.api.deps import (
     EditorAccess,
     ProjectAccess,
     SessionDep,
+    SettingsDep,
     ViewerAccess,
+    current_user,
+    oauth2_scheme,
+    optional_user,
     resolve_access,
 )
-from app.api.schemas.common import ERROR_RESPONSES
+from app.api.run_signals import runs_changed
+from app.api.schemas.common import ERROR_RESPONSES, Id, Index
 from app.api.schemas.runs import RunCreate, RunRead, RunResultRead, RunsPage
 from app.db.models import Role, Run
-from app.db.session import session_scope
+from app.jobs.run_events import RunEvents
 from app.services import runs
+from app.services.csv_export import csv_text
 from app.services.npy_export import npy_stream
 
 router = APIRouter(tags=["runs"], responses=ERROR_RESPONSES)
 
-EVENT_POLL_S = 0.25
+EVENT_POLL_S = 1.0  # how often a stream re-reads a run whose changes nobody announces
+HEARTBEAT_S = 15.0  # a keep-alive comment this often on a quiet stream
 
 
 def run_create_access(run_in: RunCreate, session: SessionDep, user: CurrentUser) -> ProjectAccess:
@@ -37,17 +42,20 @@ def create_run(
     run_in: RunCreate,
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     access: Annotated[ProjectAccess, Depends(run_create_access)],
 ) -> RunRead:
     """Validate, freeze the side information at the current annotation revision, and queue.
 
-    Returns at once; poll `GET /runs/{id}` or stream `GET /runs/{id}/events`."""
+    Returns at once; poll `GET /runs/{id}` or stream `GET /runs/{id}/events`. A user with
+    `MAX_ACTIVE_RUNS_PER_USER` runs queued or running gets 429 with Retry-After."""
     run = runs.start_run(
         session=session,
         dataset=access.require_dataset(),
         user=access.user,
         algorithm_id=run_in.algorithm,
         params=run_in.params,
+        max_active=settings.max_active_runs_per_user,
     )
     session.commit()
     request.app.state.executor.submit(run.id)
@@ -56,11 +64,11 @@ def create_run(
 
 @router.get("/datasets/{dataset_id}/runs", response_model=RunsPage)
 def read_runs(
-    dataset_id: int,
+    dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Index = 0,
 ) -> RunsPage:
     """Runs of a dataset, newest first."""
     rows, total = runs.list_runs(
@@ -72,16 +80,16 @@ def read_runs(
 
 
 @router.get("/runs/{run_id}", response_model=RunRead)
-def read_run(run_id: int, access: ViewerAccess) -> RunRead:
+def read_run(run_id: Id, access: ViewerAccess) -> RunRead:
     return RunRead.model_validate(access.require_run())
 
 
 @router.post("/runs/{run_id}/cancel", response_model=RunRead)
-def cancel_run(run_id: int, request: Request, session: SessionDep, access: EditorAccess) -> RunRead:
+def cancel_run(run_id: Id, request: Request, session: SessionDep, access: EditorAccess) -> RunRead:
     """Stop a queued or running run; a running one stops at its next sweep."""
     run = runs.request_cancel(session=session, run=access.require_run())
     session.commit()
-    request.app.state.executor.cancel(run.id)
+    runs_changed(request.app.state, [run.id], stop=True)
     return RunRead.model_validate(run)
 
 
@@ -90,24 +98,50 @@ def cancel_run(run_id: int, request: Request, session: SessionDep, access: Edito
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}}},
 )
-def stream_run_events(run_id: int, request: Request, access: ViewerAccess) -> StreamingResponse:
+async def stream_run_events(
+    run_id: Id, request: Request, bearer: Annotated[str | None, Depends(oauth2_scheme)]
+) -> StreamingResponse:
     """Server-sent events: a `progress` event whenever status or progress changes, ending with
-    the final state."""
-    factory = request.app.state.session_factory
+    the final state (or a `deleted` event if the run is deleted meanwhile).
 
-    def events() -> Iterator[str]:
+    Waiting streams hold no database connection and no thread: they sleep until the runner
+    says the run changed, and read it in a short session that they close at once."""
+    factory = request.app.state.session_factory
+    hub: RunEvents = request.app.state.run_events
+    # Runs the server executes itself announce every change; others (Dask) are polled.
+    max_age = HEARTBEAT_S if request.app.state.executor.notifies else EVENT_POLL_S
+
+    def authorize() -> None:
+        with factory() as session:
+            user = current_user(optional_user(request, session, bearer))
+            resolve_access(session, user, {"run_id": run_id}, Role.viewer)
+
+    def read() -> dict[str, Any] | None:
+        with factory() as session:
+            run = session.get(Run, run_id)
+            return None if run is None else RunRead.model_validate(run).model_dump(mode="json")
+
+    async def read_in_thread() -> dict[str, Any] | None:
+        return await run_in_threadpool(read)
+
+    await run_in_threadpool(authorize)
+
+    async def events() -> AsyncIterator[str]:
         last = None
-        while True:
-            with session_scope(factory) as session:
-                run = session.get(Run, run_id)
-                assert run is not None
-                state = RunRead.model_validate(run).model_dump(mode="json")
-            if state != last:
-                yield f"event: progress\ndata: {json.dumps(state)}\n\n"
-                last = state
-            if state["status"] in runs.TERMINAL:
-                return
-            time.sleep(EVENT_POLL_S)
+        with hub.subscribe(run_id) as subscription:
+            while True:
+                state = await hub.state(run_id, read_in_thread, max_age)
+                if state is None:
+                    yield f"event: deleted\ndata: {json.dumps({'id': run_id})}\n\n"
+                    return
+                if state != last:
+                    yield f"event: progress\ndata: {json.dumps(state)}\n\n"
+                    last = state
+                else:
+                    yield ": keep-alive\n\n"  # lets proxies and the server see a gone client
+                if state["status"] in runs.TERMINAL:
+                    return
+                await subscription.wait(max_age)
 
     return StreamingResponse(
         events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
@@ -120,7 +154,7 @@ def stream_run_events(run_id: int, request: Request, access: ViewerAccess) -> St
     responses={200: {"content": {"text/csv": {}, "application/x-npy": {}}}},
 )
 def read_run_result(
-    run_id: int,
+    run_id: Id,
     session: SessionDep,
     access: ViewerAccess,
     format: Literal["json", "csv", "npy"] = "json",
@@ -135,11 +169,9 @@ def read_run_result(
         return Response(body, media_type="application/x-npy", headers=_attachment(run, "npy"))
     if format == "csv":
         ids = runs.item_ids(session=session, dataset=access.require_dataset())
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow(["item", "id", "cluster"])
-        writer.writerows(zip(range(len(labels)), ids, labels.tolist(), strict=True))
-        return Response(out.getvalue(), media_type="text/csv", headers=_attachment(run, "csv"))
+        rows = zip(range(len(labels)), ids, labels.tolist(), strict=True)
+        text = csv_text(["item", "id", "cluster"], rows)
+        return Response(text, media_type="text/csv", headers=_attachment(run, "csv"))
     return RunResultRead(
         run_id=run.id,
         n_items=len(labels),

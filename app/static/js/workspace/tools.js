@@ -30,7 +30,8 @@ function needSelection(minimum = 1) {
 const categoryNames = () => palette.names(state.side ? state.side.label_names : []);
 
 export function renderCategories() {
-  renderChips($('#categories'), categoryNames(), palette.colour, labelSelection);
+  const chips = $('#categories'); // editors only
+  if (chips) renderChips(chips, categoryNames(), palette.colour, labelSelection);
 }
 
 export function categoryByKey(key) {

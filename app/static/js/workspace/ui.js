@@ -14,6 +14,9 @@ export function report(error) {
 }
 
 // Handlers are often async: their failures belong in the status line, not only in the console.
+// Pages render only the controls the user's role allows (a viewer gets no editing tools), so a
+// control that is not on the page is simply not bound.
 export function bind(selector, event, handler) {
-  $(selector).addEventListener(event, (e) => Promise.resolve(handler(e)).catch(report));
+  const element = $(selector);
+  if (element) element.addEventListener(event, (e) => Promise.resolve(handler(e)).catch(report));
 }
