@@ -8,6 +8,8 @@ import uvicorn
 from app.config import get_settings
 from app.db.migrate import upgrade_to_head
 
+SHUTDOWN_GRACE_S = 5
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m app")
@@ -22,7 +24,14 @@ def main() -> None:
     if args.command == "migrate":
         upgrade_to_head(get_settings().database_url)
         return
-    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port)
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        # Open progress streams would otherwise hold a stopping server until their runs end.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )
 
 
 if __name__ == "__main__":
