@@ -3,7 +3,9 @@
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from app.api.errors import error_response
 from app.services.errors import ServiceError
@@ -12,6 +14,24 @@ from app.web.errors import error_page, is_page_request
 
 def _location(loc: tuple[object, ...]) -> str:
     return ".".join(str(part) for part in loc if part not in ("body", "query", "path", "form"))
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request, exc: StarletteHTTPException) -> str:
+    """Every method some route serves at this path (Starlette names only the first matching
+    route's, and FastAPI has one route per method)."""
+    allowed = {m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip()}
+    for route in request.app.router.routes:
+        if isinstance(route, Mount):
+            if isinstance(route.app, StaticFiles) and route.matches(request.scope)[0] is Match.FULL:
+                allowed |= {"GET", "HEAD"}
+            continue
+        for method in _METHODS:
+            if route.matches({**request.scope, "method": method})[0] is Match.FULL:
+                allowed.add(method)
+    return ", ".join(sorted(allowed))
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -24,8 +44,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if is_page_request(request):
-            return error_page(request, exc.status_code, str(exc.detail))
-        return error_response(exc.status_code, str(exc.detail))
+            response = error_page(request, exc.status_code, str(exc.detail))
+        else:
+            response = error_response(exc.status_code, str(exc.detail))
+        if exc.status_code == 405:
+            response.headers["Allow"] = _allowed_methods(request, exc)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:

@@ -9,12 +9,14 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import OAuth2PasswordBearer
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.orm import Session
 
+from app.api.schemas.common import Id
 from app.config import Settings
 from app.db.models import Dataset, Project, Role, Run, User
 from app.services import accounts, datasets, projects, runs
-from app.services.errors import Forbidden, NotAuthenticated, NotFound
+from app.services.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound
 
 oauth2_scheme = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/token", auto_error=False)
 
@@ -132,11 +134,19 @@ def project_role(minimum: Role) -> Callable[..., ProjectAccess]:
 
 
 def _path_id(raw: Any, what: str) -> int:
-    # Dependencies run before FastAPI validates the path, so check the id here too.
+    # Dependencies run before FastAPI validates the path, so check the id here too, with the
+    # bounds of the published schema (an id past 64 bits never reaches the database).
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise NotFound(f"no {what} with id {raw!r}") from None
+    try:
+        return _ID.validate_python(value)
+    except ValidationError as exc:
+        raise InvalidInput(f"{what}_id: {exc.errors()[0]['msg']}") from None
+
+
+_ID: TypeAdapter[int] = TypeAdapter(Id)
 
 
 ViewerAccess = Annotated[ProjectAccess, Depends(project_role(Role.viewer))]

@@ -40,20 +40,19 @@ def validate_params(algorithm: Algorithm, params: dict[str, Any], dataset: Datas
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else "params"
             by_field.setdefault(field, []).append(err["msg"])
-        problems = "; ".join(
-            f"params.{field}: {', or '.join(dict.fromkeys(messages))}"
-            for field, messages in by_field.items()
-        )
-        raise InvalidInput(problems) from None
+        raise InvalidInput(
+            "; ".join(
+                f"params.{field}: {', or '.join(dict.fromkeys(messages))}"
+                for field, messages in by_field.items()
+            )
+        ) from None
     if dataset.n_items < 2:
         raise InvalidInput(
             f"dataset {dataset.id} has {dataset.n_items} item(s); clustering needs at least 2"
         )
     problems = valid.data_problems(n_items=dataset.n_items, n_features=dataset.n_features)
     if problems:
-        raise InvalidInput(
-            "; ".join(f"params.{problem} (dataset {dataset.id})" for problem in problems)
-        )
+        raise InvalidInput("; ".join(f"params.{problem}" for problem in problems))
     return valid
 
 

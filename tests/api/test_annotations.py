@@ -157,7 +157,10 @@ def test_side_information_compiles_labels_links_boundary_and_conflicts(
 
 BAD_ANNOTATIONS = {
     "item out of range": ({"kind": "label", "items": [0, 6], "label": "A"}, ["item 6", "0 to 5"]),
-    "negative item": ({"kind": "must_link", "items": [-1, 2]}, ["item -1"]),
+    "negative item": (
+        {"kind": "must_link", "items": [-1, 2]},
+        ["items.0", "greater than or equal to 0"],
+    ),
     "must-link of one item": ({"kind": "must_link", "items": [3, 3]}, ["at least 2"]),
     "boundary of one point": (
         {"kind": "boundary", "view_id": 0, "points": [[0, 0]], "labels": ["a", "b"]},

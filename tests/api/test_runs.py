@@ -247,15 +247,21 @@ def test_two_concurrent_runs_both_finish(
 def test_a_run_whose_engine_raises_fails_with_a_readable_error(
     client: TestClient, project_id: int, admin_headers: dict[str, str]
 ) -> None:
-    dataset_id = upload_csv(client, project_id, admin_headers, np.eye(4)[:3] + 0.1)
+    # Three items that must all be apart cannot be split into two components: only the fit
+    # finds that out (parameters the data refuses are refused at POST instead).
+    dataset_id = upload_csv(client, project_id, admin_headers, np.arange(12.0).reshape(6, 2))
+    url = f"/api/v1/datasets/{dataset_id}/annotations"
+    for a, b in ([0], [1, 2]), ([1], [2]):
+        link = {"kind": "cannot_link", "items_a": a, "items_b": b}
+        assert client.post(url, json=link, headers=admin_headers).status_code == 201
     run = wait(
         client,
         admin_headers,
-        start(client, admin_headers, dataset_id, "cec", n_clusters=1).json()["id"],
+        start(client, admin_headers, dataset_id, "ppc", n_components=2).json()["id"],
     )
     assert run["status"] == "failed"
     assert run["error"].startswith("ValueError: ")
-    assert "covariance='full'" in run["error"]
+    assert "increase n_components" in run["error"]
 
 
 def test_restart_marks_running_runs_interrupted_and_resumes_queued_ones(

@@ -9,7 +9,7 @@ from app.api.schemas.annotations import (
     AnnotationsPage,
     UndoRedoRead,
 )
-from app.api.schemas.common import ERROR_RESPONSES
+from app.api.schemas.common import ERROR_RESPONSES, Id, Index
 from app.services import annotations
 
 router = APIRouter(
@@ -19,7 +19,7 @@ router = APIRouter(
 
 @router.post("", response_model=AnnotationRead, status_code=status.HTTP_201_CREATED)
 def create_annotation(
-    dataset_id: int,
+    dataset_id: Id,
     session: SessionDep,
     access: EditorAccess,
     annotation_in: Annotated[AnnotationCreate, Body()],
@@ -41,11 +41,11 @@ def create_annotation(
 
 @router.get("", response_model=AnnotationsPage)
 def read_annotations(
-    dataset_id: int,
+    dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Index = 0,
     include_deleted: bool = False,
 ) -> AnnotationsPage:
     dataset = access.require_dataset()
@@ -68,7 +68,7 @@ def read_annotations(
 
 
 @router.post("/undo", response_model=UndoRedoRead)
-def undo_annotation(dataset_id: int, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
+def undo_annotation(dataset_id: Id, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
     """Soft-delete the newest live annotation."""
     dataset = access.require_dataset()
     annotation = annotations.undo(session=session, dataset=dataset)
@@ -79,7 +79,7 @@ def undo_annotation(dataset_id: int, session: SessionDep, access: EditorAccess) 
 
 
 @router.post("/redo", response_model=UndoRedoRead)
-def redo_annotation(dataset_id: int, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
+def redo_annotation(dataset_id: Id, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
     """Restore the most recently undone annotation (until a new annotation is made)."""
     dataset = access.require_dataset()
     annotation = annotations.redo(session=session, dataset=dataset)

@@ -3,7 +3,7 @@ from fastapi import APIRouter
 
 from app.api.deps import SessionDep, ViewerAccess
 from app.api.schemas.annotations import ConflictRead, SideInformationRead
-from app.api.schemas.common import ERROR_RESPONSES
+from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.services.side_information import compile_for_dataset
 from app.sideinfo import SideInformation
 
@@ -24,7 +24,7 @@ def _chunklet_lists(info: SideInformation) -> list[list[int]]:
 
 @router.get("/datasets/{dataset_id}/side-information", response_model=SideInformationRead)
 def read_side_information(
-    dataset_id: int, session: SessionDep, access: ViewerAccess
+    dataset_id: Id, session: SessionDep, access: ViewerAccess
 ) -> SideInformationRead:
     """The live annotations at the current revision, compiled into what the engine uses, with
     a conflict report that names the annotations behind each conflict."""

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Query, status
 
 from app.api.deps import CurrentUser, SessionDep
 from app.api.schemas.accounts import ApiTokenCreate, ApiTokenCreated, ApiTokenRead, ApiTokensPage
-from app.api.schemas.common import ERROR_RESPONSES
+from app.api.schemas.common import ERROR_RESPONSES, Id, Index
 from app.services import accounts
 
 router = APIRouter(prefix="/tokens", tags=["tokens"], responses=ERROR_RESPONSES)
@@ -28,7 +28,7 @@ def read_api_tokens(
     session: SessionDep,
     user: CurrentUser,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Index = 0,
 ) -> ApiTokensPage:
     tokens = accounts.list_api_tokens(session=session, user=user)
     page = tokens[offset : offset + limit]
@@ -41,7 +41,7 @@ def read_api_tokens(
 
 
 @router.delete("/{token_id}", response_model=ApiTokenRead)
-def revoke_api_token(token_id: int, session: SessionDep, user: CurrentUser) -> ApiTokenRead:
+def revoke_api_token(token_id: Id, session: SessionDep, user: CurrentUser) -> ApiTokenRead:
     token = accounts.revoke_token(session=session, user=user, token_id=token_id)
     session.commit()
     return ApiTokenRead.model_validate(token)

@@ -3,7 +3,7 @@ from typing import Literal
 from fastapi import APIRouter, Response, status
 
 from app.api.deps import EditorAccess, SessionDep, SettingsDep, ViewerAccess
-from app.api.schemas.common import ERROR_RESPONSES
+from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.api.schemas.views import ViewCreate, ViewRead, ViewsPage
 from app.services import datasets, views
 from app.services.npy_export import npy_stream
@@ -12,7 +12,7 @@ router = APIRouter(prefix="/datasets/{dataset_id}/views", tags=["views"], respon
 
 
 @router.get("", response_model=ViewsPage)
-def read_views(dataset_id: int, session: SessionDep, access: ViewerAccess) -> ViewsPage:
+def read_views(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> ViewsPage:
     items = views.list_views(session=session, dataset=access.require_dataset())
     return ViewsPage(
         items=[ViewRead.model_validate(v) for v in items],
@@ -24,7 +24,7 @@ def read_views(dataset_id: int, session: SessionDep, access: ViewerAccess) -> Vi
 
 @router.post("", response_model=ViewRead, status_code=status.HTTP_201_CREATED)
 def create_view(
-    dataset_id: int,
+    dataset_id: Id,
     view_in: ViewCreate,
     session: SessionDep,
     settings: SettingsDep,
@@ -53,8 +53,8 @@ def create_view(
     responses={200: {"content": {"application/octet-stream": {}, "application/x-npy": {}}}},
 )
 def read_view_coordinates(
-    dataset_id: int,
-    view_id: int,
+    dataset_id: Id,
+    view_id: Id,
     session: SessionDep,
     access: ViewerAccess,
     format: Literal["f32", "npy"] = "f32",

@@ -2,6 +2,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.common import Name
+
 
 class TokenRead(BaseModel):
     access_token: str
@@ -18,13 +20,13 @@ class UserRead(BaseModel):
 
 
 class UserCreate(BaseModel):
-    username: str = Field(min_length=1, max_length=64)
+    username: Name = Field(min_length=1, max_length=64)
     password: str = Field(min_length=8, max_length=256)
     is_admin: bool = False
 
 
 class ApiTokenCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
 
 
 class ApiTokenRead(BaseModel):

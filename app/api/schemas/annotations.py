@@ -3,9 +3,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ItemList = Annotated[list[int], Field(min_length=1, max_length=5_000_000)]
+from app.api.schemas.common import FiniteFloat, Id, Index, Name
+
+ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
+Label = Annotated[Name, Field(min_length=1, max_length=100)]
 Confidence = Annotated[
-    float | None,
+    FiniteFloat | None,
     Field(gt=0.5, le=1.0, description="How sure the expert is, in (0.5, 1]; 1 (default) is hard."),
 ]
 
@@ -13,7 +16,7 @@ Confidence = Annotated[
 class LabelCreate(BaseModel):
     kind: Literal["label"]
     items: ItemList = Field(description="Item indices (row positions) to label")
-    label: str = Field(min_length=1, max_length=100)
+    label: Label
 
 
 class MustLinkCreate(BaseModel):
@@ -31,14 +34,14 @@ class CannotLinkCreate(BaseModel):
 
 class BoundaryCreate(BaseModel):
     kind: Literal["boundary"]
-    view_id: int
-    points: list[tuple[float, float]] = Field(
+    view_id: Id
+    points: list[tuple[FiniteFloat, FiniteFloat]] = Field(
         min_length=2,
         max_length=10_000,
         description="A polyline in the view's coordinates; repeat the first point to close a "
         "polygon",
     )
-    labels: tuple[str, str] = Field(
+    labels: tuple[Label, Label] = Field(
         description="Category names: [left of the line / inside, right / outside]"
     )
 

@@ -1,6 +1,67 @@
-"""Shapes shared by every resource: pages and errors."""
+"""Shapes shared by every resource: pages, errors, and the bounded integers and names that path,
+query and body parameters use, so the published schema refuses what the server refuses."""
 
-from pydantic import BaseModel
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field
+from pydantic_core import PydanticCustomError
+
+# The largest integer the API takes anywhere (ids, offsets, item positions); larger ones are
+# refused (422) before they reach SQL or NumPy, which overflow past 2**63 - 1. It is 2**53 - 1
+# (JavaScript's Number.MAX_SAFE_INTEGER) so that every JSON client reads the bound, and every
+# value under it, exactly: FastAPI publishes schema bounds as floats, and 2**63 - 1 would read
+# back as 2**63.
+MAX_INT = 2**53 - 1
+
+Id = Annotated[int, Field(ge=1, le=MAX_INT)]
+"""A database id: a path id (`project_id`, `run_id`...) or an id in a request body."""
+
+Index = Annotated[int, Field(ge=0, le=MAX_INT)]
+"""A non-negative position or count: `offset`, an item's row position."""
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+"""A real number; NaN and infinities (which Python's JSON parser accepts) are refused."""
+
+# A name the server keeps after trimming surrounding whitespace must hold at least one character
+# that is neither whitespace nor a control character, and no NUL anywhere (databases refuse NUL
+# in text). The pattern is what the schema publishes (anchored: JSON Schema `pattern` searches);
+# the validators below check the same in Python and say what is wrong in words.
+NAME_PATTERN = r"^[^\x00]*[^\s\x00-\x1f][^\x00]*$"
+NO_NUL_PATTERN = r"^[^\x00]*$"
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise PydanticCustomError("nul_character", "must not contain NUL characters")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if value and not any(ch >= " " and not ch.isspace() for ch in value):
+        raise PydanticCustomError(
+            "blank", "must not be blank (only whitespace or control characters)"
+        )
+    return value
+
+
+Name = Annotated[
+    str,
+    Field(min_length=1, json_schema_extra={"pattern": NAME_PATTERN}),
+    AfterValidator(_no_nul),
+    AfterValidator(_not_blank),
+]
+"""A name or label that is not blank once trimmed; give `max_length` per field."""
+
+OptionalName = Annotated[
+    str,
+    Field(json_schema_extra={"pattern": f"^$|{NAME_PATTERN}"}),
+    AfterValidator(_no_nul),
+    AfterValidator(_not_blank),
+]
+"""A name, or empty for "not given" (as HTML forms send blank fields)."""
+
+Text = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL_PATTERN}), AfterValidator(_no_nul)]
+"""Free text (may be empty) without NUL characters."""
 
 
 class ErrorRead(BaseModel):

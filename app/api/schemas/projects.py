@@ -2,12 +2,13 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.common import Name, Text
 from app.db.models import Role
 
 
 class ProjectCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
-    description: str = Field(default="", max_length=5000)
+    name: Name = Field(min_length=1, max_length=200)
+    description: Text = Field(default="", max_length=5000)
 
 
 class ProjectRead(BaseModel):
@@ -27,7 +28,7 @@ class ProjectsPage(BaseModel):
 
 
 class MemberWrite(BaseModel):
-    username: str = Field(min_length=1, max_length=64)
+    username: Name = Field(min_length=1, max_length=64)
     role: Role
 
 

@@ -3,10 +3,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.common import Id
+
 
 class RunCreate(BaseModel):
-    dataset_id: int
-    algorithm: str = Field(description="An id from GET /api/v1/algorithms, e.g. cec-ib")
+    dataset_id: Id
+    algorithm: str = Field(
+        max_length=100, description="An id from GET /api/v1/algorithms, e.g. cec-ib"
+    )
     params: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -1,13 +1,17 @@
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.schemas.common import Index
+
+FeatureRef = Annotated[str, Field(max_length=1000)] | Index
 
 
 class ViewCreate(BaseModel):
     method: Literal["features", "pca", "umap"] = "features"
-    x: str | int | None = Field(default=None, description="Feature name or index (features)")
-    y: str | int | None = Field(default=None, description="Feature name or index (features)")
+    x: FeatureRef | None = Field(default=None, description="Feature name or index (features)")
+    y: FeatureRef | None = Field(default=None, description="Feature name or index (features)")
 
 
 class ViewRead(BaseModel):

@@ -2,11 +2,11 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.sideinfo import SideInformation
 
@@ -20,10 +20,33 @@ CANNOT_LINK = "cannot_link"
 BOUNDARY = "boundary"
 
 
-class Params(BaseModel):
-    """Base of every parameter model: unknown parameters are errors, not silently ignored."""
+# NumPy's and scikit-learn's RandomState take seeds in 0..2**32 - 1.
+SEED_MAX = 2**32 - 1
+Seed = Annotated[
+    Annotated[int, Field(ge=0, le=SEED_MAX)] | None,
+    Field(description=f"Seed, 0 to {SEED_MAX}; empty for a random one"),
+]
 
-    model_config = ConfigDict(extra="forbid")
+
+class Params(BaseModel):
+    """Base of every parameter model: unknown parameters are errors, not silently ignored, and
+    NaN or infinite numbers are refused (Python's JSON parser reads `NaN` and `Infinity`).
+
+    The JSON Schema of a subclass is what the API publishes, so it bounds every field to what
+    the estimator accepts; what depends on the data is in `data_problems`."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    def data_problems(self, n_items: int, n_features: int) -> list[str]:
+        """What a dataset of this shape refuses of these parameters, as "field: why" lines;
+        checked when a run is requested, so that the run does not fail on it later."""
+        return []
+
+
+def at_most_items(field_name: str, value: int, n_items: int) -> list[str]:
+    if value <= n_items:
+        return []
+    return [f"{field_name}: {value} is more than the {n_items} items of the dataset"]
 
 
 @dataclass

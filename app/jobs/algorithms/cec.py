@@ -5,7 +5,16 @@ from typing import Literal
 from pydantic import Field
 
 from app.engine import BETA0, CEC, CECIB
-from app.jobs.algorithms.base import LABELS, Algorithm, FitPlan, FloatArray, Params, Progress
+from app.jobs.algorithms.base import (
+    LABELS,
+    Algorithm,
+    FitPlan,
+    FloatArray,
+    Params,
+    Progress,
+    Seed,
+    at_most_items,
+)
 from app.sideinfo import SideInformation
 
 
@@ -19,7 +28,16 @@ class CECParams(Params):
     )
     n_init: int = Field(10, ge=1, le=100, description="Restarts; the lowest energy is kept")
     max_iter: int = Field(100, ge=1, le=10_000, description="Most Hartigan sweeps per restart")
-    random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
+    random_state: Seed = 0
+
+    def data_problems(self, n_items: int, n_features: int) -> list[str]:
+        problems = at_most_items("n_clusters", self.n_clusters, n_items)
+        if self.covariance == "full" and n_features >= n_items:
+            problems.append(
+                f"covariance: 'full' needs more items than features (the dataset has {n_items} "
+                f"items and {n_features} features); use 'diagonal' or 'spherical'"
+            )
+        return problems
 
 
 class CECIBParams(CECParams):

@@ -15,6 +15,8 @@ from app.jobs.algorithms.base import (
     FloatArray,
     Params,
     Progress,
+    Seed,
+    at_most_items,
 )
 from app.sideinfo import SideInformation
 from app.sideinfo.label_links import label_links
@@ -29,7 +31,10 @@ class PPCParams(Params):
     max_iter: int = Field(200, ge=1, le=10_000, description="Most EM iterations")
     tol: float = Field(1e-6, gt=0, le=1, description="Stop when the bound improves less")
     n_init: int = Field(1, ge=1, le=50, description="Restarts; the best bound is kept")
-    random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
+    random_state: Seed = 0
+
+    def data_problems(self, n_items: int, n_features: int) -> list[str]:
+        return at_most_items("n_components", self.n_components, n_items)
 
 
 def relations(info: SideInformation, seed: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """SMIC (specs/smic.md), with must-link/cannot-link as kernel edits (an extension)."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -13,6 +13,8 @@ from app.jobs.algorithms.base import (
     FloatArray,
     Params,
     Progress,
+    Seed,
+    at_most_items,
     hard_pairs,
 )
 from app.sideinfo import SideInformation
@@ -20,22 +22,30 @@ from app.sideinfo import SideInformation
 
 class SMICParams(Params):
     n_clusters: int = Field(3, ge=2, le=200, description="Number of clusters")
-    n_neighbors: int | Literal["auto"] = Field(
-        "auto", description="Nearest neighbours in the kernel, or 'auto' (chosen by LSMI)"
+    n_neighbors: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
+        "auto",
+        description="Nearest neighbours in the kernel (1 to 100), or 'auto' (chosen by LSMI)",
     )
     normalize: Literal["none", "symmetric"] = Field(
         "none",
         description="'symmetric' is the degree-normalised kernel: it reproduces all four of the "
         "paper's toy results, the literal kernel ('none') two",
     )
-    random_state: int | None = Field(0, ge=0, description="Seed; empty for a random one")
+    random_state: Seed = 0
+
+    def data_problems(self, n_items: int, n_features: int) -> list[str]:
+        problems = at_most_items("n_clusters", self.n_clusters, n_items)
+        if isinstance(self.n_neighbors, int) and self.n_neighbors > n_items - 1:
+            problems.append(
+                f"n_neighbors: {self.n_neighbors} needs at least {self.n_neighbors + 1} items; "
+                f"the dataset has {n_items} (or use 'auto')"
+            )
+        return problems
 
 
 def plan_smic(
     params: SMICParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
-    if isinstance(params.n_neighbors, int) and not 1 <= params.n_neighbors <= 100:
-        raise ValueError("n_neighbors must be between 1 and 100, or 'auto'")
     estimator = SMIC(
         n_clusters=params.n_clusters,
         n_neighbors=params.n_neighbors,

@@ -1,6 +1,7 @@
 // The shown run's result beside the run panel (cluster table, stale marker), comparing two
 // runs, and the exports.
 import { allPages } from './api.js';
+import { csvLine } from './csv.js';
 import { colourAt } from './palette.js';
 import { fillRunSelect, runLabels } from './run-panel.js';
 import { datasetId, plot, state } from './state.js';
@@ -82,9 +83,8 @@ function exportCsv() {
     for (const name of state.side.label_names) for (const i of state.side.labeled_items[name]) label[i] = name;
   }
   const clusters = state.shownRun ? state.shownRun.labels : null;
-  const quote = (v) => (/[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
-  const lines = ['item,label,cluster'];
-  for (let i = 0; i < n; i += 1) lines.push(`${i},${quote(label[i])},${clusters ? clusters[i] : ''}`);
+  const lines = [csvLine(['item', 'label', 'cluster'])];
+  for (let i = 0; i < n; i += 1) lines.push(csvLine([i, label[i], clusters ? clusters[i] : '']));
   download(`dataset-${datasetId}-labels-clusters.csv`, `${lines.join('\n')}\n`, 'text/csv');
 }
 
