@@ -21,6 +21,7 @@ import numpy as np
 
 from app.engine import C3L, C4S, CEC
 from benchmarks.protocol_c4s_c3l import teacher
+from benchmarks.toy_data import gaussian_mixture
 
 K = 20
 D = 10
@@ -30,15 +31,7 @@ SEED = 0
 
 def make_data(n: int, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
     """k = 20 Gaussian components with random covariances in d = 10, and the component ids."""
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=4.0, size=(K, D))
-    component = rng.integers(0, K, size=n)
-    X = np.empty((n, D))
-    for c in range(K):
-        rows = component == c
-        shape = rng.normal(scale=0.5, size=(D, D)) + np.eye(D)
-        X[rows] = centers[c] + rng.normal(size=(int(rows.sum()), D)) @ shape.T
-    return X, component
+    return gaussian_mixture(n, D, K, seed)
 
 
 def side_scores(X: np.ndarray, seed: int = SEED) -> np.ndarray:

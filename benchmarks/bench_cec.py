@@ -10,8 +10,8 @@
 Every fit runs in a fresh subprocess, so the peak resident memory (VmHWM) minus the resident
 memory just before the fit is the fit's own memory. ``--quick`` uses small sizes (smoke run).
 
-    .venv/bin/python benchmarks/bench_cec.py            # the tables in docs/cec-ib.md
-    .venv/bin/python benchmarks/bench_cec.py --quick
+    .venv/bin/python -m benchmarks.bench_cec            # the tables in docs/cec-ib.md
+    .venv/bin/python -m benchmarks.bench_cec --quick
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.toy_data import gaussian_mixture
+
 D = 10
 K = 20
 LABELED = 0.10
@@ -37,14 +39,8 @@ SEED = 0
 
 def make_data(n: int, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
     """k = 20 Gaussian components with random covariances in d = 10; 10% carry their label."""
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=4.0, size=(K, D))
-    component = rng.integers(0, K, size=n)
-    X = np.empty((n, D))
-    for c in range(K):
-        rows = component == c
-        shape = rng.normal(scale=0.5, size=(D, D)) + np.eye(D)
-        X[rows] = centers[c] + rng.normal(size=(int(rows.sum()), D)) @ shape.T
+    X, component = gaussian_mixture(n, D, K, seed)
+    rng = np.random.default_rng(seed + 1)
     y = np.where(rng.random(n) < LABELED, component, -1)
     return X, y
 
@@ -225,8 +221,9 @@ def worker(mode: str, data: str) -> dict[str, object]:
 
 
 def run_worker(mode: str, data: Path) -> dict[str, object]:
-    command = [sys.executable, __file__, "--worker", mode, "--data", str(data)]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    command = [sys.executable, "-m", "benchmarks.bench_cec", "--worker", mode, "--data", str(data)]
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=root)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 

@@ -2,7 +2,7 @@
 
 Prints tables; asserts nothing. Usage:
 
-    .venv/bin/python benchmarks/bench_smic.py [--quick] [--part toy|digits|speed|all] [--limit S]
+    .venv/bin/python -m benchmarks.bench_smic [--quick] [--part toy|digits|speed|all] [--limit S]
 
 --quick uses 2 toy seeds and a 5,000-point synthetic set instead of 10 seeds and 50,000 points.
 """

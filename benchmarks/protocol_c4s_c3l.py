@@ -13,8 +13,8 @@ C3L (spec c3l.md Sec. 5.4): wine, classes {1, 2} vs {3}; a linear SVM trained on
 of the points gives the side scores; C3L with k = 2 x 3 and eps in {0.5, 0.1, 0.05, 0.01};
 GaussianMixture with the true k = 3. NMI with the three classes, mean (sd) over the draws.
 
-    .venv/bin/python benchmarks/protocol_c4s_c3l.py            # the tables in docs/c4s-c3l.md
-    .venv/bin/python benchmarks/protocol_c4s_c3l.py --draws 2  # quicker
+    .venv/bin/python -m benchmarks.protocol_c4s_c3l            # the tables in docs/c4s-c3l.md
+    .venv/bin/python -m benchmarks.protocol_c4s_c3l --draws 2  # quicker
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ n_init = 10, random_state = the labeling's seed. NMI (2 I / (H + H), natural log
 all points (decision 7.14) and, for reference, on the unlabeled points only. The baseline is
 scikit-learn's GaussianMixture with the true k (full covariance, no labels), seeds 0..9.
 
-    .venv/bin/python benchmarks/protocol_cec_ib.py            # the table in docs/cec-ib.md
-    .venv/bin/python benchmarks/protocol_cec_ib.py --runs 3   # quicker
+    .venv/bin/python -m benchmarks.protocol_cec_ib            # the table in docs/cec-ib.md
+    .venv/bin/python -m benchmarks.protocol_cec_ib --runs 3   # quicker
 """
 
 from __future__ import annotations

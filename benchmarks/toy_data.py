@@ -69,3 +69,17 @@ def make_toy(name: str, n: int = 200, seed: int = 0) -> tuple[FloatArray, IntArr
     if name not in generators:
         raise ValueError(f"unknown toy set {name!r}; choose one of {TOY_SETS}")
     return generators[name](n, np.random.RandomState(seed))
+
+
+def gaussian_mixture(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """n points from k Gaussian components with random centres (scale 4) and random
+    covariances in d dimensions, and each point's component: the benchmarks' standard load."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=4.0, size=(k, d))
+    component = rng.integers(0, k, size=n)
+    X = np.empty((n, d))
+    for c in range(k):
+        rows = component == c
+        shape = rng.normal(scale=0.5, size=(d, d)) + np.eye(d)
+        X[rows] = centers[c] + rng.normal(size=(int(rows.sum()), d)) @ shape.T
+    return X, component
