@@ -3,7 +3,7 @@
 Target (issue 7): under 2 s. The annotations mix what experts make: single-pair links, small
 must-link sets, label strokes of a few hundred items, and a boundary in a 2-D view.
 
-    .venv/bin/python benchmarks/bench_sideinfo.py [--items 1000000 --annotations 100000]
+    .venv/bin/python -m benchmarks.bench_sideinfo [--items 1000000 --annotations 100000]
 """
 
 import argparse

@@ -2,8 +2,8 @@
 
 Target (issue 2): 1,000,000 x 20 in under 30 s and under 1 GiB peak server RSS.
 
-    .venv/bin/python benchmarks/bench_upload.py            # 1,000,000 x 20
-    .venv/bin/python benchmarks/bench_upload.py --rows 100000 --database-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres
+    .venv/bin/python -m benchmarks.bench_upload            # 1,000,000 x 20
+    .venv/bin/python -m benchmarks.bench_upload --rows 100000 --database-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres
 
 The server is the real `python -m app serve` in a subprocess on a throwaway database; memory is
 its resident set size, sampled every 50 ms. Printed, never asserted.
