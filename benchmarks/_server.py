@@ -22,6 +22,7 @@ class LiveServer:
     pid: int
     headers: dict[str, str]
     workdir: Path
+    process: subprocess.Popen[bytes]
 
 
 def _free_port() -> int:
@@ -63,7 +64,8 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
         token = httpx.post(
             f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
         ).json()["access_token"]
-        yield LiveServer(base, server.pid, {"Authorization": f"Bearer {token}"}, workdir)
+        headers = {"Authorization": f"Bearer {token}"}
+        yield LiveServer(base, server.pid, headers, workdir, server)
     finally:
         server.terminate()
         server.wait(timeout=60)

@@ -2,11 +2,7 @@
 run it interrupted is recorded as such (before: the server blocked for over 120 s)."""
 
 import io
-import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,45 +12,13 @@ import numpy as np
 from sklearn.datasets import make_blobs
 from sqlalchemy import create_engine, text
 
-PASSWORD = "shutdown-test-password"
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from benchmarks._server import live_server
 
 
 def test_sigterm_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path) -> None:
     database = tmp_path / "shutdown.db"
-    port = _port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{database}",
-        "ADMIN_PASSWORD": PASSWORD,
-        "LOAD_DEMO_DATA": "false",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, "no server"
-            time.sleep(0.2)
-        token = httpx.post(
-            f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
-        ).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
+    with live_server(f"sqlite:///{database}") as server:
+        base, headers = server.base, server.headers
         project = httpx.post(f"{base}/projects", json={"name": "P"}, headers=headers).json()
         x, _ = make_blobs(n_samples=20_000, centers=40, n_features=8, random_state=0)
         buffer = io.BytesIO()
@@ -87,13 +51,9 @@ def test_sigterm_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path) 
         threading.Thread(target=follow, daemon=True).start()
         time.sleep(1.0)
         stopped = time.monotonic()
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(timeout=60)
         assert time.monotonic() - stopped < 30, "the server took too long to stop"
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
     engine = create_engine(f"sqlite:///{database}")
     with engine.connect() as conn:
         status, error = conn.execute(
