@@ -344,7 +344,7 @@ def test_mean_field_fixed_point_monotone_bound(damping: float) -> None:
     Q = np.full((7, 3), 1.0 / 3.0)
     bounds = [mean_field_bound(a, nodes, *nbr, Q)]
     for _ in range(300):
-        _, residual = mean_field_sweeps(a, nodes, *nbr, Q, damping, 1e-13, 1)
+        _, residual = mean_field_sweeps(a, nodes, graph.mf_colours, *nbr, Q, damping, 1e-13, 1)
         bounds.append(mean_field_bound(a, nodes, *nbr, Q))
         if residual < 1e-13:
             break

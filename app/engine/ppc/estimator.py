@@ -29,9 +29,16 @@ from app.engine.core.families import DIAGONAL, FAMILIES, FULL
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
-from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph, check_relations
-from app.engine.ppc.mstep import data_covariance, log_gaussian, precision_cholesky
+from app.engine.ppc.graph import (
+    E_STEPS,
+    RelationGraph,
+    build_graph,
+    check_labels,
+    check_relations,
+)
+from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 from app.engine.ppc.prior import PI_UPDATES
+from app.engine.ppc.start import INITS, kmeans_start, random_start
 
 FloatArray = NDArray[np.float64]
 
@@ -112,11 +119,13 @@ class PPC(ClusterMixin, BaseEstimator):
         reg_covar: float = 1e-6,
         pi_update: str = "auto",
         max_exact_states: int = 2**20,
-        mf_damping: float = 0.5,
+        mf_damping: float = 1.0,
         mf_tol: float = 1e-4,
         mf_max_iter: int = 100,
         gibbs_sweeps: int = 200,
         gibbs_burn_in: int = 50,
+        anneal: int = 10,
+        init_params: str = "kmeans",
         weights_init: ArrayLike | None = None,
         means_init: ArrayLike | None = None,
         covariances_init: ArrayLike | None = None,
@@ -137,6 +146,8 @@ class PPC(ClusterMixin, BaseEstimator):
         self.mf_max_iter = mf_max_iter
         self.gibbs_sweeps = gibbs_sweeps
         self.gibbs_burn_in = gibbs_burn_in
+        self.anneal = anneal
+        self.init_params = init_params
         self.weights_init = weights_init
         self.means_init = means_init
         self.covariances_init = covariances_init
@@ -161,27 +172,30 @@ class PPC(ClusterMixin, BaseEstimator):
             mf_max_iter=check_int("mf_max_iter", self.mf_max_iter, 1),
             gibbs_sweeps=check_int("gibbs_sweeps", self.gibbs_sweeps, 1),
             gibbs_burn_in=check_int("gibbs_burn_in", self.gibbs_burn_in, 0),
+            anneal=check_int("anneal", self.anneal, 0),
         )
 
     def _start(
-        self, X: FloatArray, m: int, family: int, reg_covar: float, rng: np.random.RandomState
+        self,
+        X: FloatArray,
+        m: int,
+        family: int,
+        reg_covar: float,
+        graph: RelationGraph,
+        rng: np.random.RandomState,
     ) -> Params:
-        n, d = X.shape
-        weights = (
-            np.full(m, 1.0 / m)
-            if self.weights_init is None
-            else np.asarray(self.weights_init, dtype=np.float64)
+        d = X.shape[1]
+        init = check_choice("init_params", self.init_params, INITS)
+        make = kmeans_start if init == "kmeans" else random_start
+        weights, means, covariances = make(
+            X, m, family, reg_covar, graph.labeled, graph.label_of, rng
         )
-        means = (
-            X[rng.choice(n, m, replace=False)].copy()
-            if self.means_init is None
-            else np.asarray(self.means_init, dtype=np.float64)
-        )
-        covariances = (
-            data_covariance(X, family, m, reg_covar)
-            if self.covariances_init is None
-            else np.asarray(self.covariances_init, dtype=np.float64)
-        )
+        if self.weights_init is not None:
+            weights = np.asarray(self.weights_init, dtype=np.float64)
+        if self.means_init is not None:
+            means = np.asarray(self.means_init, dtype=np.float64)
+        if self.covariances_init is not None:
+            covariances = np.asarray(self.covariances_init, dtype=np.float64)
         shape = {FULL: (m, d, d), DIAGONAL: (m, d)}.get(family, (m,))
         if weights.shape != (m,) or not np.isclose(weights.sum(), 1.0) or weights.min() <= 0:
             raise ValueError(f"weights_init must be {m} positive numbers summing to 1")
@@ -192,10 +206,31 @@ class PPC(ClusterMixin, BaseEstimator):
         return Params(weights, means, covariances, precision_cholesky(covariances, family))
 
     def fit(
-        self, X: ArrayLike, pairs: ArrayLike | None = None, weights: ArrayLike | None = None
+        self,
+        X: ArrayLike,
+        pairs: ArrayLike | None = None,
+        weights: ArrayLike | None = None,
+        *,
+        labels: ArrayLike | None = None,
     ) -> PPC:
-        """Fit to ``X`` with relations ``pairs`` (m, 2) of weights ``weights`` (m,)."""
+        """Fit to ``X`` with relations ``pairs`` (m, 2) of weights ``weights`` (m,).
+
+        ``labels`` (n,) are samples of known component: -1 = unlabeled, c = component c. The
+        E-step conditions on them (their posteriors are fixed to their component), which is
+        what chains of hard links within a class and hard do-not-links between classes say,
+        at the cost of one row per sample instead of a large constrained component.
+        """
         data = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        with np.errstate(divide="ignore", over="ignore", under="ignore"):
+            return self._fit(data, pairs, weights, labels)
+
+    def _fit(
+        self,
+        data: FloatArray,
+        pairs: ArrayLike | None,
+        weights: ArrayLike | None,
+        labels: ArrayLike | None,
+    ) -> PPC:
         reset_fit_warnings(self)
         n = data.shape[0]
         m = check_int("n_components", self.n_components, 1, n)
@@ -205,14 +240,15 @@ class PPC(ClusterMixin, BaseEstimator):
         if self.progress is not None and not callable(self.progress):
             raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
         relations = check_relations(pairs, weights, n)
-        graph = build_graph(relations, n, m, e_step, max_states)
+        known = check_labels(labels, n, m, relations)
+        graph = build_graph(relations, n, m, e_step, max_states, known)
         opts = self._options(graph)
         check_feasible(graph, m)
         rng = check_random_state(self.random_state)
         best: PPCResult | None = None
         iterations = 0
         for _ in range(n_init):
-            start = self._start(data, m, opts.family, opts.reg_covar, rng)
+            start = self._start(data, m, opts.family, opts.reg_covar, graph, rng)
             result = run_em(data, start, graph, opts, rng, self.progress, iterations)
             iterations += result.n_iter
             if best is None or result.estep.bound > best.estep.bound:
@@ -227,7 +263,7 @@ class PPC(ClusterMixin, BaseEstimator):
                 f"PPC did not converge within max_iter={opts.max_iter} EM iterations; increase "
                 "max_iter or tol",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return self
 
@@ -247,12 +283,13 @@ class PPC(ClusterMixin, BaseEstimator):
         """P_s(k | x, Theta): the plain mixture posterior (relations never apply to new data)."""
         check_is_fitted(self)
         data = validate_data(self, X, dtype=np.float64, reset=False)
-        a = log_gaussian(
-            data, self.means_, self.precisions_cholesky_, FAMILIES[self.covariance]
-        ) + np.log(self.weights_)
-        a -= a.max(axis=1, keepdims=True)
-        p = np.exp(a)
-        return np.asarray(p / p.sum(axis=1, keepdims=True))
+        with np.errstate(under="ignore"):
+            a = log_gaussian(
+                data, self.means_, self.precisions_cholesky_, FAMILIES[self.covariance]
+            ) + np.log(self.weights_)
+            a -= a.max(axis=1, keepdims=True)
+            p = np.exp(a)
+            return np.asarray(p / p.sum(axis=1, keepdims=True))
 
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         """argmax_k pi_k N(x; mu_k, Sigma_k) for every row."""
@@ -263,7 +300,9 @@ class PPC(ClusterMixin, BaseEstimator):
         X: ArrayLike,
         pairs: ArrayLike | None = None,
         weights: ArrayLike | None = None,
+        *,
+        labels: ArrayLike | None = None,
         **kwargs: Any,
     ) -> NDArray[np.int64]:
-        """``fit(X, pairs, weights).labels_``."""
-        return self.fit(X, pairs, weights).labels_
+        """``fit(X, pairs, weights, labels=labels).labels_``."""
+        return self.fit(X, pairs, weights, labels=labels).labels_

@@ -22,6 +22,7 @@ from scipy.sparse.csgraph import breadth_first_order
 from app.engine.ppc.exact import solve_exact
 from app.engine.ppc.gibbs import feasible_labels, gibbs_sweep
 from app.engine.ppc.graph import ENUM, GIBBS, TREE, RelationGraph
+from app.engine.ppc.icm import icm
 from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
 from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky
 from app.engine.ppc.prior import grid_log_omega, grid_pi, log_omega, optimize_pi, simplex_grid
@@ -43,6 +44,8 @@ class Options:
     mf_max_iter: int
     gibbs_sweeps: int
     gibbs_burn_in: int
+    anneal: int = 0  # EM iterations over which large components' coupling grows to full
+    free_tol: float = 1e-3  # before that, EM without their coupling until this tolerance
 
 
 @dataclass
@@ -85,6 +88,17 @@ def _softmax_rows(a: FloatArray) -> tuple[FloatArray, FloatArray]:
     return e / s, (top + np.log(s))[:, 0]
 
 
+def clamp(a_pts: FloatArray, graph: RelationGraph) -> FloatArray:
+    """Log-scores with labeled samples conditioned on their component (-inf elsewhere)."""
+    if graph.labeled.shape[0] == 0:
+        return a_pts
+    out = a_pts.copy()
+    keep = out[graph.labeled, graph.label_of]
+    out[graph.labeled] = -np.inf
+    out[graph.labeled, graph.label_of] = keep
+    return out
+
+
 def _super_scores(a_pts: FloatArray, graph: RelationGraph) -> FloatArray:
     if graph.n_super == a_pts.shape[0]:
         return a_pts  # no hard links: super-node i is sample i
@@ -101,10 +115,12 @@ def e_step(
     opts: Options,
     chain: _Chain,
     rng: np.random.RandomState,
+    scale: float = 1.0,
+    refine: bool = False,
 ) -> EStep:
     """Marginals, labels that respect every hard relation, and the per-sample objective."""
     a_pts = log_gaussian(X, params.means, params.prec_chol, opts.family) + np.log(params.weights)
-    est = infer(a_pts, graph, opts, chain, rng)
+    est = infer(a_pts, graph, opts, chain, rng, scale, refine)
     est.bound = (est.bound - log_omega(graph.omega, params.weights)) / X.shape[0]
     return est
 
@@ -115,13 +131,17 @@ def infer(
     opts: Options,
     chain: _Chain,
     rng: np.random.RandomState,
+    scale: float = 1.0,
+    refine: bool = False,
 ) -> EStep:
     """Posterior marginals of P(Z) ∝ exp(sum_i a_{i z_i} + sum_{i<j} J_ij [z_i = z_j]).
 
-    ``bound`` is log Z (or its mean-field / Gibbs surrogate), summed over components.
+    Labeled samples are conditioned on their component. ``bound`` is log Z (or its mean-field
+    / Gibbs surrogate), summed over components. ``scale`` multiplies the couplings of the
+    mean-field and Gibbs components (annealing); ``refine`` improves their labels by ICM.
     """
     n = a_pts.shape[0]
-    a = _super_scores(a_pts, graph)
+    a = _super_scores(clamp(a_pts, graph), graph)
     if not graph.has_edges:
         marg, logz = _softmax_rows(a)
         total = float(logz.sum())
@@ -134,12 +154,14 @@ def infer(
         total = float(logz.sum())
         tree_logz, enum_logz = solve_exact(graph.exact, a, marg, decode)
         total += float(tree_logz.sum() + enum_logz.sum())
-        total += _approximate(a, graph, opts, chain, marg, decode, rng)
+        total += _approximate(a, graph, opts, chain, marg, decode, rng, scale)
         labels = marg.argmax(axis=1)
         hard = graph.comp_hard[graph.comp_of] & (
             np.isin(graph.comp_kind[graph.comp_of], (TREE, ENUM, GIBBS))
         )
         labels[hard] = decode[hard]
+        if refine:
+            _refine(a, graph, labels, scale)
     if graph.n_super == n:
         return EStep(marg, labels, total)
     return EStep(marg[graph.super_of], labels[graph.super_of], total)
@@ -153,6 +175,7 @@ def _approximate(
     marg: FloatArray,
     decode: IntArray,
     rng: np.random.RandomState,
+    scale: float,
 ) -> float:
     """Mean-field and Gibbs components; returns their contribution to the objective."""
     total = 0.0
@@ -161,10 +184,18 @@ def _approximate(
         if chain.Q is None:
             chain.Q = _softmax_rows(a)[0]
         mean_field_sweeps(
-            a, graph.mf_nodes, *nbr, chain.Q, opts.mf_damping, opts.mf_tol, opts.mf_max_iter
+            a,
+            graph.mf_nodes,
+            graph.mf_colours,
+            *nbr,
+            chain.Q,
+            opts.mf_damping,
+            opts.mf_tol,
+            opts.mf_max_iter,
+            scale,
         )
         marg[graph.mf_nodes] = chain.Q[graph.mf_nodes]
-        total += mean_field_bound(a, graph.mf_nodes, *nbr, chain.Q)
+        total += mean_field_bound(a, graph.mf_nodes, *nbr, chain.Q, scale)
     nodes = graph.gibbs_nodes
     if nodes.shape[0]:
         if chain.z is None:
@@ -182,13 +213,28 @@ def _approximate(
                 np.asarray(rng.random_sample(nodes.shape[0])),
                 acc,
                 keep,
+                scale,
             )
             if keep and score > best:
                 best = score
                 decode[nodes] = chain.z[nodes]
         marg[nodes] = acc[nodes] / opts.gibbs_sweeps
-        total += mean_field_bound(a, nodes, *nbr, marg)
+        total += mean_field_bound(a, nodes, *nbr, marg, scale)
     return total
+
+
+ICM_SWEEPS = 50
+
+
+def _refine(a: FloatArray, graph: RelationGraph, labels: IntArray, scale: float) -> None:
+    """ICM from the current labels of the mean-field and Gibbs components (MAP refinement)."""
+    nbr = (graph.nbr_ptr, graph.nbr_idx, scale * graph.nbr_J)
+    for nodes, colours in (
+        (graph.mf_nodes, graph.mf_colours),
+        (graph.gibbs_nodes, graph.gibbs_colours),
+    ):
+        if nodes.shape[0]:
+            icm(a, nodes, colours, *nbr, graph.nbr_hard, labels, ICM_SWEEPS)
 
 
 SEARCH_BUDGET = 1_000_000  # backtracking steps for a feasible Gibbs start
@@ -233,11 +279,12 @@ def m_step(
     graph: RelationGraph,
     opts: Options,
     grid: tuple[FloatArray, FloatArray] | None,
+    pi_update: str,
 ) -> Params:
     nk, means, covariances = gaussian_m_step(X, resp, opts.family, opts.reg_covar)
-    if opts.pi_update == "optimize":
+    if pi_update == "optimize":
         weights = optimize_pi(nk, graph.omega, params.weights)
-    elif opts.pi_update == "grid" and grid is not None:
+    elif pi_update == "grid" and grid is not None:
         weights = grid_pi(nk, *grid)
     else:
         weights = params.weights
@@ -248,6 +295,50 @@ def _parameter_change(old: Params, new: Params, scale: float) -> float:
     return float(
         max(np.abs(new.means - old.means).max() / scale, np.abs(new.weights - old.weights).max())
     )
+
+
+PARAMETER_TOL = 1e-4  # largest change of a mean (in data standard deviations) or of a weight
+
+
+class Schedule:
+    """The coupling scale of the mean-field and Gibbs components over EM (annealing).
+
+    Phase 1 (scale 0): EM without their coupling (a Gaussian mixture fit for those samples,
+    with pi updated exactly, since Omega = 1 there) until the objective changes by less than
+    ``free_tol``. Phase 2: the scale grows linearly to 1 over ``anneal`` iterations, pi held.
+    Phase 3: the model itself (scale 1) until convergence. ``anneal = 0`` starts at phase 3.
+    """
+
+    def __init__(self, graph: RelationGraph, opts: Options) -> None:
+        large = graph.mf_nodes.shape[0] + graph.gibbs_nodes.shape[0] > 0
+        self.steps = opts.anneal if large else 0
+        self.step = 0 if self.steps else -1
+        self.free_tol = opts.free_tol
+        self.pi_update = opts.pi_update
+
+    @property
+    def scale(self) -> float:
+        return 1.0 if self.step < 0 else self.step / self.steps
+
+    @property
+    def full(self) -> bool:
+        return self.step < 0
+
+    def pi_rule(self) -> str:
+        if self.step == 0 and self.pi_update == "fixed":
+            return "optimize"  # exact while the large components are uncoupled
+        return self.pi_update
+
+    def advance(self, previous: float | None, current: float) -> None:
+        if self.step < 0:
+            return
+        if self.step == 0 and (
+            previous is None or abs(current - previous) > self.free_tol * max(1.0, abs(current))
+        ):
+            return
+        self.step += 1
+        if self.step >= self.steps:
+            self.step = -1
 
 
 def run_em(
@@ -271,13 +362,24 @@ def run_em(
     converged = cancelled = False
     n_iter = 0
     stochastic = graph.gibbs_nodes.shape[0] > 0
+    mean_field = graph.mf_nodes.shape[0] > 0
+    schedule = Schedule(graph, opts)
+    previous: float | None = None
     for n_iter in range(1, opts.max_iter + 1):
-        est = e_step(X, params, graph, opts, chain, rng)
-        new = m_step(X, est.resp, params, graph, opts, grid)
-        if stochastic:
+        full = schedule.full
+        est = e_step(X, params, graph, opts, chain, rng, schedule.scale)
+        new = m_step(X, est.resp, params, graph, opts, grid, schedule.pi_rule())
+        if not full:
+            schedule.advance(previous, est.bound)
+            previous = est.bound if schedule.step == 0 else None
+        elif stochastic:
             converged = _parameter_change(params, new, scale) < opts.tol
-        elif history:
-            converged = abs(est.bound - history[-1]) <= opts.tol * max(1.0, abs(est.bound))
+        elif previous is not None:
+            converged = abs(est.bound - previous) <= opts.tol * max(1.0, abs(est.bound))
+            if mean_field:  # spec Sec. 3.8: approximate E-steps stop on the parameters
+                converged |= _parameter_change(params, new, scale) < PARAMETER_TOL
+        if full:
+            previous = est.bound
         params = new
         history.append(est.bound)
         if progress is not None and progress(iteration0 + n_iter, -est.bound) is False:
@@ -285,22 +387,33 @@ def run_em(
             break
         if converged:
             break
-    final = e_step(X, params, graph, opts, chain, rng)
+    final = e_step(X, params, graph, opts, chain, rng, refine=True)
     return PPCResult(params, final, n_iter, converged, cancelled, history)
 
 
+def _infeasible(logz: FloatArray) -> list[int]:
+    return [int(c) for c in np.flatnonzero(logz == -np.inf)]
+
+
 def check_feasible(graph: RelationGraph, m: int) -> None:
-    """Every exactly solved component must admit a labelling satisfying its hard do-not-links."""
-    if not graph.exact.n_enum:
+    """Every exactly solved component must admit a labelling that satisfies its hard
+    do-not-links and the labels (Gibbs components are checked by ``initial_state``)."""
+    if not (graph.exact.n_enum or (graph.exact.n_trees and graph.labeled.shape[0])):
         return
-    a = np.zeros((graph.n_super, m))
-    _, enum_logz = solve_exact(graph.exact, a, np.empty_like(a), np.zeros(graph.n_super, np.int64))
-    for c in np.flatnonzero(enum_logz == -np.inf):
-        nodes = graph.exact.enum_nodes[graph.exact.enum_ptr[c] : graph.exact.enum_ptr[c + 1]]
+    n = graph.super_of.shape[0]
+    a = _super_scores(clamp(np.zeros((n, m)), graph), graph)
+    tree_logz, enum_logz = solve_exact(
+        graph.exact, a, np.empty_like(a), np.zeros(graph.n_super, np.int64)
+    )
+    ex = graph.exact
+    bad = [ex.tree_order[ex.tree_ptr[t] : ex.tree_ptr[t + 1]] for t in _infeasible(tree_logz)]
+    bad += [ex.enum_nodes[ex.enum_ptr[c] : ex.enum_ptr[c + 1]] for c in _infeasible(enum_logz)]
+    for nodes in bad:
         inside = np.isin(graph.super_of[graph.dnl_i], nodes)
         i, j = int(graph.dnl_i[inside][0]), int(graph.dnl_j[inside][0])
+        labels = " and the labels" if graph.labeled.shape[0] else ""
         raise ValueError(
-            f"the hard do-not-links around pair ({i}, {j}) cannot all hold with "
+            f"the hard do-not-links around pair ({i}, {j}){labels} cannot all hold with "
             f"n_components={m} (no labelling of their component satisfies them); increase "
             "n_components or remove some of them"
         )

@@ -54,6 +54,8 @@ def feasible_labels(
         while tried[pos] < m:
             k = rank[pos, tried[pos]]
             tried[pos] += 1
+            if a[i, k] == -math.inf:
+                continue  # a label the node is clamped away from
             clash = False
             for e in range(nbr_ptr[i], nbr_ptr[i + 1]):
                 if nbr_hard[e] and z[nbr_idx[e]] == k:
@@ -87,10 +89,12 @@ def gibbs_sweep(
     uniforms: FloatArray,
     acc: FloatArray,
     accumulate: bool,
+    scale: float = 1.0,
 ) -> float:
     """One systematic-scan sweep; adds the conditionals to ``acc`` if ``accumulate``.
 
-    Returns the log-score sum_i a_{i z_i} + sum_{edges} J [z_i = z_j] of the final state.
+    Soft couplings are multiplied by ``scale`` (annealing). Returns the log-score
+    sum_i a_{i z_i} + s sum_{edges} J [z_i = z_j] of the final state.
     """
     m = a.shape[1]
     logit = np.empty(m)
@@ -103,7 +107,7 @@ def gibbs_sweep(
             if nbr_hard[e]:
                 logit[zj] = -math.inf
             elif logit[zj] > -math.inf:
-                logit[zj] += nbr_J[e]
+                logit[zj] += scale * nbr_J[e]
         top = -math.inf
         for k in range(m):
             top = max(top, logit[k])
@@ -130,5 +134,5 @@ def gibbs_sweep(
         score += a[i, z[i]]
         for e in range(nbr_ptr[i], nbr_ptr[i + 1]):
             if z[nbr_idx[e]] == z[i]:
-                score += 0.5 * nbr_J[e]
+                score += 0.5 * scale * nbr_J[e]
     return score

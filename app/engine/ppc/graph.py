@@ -225,11 +225,15 @@ class RelationGraph:
     comp_hard: BoolArray  # the component has a hard do-not-link
     exact: ExactSet
     single_nodes: IntArray
-    mf_nodes: IntArray
-    gibbs_nodes: IntArray
+    mf_nodes: IntArray  # sorted by colour: mf_colours[c]:mf_colours[c+1] hold colour c
+    mf_colours: IntArray
+    gibbs_nodes: IntArray  # likewise
+    gibbs_colours: IntArray
     omega: OmegaModel
     dnl_i: IntArray  # hard do-not-links (samples), for checks and messages
     dnl_j: IntArray
+    labeled: IntArray  # samples with a known component (clamped), and that component
+    label_of: IntArray
 
     @property
     def n_super(self) -> int:
@@ -238,6 +242,45 @@ class RelationGraph:
     @property
     def has_edges(self) -> bool:
         return bool(self.nbr_idx.shape[0] > 0)
+
+
+@numba.njit(nogil=True, cache=True)
+def _greedy_colours(nodes: IntArray, nbr_ptr: IntArray, nbr_idx: IntArray) -> IntArray:
+    """Colour ``nodes`` so that no two neighbours share a colour (smallest free colour, in the
+    given order); on a row-major 4-neighbour grid this is the checkerboard."""
+    n = nbr_ptr.shape[0] - 1
+    colour = np.full(n, -1, dtype=np.int64)
+    used = np.full(n + 1, -1, dtype=np.int64)  # used[c] == i: colour c is taken next to node i
+    for i in nodes:
+        for e in range(nbr_ptr[i], nbr_ptr[i + 1]):
+            c = colour[nbr_idx[e]]
+            if c >= 0:
+                used[c] = i
+        c = 0
+        while used[c] == i:
+            c += 1
+        colour[i] = c
+    out = np.empty(nodes.shape[0], dtype=np.int64)
+    for p in range(nodes.shape[0]):
+        out[p] = colour[nodes[p]]
+    return out
+
+
+def colour_classes(
+    nodes: IntArray, nbr_ptr: IntArray, nbr_idx: IntArray
+) -> tuple[IntArray, IntArray]:
+    """``nodes`` grouped by a greedy colouring, and the offsets of each colour's group.
+
+    Nodes of one colour share no edge, so a mean-field, Gibbs or ICM update of all of them at
+    once is exactly a sequence of single-node updates: the schedule stays a coordinate ascent
+    (or a valid Gibbs scan) and each colour's loop can run in parallel."""
+    if nodes.shape[0] == 0:
+        return nodes, np.zeros(1, dtype=np.int64)
+    colour = _greedy_colours(nodes, nbr_ptr, nbr_idx)
+    order = np.argsort(colour, kind="stable")
+    ptr = np.zeros(int(colour.max()) + 2, dtype=np.int64)
+    np.cumsum(np.bincount(colour, minlength=ptr.shape[0] - 1), out=ptr[1:])
+    return nodes[order], ptr
 
 
 @numba.njit(nogil=True, cache=True)
@@ -370,10 +413,66 @@ def _csr(
     )
 
 
+def check_labels(labels: ArrayLike | None, n: int, n_components: int, rel: Relations) -> IntArray:
+    """Validate ``labels`` (n,) (-1 = unlabeled, else a component) against the hard relations.
+
+    Returns the labels as int64 (all -1 when None). Errors name the samples: a label outside
+    0..M-1, two labels joined by hard links, a hard do-not-link between two samples of one label.
+    """
+    if labels is None:
+        return np.full(n, -1, dtype=np.int64)
+    y = np.asarray(labels)
+    if y.shape != (n,):
+        raise ValueError(f"labels must have one entry per sample ({n},), got shape {y.shape}")
+    if y.dtype.kind not in "iu" and (
+        y.dtype.kind != "f" or not np.all(np.isfinite(y) & (y == np.round(y)))
+    ):
+        raise ValueError(f"labels must be integers (-1 = unlabeled), got dtype {y.dtype}")
+    y = y.astype(np.int64)
+    bad = np.flatnonzero((y < -1) | (y >= n_components))
+    if bad.shape[0]:
+        i = int(bad[0])
+        raise ValueError(
+            f"sample {i} has label {int(y[i])}; labels must be -1 (unlabeled) or a component "
+            f"0..{n_components - 1} (n_components={n_components})"
+        )
+    chunk = chunklets(n, rel.link_i, rel.link_j)
+    known = np.flatnonzero(y >= 0)
+    first: dict[int, int] = {}
+    for i in known.tolist():
+        j = first.setdefault(int(chunk[i]), i)
+        if y[j] != y[i]:
+            path = _hard_link_path(rel.link_i, rel.link_j, j, i)
+            raise ValueError(
+                f"samples {j} and {i} have labels {int(y[j])} and {int(y[i])}, but a chain of "
+                f"hard links joins them: {' - '.join(map(str, path))}"
+            )
+    chunk_label = np.full(n, -1, dtype=np.int64)
+    chunk_label[chunk[known]] = y[known]
+    li, lj = chunk_label[chunk[rel.dnl_i]], chunk_label[chunk[rel.dnl_j]]
+    clash = np.flatnonzero((li >= 0) & (li == lj))
+    if clash.shape[0]:
+        r = int(clash[0])
+        raise ValueError(
+            f"({int(rel.dnl_i[r])}, {int(rel.dnl_j[r])}) is a hard do-not-link, but both "
+            f"samples (or samples hard-linked to them) have label {int(li[r])}"
+        )
+    return y
+
+
 def build_graph(
-    rel: Relations, n: int, n_components: int, e_step: str, max_exact_states: int
+    rel: Relations,
+    n: int,
+    n_components: int,
+    e_step: str,
+    max_exact_states: int,
+    labels: IntArray | None = None,
 ) -> RelationGraph:
-    """Contract hard links, find components, choose an engine per component (spec Sec. 3.1)."""
+    """Contract hard links, find components, choose an engine per component (spec Sec. 3.1).
+
+    ``labels`` (from ``check_labels``) clamp samples to a component: the E-step conditions on
+    z_i = labels[i] wherever labels[i] >= 0.
+    """
     super_of = chunklets(n, rel.link_i, rel.link_j)
     n_super = int(super_of.max()) + 1 if n else 0
     size = np.bincount(super_of, minlength=n_super).astype(np.float64)
@@ -428,6 +527,8 @@ def build_graph(
     )
     omega = _omega_model(nodes_of, omega_kind, size, nbr, (eu, ev, eJ, ehard), edge_comp)
     by_kind = {k: np.flatnonzero(kinds[comp_of] == k) for k in (SINGLE, MEAN_FIELD, GIBBS)}
+    mf_nodes, mf_colours = colour_classes(by_kind[MEAN_FIELD], nbr[0], nbr[1])
+    gibbs_nodes, gibbs_colours = colour_classes(by_kind[GIBBS], nbr[0], nbr[1])
     return RelationGraph(
         super_of,
         size,
@@ -437,11 +538,15 @@ def build_graph(
         comp_hard,
         exact,
         by_kind[SINGLE],
-        by_kind[MEAN_FIELD],
-        by_kind[GIBBS],
+        mf_nodes,
+        mf_colours,
+        gibbs_nodes,
+        gibbs_colours,
         omega,
         rel.dnl_i,
         rel.dnl_j,
+        np.flatnonzero(labels >= 0) if labels is not None else np.empty(0, np.int64),
+        labels[labels >= 0] if labels is not None else np.empty(0, np.int64),
     )
 
 
