@@ -34,6 +34,20 @@ class Settings(BaseSettings):
     session_lifetime_hours: int = Field(default=24 * 7, gt=0)
     access_token_lifetime_minutes: int = Field(default=60 * 24, gt=0)
 
+    # Hostile-input limits: runs one user may have queued or running at once, and login
+    # throttling (failures per username and per client address within a window, then an
+    # exponentially growing wait).
+    max_active_runs_per_user: int = Field(default=20, ge=1)
+    login_max_failures: int = Field(default=5, ge=1)
+    login_max_failures_per_address: int = Field(default=20, ge=1)
+    login_failure_window_seconds: int = Field(default=15 * 60, gt=0)
+    login_backoff_seconds: int = Field(default=30, gt=0)
+    login_backoff_max_seconds: int = Field(default=60 * 60, gt=0)
+    # Origins besides the server's own (scheme://host:port of the request) whose cookie-carrying
+    # state-changing requests are accepted, comma-separated: e.g. the public https:// address
+    # when a proxy in front rewrites the Host header.
+    trusted_origins: str = ""
+
     @field_validator("database_url")
     @classmethod
     def _use_psycopg3(cls, url: str) -> str:
@@ -43,6 +57,10 @@ class Settings(BaseSettings):
         if url.startswith("postgres://"):
             return "postgresql+psycopg://" + url.removeprefix("postgres://")
         return url
+
+    @property
+    def trusted_origin_list(self) -> list[str]:
+        return [o.strip().rstrip("/").lower() for o in self.trusted_origins.split(",") if o.strip()]
 
     @property
     def is_sqlite(self) -> bool:

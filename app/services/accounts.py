@@ -7,8 +7,9 @@ from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import ApiToken, User
-from app.services import security
+from app.services import login_throttle, security
 from app.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
+from app.services.login_throttle import ThrottlePolicy
 
 TOKEN_KINDS = ("api", "access", "session")
 # Touching last_used_at on every request would turn each read into a write; once a minute is enough.
@@ -45,6 +46,34 @@ def authenticate(*, session: Session, username: str, password: str) -> User:
     assert user is not None
     if not user.is_active:
         raise NotAuthenticated("this account is disabled")
+    return user
+
+
+def sign_in(
+    *,
+    session: Session,
+    username: str,
+    password: str,
+    address: str | None,
+    policy: ThrottlePolicy,
+) -> User:
+    """`authenticate` behind the login throttle (per username and per client address).
+
+    A locked username or address gets TooManyRequests before the password is checked. A failure
+    is counted and committed at once (the request itself fails); a success clears the
+    username's count.
+    """
+    login_throttle.check(session=session, policy=policy, username=username, address=address)
+    try:
+        user = authenticate(session=session, username=username, password=password)
+    except NotAuthenticated:
+        session.rollback()
+        login_throttle.record_failure(
+            session=session, policy=policy, username=username, address=address
+        )
+        session.commit()
+        raise
+    login_throttle.clear_username(session=session, username=username)
     return user
 
 

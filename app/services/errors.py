@@ -44,3 +44,14 @@ class NotAuthenticated(ServiceError):
 class Forbidden(ServiceError):
     status_code = 403
     code = "forbidden"
+
+
+class TooManyRequests(ServiceError):
+    """A limit was hit; `retry_after` (whole seconds) goes out as the Retry-After header."""
+
+    status_code = 429
+    code = "too_many_requests"
+
+    def __init__(self, detail: str, *, retry_after: int) -> None:
+        super().__init__(detail, retry_after=max(1, retry_after))
+        self.retry_after = max(1, retry_after)

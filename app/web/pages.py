@@ -76,12 +76,11 @@ def login(
         }
         # A re-rendered form is a normal page (200); the message says what went wrong. A
         # throttled attempt keeps its 429 and Retry-After.
+        page = _render(request, "login.html", context)
         if isinstance(exc, TooManyRequests):
-            response = _render(request, "login.html", context)
-            response.status_code = exc.status_code
-            response.headers["Retry-After"] = str(exc.retry_after)
-            return response
-        return _render(request, "login.html", context)
+            page.status_code = exc.status_code
+            page.headers["Retry-After"] = str(exc.retry_after)
+        return page
     lifetime = timedelta(hours=settings.session_lifetime_hours)
     _, secret = accounts.issue_token(
         session=session, user=user, kind="session", name="browser session", lifetime=lifetime

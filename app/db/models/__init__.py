@@ -1,6 +1,6 @@
 """All ORM models; importing this package registers every table on `Base.metadata`."""
 
-from app.db.models.accounts import ApiToken, User
+from app.db.models.accounts import ApiToken, LoginThrottle, User
 from app.db.models.annotations import Annotation
 from app.db.models.datasets import Dataset, DatasetChunk
 from app.db.models.projects import Membership, Project, Role
@@ -12,6 +12,7 @@ __all__ = [
     "ApiToken",
     "Dataset",
     "DatasetChunk",
+    "LoginThrottle",
     "Membership",
     "Project",
     "Role",

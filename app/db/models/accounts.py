@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, String
+from sqlalchemy import Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
@@ -46,3 +46,18 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     user: Mapped[User] = relationship(back_populates="tokens")
+
+
+class LoginThrottle(Base):
+    """Recent failed sign-ins for one key: a username or a client address (both hashed).
+
+    At the threshold the key is locked until `locked_until`, for a wait that doubles with each
+    further failure; the count is forgotten after a quiet window with no failure and no lock.
+    """
+
+    __tablename__ = "login_throttles"
+
+    key: Mapped[str] = mapped_column(String(80), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_failure_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -1,0 +1,273 @@
+"""Limits under hostile use: active runs per user, login throttling (API and login form), and
+revocable access tokens."""
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+from sklearn.datasets import load_iris, make_blobs
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db.models import LoginThrottle, Role
+from app.services import login_throttle
+from app.services.errors import TooManyRequests
+from app.services.login_throttle import ThrottlePolicy
+from tests.api.test_runs import LONG, start, upload_csv, wait
+from tests.conftest import ADMIN_PASSWORD, PASSWORD, row_counts, token_headers
+
+pytestmark = pytest.mark.db
+
+TOKEN_URL = "/api/v1/auth/token"
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Small limits, so the tests hit them quickly."""
+    return settings.model_copy(
+        update={
+            "max_active_runs_per_user": 2,
+            "inline_workers": 1,
+            "login_max_failures": 3,
+            "login_max_failures_per_address": 5,
+            "login_failure_window_seconds": 60,
+            "login_backoff_seconds": 1,
+            "login_backoff_max_seconds": 4,
+        }
+    )
+
+
+def token_attempt(client: TestClient, username: str, password: str):  # type: ignore[no-untyped-def]
+    return client.post(TOKEN_URL, data={"username": username, "password": password})
+
+
+# ---- runs per user ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def big_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
+    x, _ = make_blobs(n_samples=6000, centers=30, n_features=6, random_state=0)
+    return upload_csv(client, project_id, admin_headers, x, name="big")
+
+
+def test_runs_beyond_the_per_user_limit_get_429_until_one_is_cancelled(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    big_id: int,
+    project_id: int,
+    session: Session,
+    make_user,
+) -> None:
+    first = start(client, admin_headers, big_id, "cec", **LONG)
+    second = start(client, admin_headers, big_id, "cec", **LONG)
+    assert (first.status_code, second.status_code) == (202, 202)
+    wait(client, admin_headers, first.json()["id"], until={"running"})  # one worker: 2nd queued
+
+    before = row_counts(session)
+    refused = start(client, admin_headers, big_id, "cec", **LONG)
+    assert refused.status_code == 429, refused.text
+    assert refused.headers["Retry-After"] == "10"
+    body = refused.json()
+    assert body["code"] == "too_many_requests"
+    assert "2 runs queued or running (at most 2 per user)" in body["detail"]
+    assert row_counts(session) == before
+
+    # The limit is per user: another editor of the project may still start one.
+    other = make_user("other", project_id, Role.editor)
+    theirs = start(client, other, big_id, "cec", **LONG)
+    assert theirs.status_code == 202, theirs.text
+
+    # Cancelling the queued run frees its slot at once.
+    cancel = client.post(f"/api/v1/runs/{second.json()['id']}/cancel", headers=admin_headers)
+    assert cancel.json()["status"] == "cancelled"
+    third = start(client, admin_headers, big_id, "cec", **LONG)
+    assert third.status_code == 202, third.text
+    assert start(client, admin_headers, big_id, "cec", **LONG).status_code == 429
+
+    for run in (first, third, theirs):
+        client.post(f"/api/v1/runs/{run.json()['id']}/cancel", headers=admin_headers)
+    for run in (first, third, theirs):
+        assert wait(client, admin_headers, run.json()["id"], timeout=60)["status"] == "cancelled"
+    # Stopped runs no longer count.
+    again = start(client, admin_headers, big_id, "cec", **LONG)
+    assert again.status_code == 202
+    client.post(f"/api/v1/runs/{again.json()['id']}/cancel", headers=admin_headers)
+    wait(client, admin_headers, again.json()["id"], timeout=60)
+
+
+def test_a_finished_run_frees_its_slot(
+    client: TestClient, admin_headers: dict[str, str], project_id: int
+) -> None:
+    iris = load_iris()
+    dataset_id = upload_csv(client, project_id, admin_headers, iris.data, iris.target, "iris")
+    runs = [start(client, admin_headers, dataset_id, "cec", n_clusters=3, n_init=1) for _ in "ab"]
+    assert [r.status_code for r in runs] == [202, 202]
+    for run in runs:
+        assert wait(client, admin_headers, run.json()["id"])["status"] == "succeeded"
+    for _ in range(2):
+        more = start(client, admin_headers, dataset_id, "cec", n_clusters=3, n_init=1)
+        assert more.status_code == 202, more.text
+        wait(client, admin_headers, more.json()["id"])
+
+
+def test_concurrent_requests_cannot_overshoot_the_run_limit(
+    client: TestClient, admin_headers: dict[str, str], big_id: int, session: Session
+) -> None:
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def post() -> None:
+        code = start(client, admin_headers, big_id, "cec", **LONG).status_code
+        with lock:
+            statuses.append(code)
+
+    threads = [threading.Thread(target=post) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [202, 202, 429, 429, 429, 429]
+    listed = client.get(f"/api/v1/datasets/{big_id}/runs", headers=admin_headers).json()
+    assert listed["total"] == 2
+    for run in listed["items"]:
+        client.post(f"/api/v1/runs/{run['id']}/cancel", headers=admin_headers)
+    for run in listed["items"]:
+        wait(client, admin_headers, run["id"], timeout=60)
+
+
+# ---- login throttling ---------------------------------------------------------------------
+
+
+def test_token_endpoint_throttles_a_username_with_growing_backoff(
+    client: TestClient, session: Session
+) -> None:
+    for _ in range(3):
+        assert token_attempt(client, "admin", "wrong-password").status_code == 401
+    before = row_counts(session)
+    locked = token_attempt(client, "admin", ADMIN_PASSWORD)  # even the right password
+    assert locked.status_code == 429, locked.text
+    assert locked.headers["Retry-After"] == "1"
+    assert locked.json()["code"] == "too_many_requests"
+    assert "too many failed sign-ins" in locked.json()["detail"]
+    assert row_counts(session) == before  # no token issued, nothing counted
+
+    time.sleep(1.1)
+    # One more failure after the wait doubles it.
+    assert token_attempt(client, "admin", "wrong-password").status_code == 401
+    doubled = token_attempt(client, "admin", ADMIN_PASSWORD)
+    assert doubled.status_code == 429
+    assert doubled.headers["Retry-After"] == "2"
+    time.sleep(2.1)
+    assert token_attempt(client, "admin", ADMIN_PASSWORD).status_code == 200
+
+
+def test_a_successful_sign_in_resets_the_username_count(client: TestClient, make_user) -> None:
+    make_user("bob")
+    for _ in range(2):
+        assert token_attempt(client, "bob", "wrong-password").status_code == 401
+    assert token_attempt(client, "bob", PASSWORD).status_code == 200
+    # Without the reset the third failure below would lock "bob" and the fourth get 429.
+    for _ in range(2):
+        assert token_attempt(client, "bob", "wrong-password").status_code == 401
+    assert token_attempt(client, "bob", PASSWORD).status_code == 200
+
+
+def test_one_address_spraying_usernames_is_throttled_others_are_not(
+    client: TestClient,
+) -> None:
+    for i in range(5):  # one failure each for five usernames: no username reaches 3
+        assert token_attempt(client, f"user{i}", "guess").status_code == 401
+    locked = token_attempt(client, "admin", ADMIN_PASSWORD)
+    assert locked.status_code == 429
+    assert int(locked.headers["Retry-After"]) >= 1
+
+    elsewhere = TestClient(client.app, client=("10.1.2.3", 50000))
+    assert token_attempt(elsewhere, "admin", ADMIN_PASSWORD).status_code == 200
+
+
+def test_the_login_form_is_throttled_too(client: TestClient, session: Session) -> None:
+    for _ in range(3):
+        page = client.post("/login", data={"username": "admin", "password": "nope"})
+        assert page.status_code == 200
+        assert "incorrect username or password" in page.text
+    before = row_counts(session)
+    locked = client.post(
+        "/login",
+        data={"username": "admin", "password": ADMIN_PASSWORD},
+        follow_redirects=False,
+    )
+    assert locked.status_code == 429
+    assert locked.headers["Retry-After"] == "1"
+    assert "too many failed sign-ins" in locked.text
+    assert "workbench_session" not in client.cookies
+    assert row_counts(session) == before
+    # The two entrances share the count.
+    assert token_attempt(client, "admin", ADMIN_PASSWORD).status_code == 429
+
+
+def test_failures_from_concurrent_threads_all_count(client: TestClient, settings: Settings) -> None:
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    policy = ThrottlePolicy.from_settings(settings)
+    errors: list[BaseException] = []
+
+    def fail() -> None:
+        try:
+            with factory() as session:
+                login_throttle.record_failure(
+                    session=session, policy=policy, username="target", address=None
+                )
+                session.commit()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=fail) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with factory() as session:
+        row = session.scalars(select(LoginThrottle)).one()
+        assert row.failures == 12
+        assert row.locked_until is not None
+        with pytest.raises(TooManyRequests):
+            login_throttle.check(session=session, policy=policy, username="target", address=None)
+
+
+def test_the_backoff_doubles_up_to_its_cap() -> None:
+    policy = ThrottlePolicy(3, 20, timedelta(minutes=15), timedelta(seconds=30), timedelta(hours=1))
+    waits = [policy.lockout(n, 3) for n in range(1, 12)]
+    seconds = [w.total_seconds() if w else None for w in waits]
+    assert seconds == [None, None, 30, 60, 120, 240, 480, 960, 1920, 3600, 3600]
+
+
+# ---- revocable access tokens --------------------------------------------------------------
+
+
+def test_logout_revokes_the_access_token(client: TestClient, session: Session) -> None:
+    headers = token_headers(client, "admin", ADMIN_PASSWORD)
+    other = token_headers(client, "admin", ADMIN_PASSWORD)
+    assert client.get("/api/v1/auth/me", headers=headers).status_code == 200
+    response = client.post("/api/v1/auth/logout", headers=headers)
+    assert response.status_code == 204
+    after = client.get("/api/v1/auth/me", headers=headers)
+    assert after.status_code == 401
+    assert after.json()["code"] == "not_authenticated"
+    assert client.post("/api/v1/auth/logout", headers=headers).status_code == 401
+    # Only the token used was revoked.
+    assert client.get("/api/v1/auth/me", headers=other).status_code == 200
+
+
+def test_logout_with_the_cookie_revokes_the_session(client: TestClient) -> None:
+    client.post("/login", data={"username": "admin", "password": ADMIN_PASSWORD})
+    cookie = client.cookies.get("workbench_session")
+    assert cookie and client.get("/api/v1/auth/me").status_code == 200
+    response = client.post("/api/v1/auth/logout", headers={"Origin": "http://testserver"})
+    assert response.status_code == 204
+    assert "Max-Age=0" in response.headers["set-cookie"]  # the browser forgets it
+    client.cookies.clear()
+    client.cookies.set("workbench_session", cookie)  # a copy replayed
+    assert client.get("/api/v1/auth/me").status_code == 401
