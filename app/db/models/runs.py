@@ -37,6 +37,11 @@ class Run(Base):
     # worker can only ever write to the run it was started for.
     worker_key: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[str | None] = mapped_column(Text)
+    # Set when this run applies another run's fitted model to this dataset (an image session
+    # segmenting more images); it then fits nothing itself.
+    source_run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL")
+    )
     # The side information compiled when the run was created (NPZ), so later annotation edits
     # never change what a run sees.
     side_information: Mapped[bytes | None] = mapped_column(LargeBinary)
@@ -53,6 +58,10 @@ class RunResult(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     labels: Mapped[bytes] = mapped_column(LargeBinary)  # int32 little-endian, one per item
     memberships: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32, n_items x k
+    # The fitted estimator (pickled by the runner itself, never uploaded), for `apply`.
+    model: Mapped[bytes | None] = mapped_column(LargeBinary)
+    # Image datasets: the full-resolution cluster mask as a PNG index image.
+    mask: Mapped[bytes | None] = mapped_column(LargeBinary)
     cluster_params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     cost_history: Mapped[list[float]] = mapped_column(JSON, default=list)
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
