@@ -14,6 +14,7 @@ from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.error_handlers import install_error_handlers
 from app.jobs.executors import make_executor
+from app.jobs.featurizer import pending_featurizations
 from app.jobs.run_events import RunEvents
 from app.jobs.runner import recover_interrupted_runs
 from app.services.bootstrap import bootstrap
@@ -39,6 +40,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.executor = make_executor(settings, session_factory, run_events.publish)
         for run_id in recover_interrupted_runs(session_factory):
             app.state.executor.submit(run_id)
+        # Featurizations queued or interrupted (the demo picture's, on first start) go again.
+        for dataset_id in pending_featurizations(session_factory):
+            app.state.executor.submit_featurization(dataset_id)
         yield
         app.state.executor.shutdown()
         engine.dispose()

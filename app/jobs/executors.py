@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db.session import make_engine, make_session_factory
+from app.jobs.featurizer import execute_featurization
 from app.jobs.runner import CancelToken, Notify, execute_run, fail_abandoned, new_worker_key
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,12 @@ class Executor(Protocol):
 
     def cancel(self, run_id: int) -> None: ...
 
+    def submit_featurization(self, dataset_id: int) -> None: ...
+
     def shutdown(self) -> None: ...
+
+
+FEATURIZE = "featurize"  # queue entries are run ids, or (FEATURIZE, dataset id)
 
 
 class InlineExecutor:
@@ -42,12 +48,14 @@ class InlineExecutor:
         workers: int,
         notify: Notify | None = None,
         grace_s: float = 10.0,
+        chunk_rows: int = 65_536,
     ) -> None:
         self.notifies = notify is not None
+        self.chunk_rows = chunk_rows
         self.factory = factory
         self.notify: Notify = notify or (lambda _run_id: None)
         self.grace_s = grace_s
-        self.queue: queue.Queue[int | None] = queue.Queue()
+        self.queue: queue.Queue[int | tuple[str, int] | None] = queue.Queue()
         self.tokens: dict[int, CancelToken] = {}
         self.active: dict[int, str] = {}  # run id -> the worker key of its claim
         self.lock = threading.Lock()
@@ -63,27 +71,42 @@ class InlineExecutor:
             self.tokens[run_id] = CancelToken()
         self.queue.put(run_id)
 
+    def submit_featurization(self, dataset_id: int) -> None:
+        self.queue.put((FEATURIZE, dataset_id))
+
     def _work(self) -> None:
-        while (run_id := self.queue.get()) is not None:
-            key = new_worker_key()
-            with self.lock:
-                token = self.tokens.get(run_id) or CancelToken()
-                self.active[run_id] = key
+        while (entry := self.queue.get()) is not None:
+            if isinstance(entry, tuple):
+                self._featurize(entry[1])
+            else:
+                self._run(entry)
+
+    def _featurize(self, dataset_id: int) -> None:
+        try:
+            execute_featurization(self.factory, dataset_id, self.chunk_rows)
+        except Exception:
+            log.exception("dataset %s: the featurization job itself failed", dataset_id)
+
+    def _run(self, run_id: int) -> None:
+        key = new_worker_key()
+        with self.lock:
+            token = self.tokens.get(run_id) or CancelToken()
+            self.active[run_id] = key
+        try:
+            if not token.is_set():
+                execute_run(self.factory, run_id, token, self.notify, key)
+        except Exception:
+            log.exception("run %s: the runner itself failed", run_id)
+        finally:
+            # Whatever happened above, the run must not stay `running` without a worker.
             try:
-                if not token.is_set():
-                    execute_run(self.factory, run_id, token, self.notify, key)
+                fail_abandoned(self.factory, {run_id: key}, "the worker ended without a result")
             except Exception:
-                log.exception("run %s: the runner itself failed", run_id)
-            finally:
-                # Whatever happened above, the run must not stay `running` without a worker.
-                try:
-                    fail_abandoned(self.factory, {run_id: key}, "the worker ended without a result")
-                except Exception:
-                    log.exception("run %s: left for start-up recovery", run_id)
-                self.notify(run_id)
-                with self.lock:
-                    self.tokens.pop(run_id, None)
-                    self.active.pop(run_id, None)
+                log.exception("run %s: left for start-up recovery", run_id)
+            self.notify(run_id)
+            with self.lock:
+                self.tokens.pop(run_id, None)
+                self.active.pop(run_id, None)
 
     def cancel(self, run_id: int) -> None:
         with self.lock:
@@ -119,10 +142,15 @@ def run_on_dask_worker(database_url: str, run_id: int) -> None:
     execute_run(_worker_session_factory(database_url), run_id)
 
 
+def featurize_on_dask_worker(database_url: str, dataset_id: int, chunk_rows: int) -> None:
+    execute_featurization(_worker_session_factory(database_url), dataset_id, chunk_rows)
+
+
 class DaskExecutor:
-    def __init__(self, scheduler_address: str, database_url: str) -> None:
+    def __init__(self, scheduler_address: str, database_url: str, chunk_rows: int) -> None:
         from distributed import Client
 
+        self.chunk_rows = chunk_rows
         self.notifies = False
         self.database_url = database_url
         self.client = Client(scheduler_address, set_as_default=False, timeout="30s")
@@ -139,6 +167,19 @@ class DaskExecutor:
         )
         fire_and_forget(future)
 
+    def submit_featurization(self, dataset_id: int) -> None:
+        from distributed import fire_and_forget
+
+        future = self.client.submit(
+            featurize_on_dask_worker,
+            self.database_url,
+            dataset_id,
+            self.chunk_rows,
+            pure=False,
+            key=f"featurize-{dataset_id}-{uuid.uuid4().hex[:8]}",
+        )
+        fire_and_forget(future)
+
     def cancel(self, run_id: int) -> None:
         """Workers see `cancel_requested` in the database at their next progress write."""
 
@@ -152,5 +193,5 @@ def make_executor(
     """`notify(run_id)` is called whenever a run's row changes (inline runs only: Dask workers
     are other processes, whose changes progress streams see by polling)."""
     if settings.jobs_executor == "dask":
-        return DaskExecutor(settings.dask_scheduler, settings.database_url)
-    return InlineExecutor(factory, settings.inline_workers, notify)
+        return DaskExecutor(settings.dask_scheduler, settings.database_url, settings.chunk_rows)
+    return InlineExecutor(factory, settings.inline_workers, notify, chunk_rows=settings.chunk_rows)

@@ -10,9 +10,19 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Dataset, Project, User
+from app.db.models import Annotation, Dataset, Project, User
+from app.engine.image.featurize import Recipe
+from app.engine.image.masks import decode_index_png
+from app.jobs.featurizer import queue_featurization
+from app.jobs.recipe import RecipeParams
 from app.services import views
-from app.services.errors import InvalidInput, NotFound, PayloadTooLarge, UnsupportedMediaType
+from app.services.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
 from app.services.feature_stats import feature_statistics
 from app.services.ingest.csv_table import parse_csv
 from app.services.ingest.detect import detect_format
@@ -20,7 +30,7 @@ from app.services.ingest.image_file import parse_image
 from app.services.ingest.npy_array import parse_npy
 from app.services.ingest.parsed import ParsedImage, ParsedTable
 from app.store import chunks, dataset_arrays
-from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, IMAGE, ITEM_IDS
+from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, IMAGE, ITEM_IDS, PIXEL_GROUND_TRUTH
 
 
 def import_upload(
@@ -37,7 +47,10 @@ def import_upload(
     chunk_rows: int,
     id_column: str | None = None,
     ground_truth_column: str | None = None,
+    ground_truth_image: bytes | None = None,
 ) -> Dataset:
+    """Validate and store an upload. An image may come with `ground_truth_image`, a PNG index
+    image of the same size (pixel value = class; 255 = unknown)."""
     name = _valid_name(name or filename)
     if size > max_bytes:
         raise PayloadTooLarge(f"the file has {size:,} bytes; the limit is {max_bytes:,} bytes")
@@ -57,7 +70,11 @@ def import_upload(
                 name=name,
                 image=image,
                 source_filename=filename,
+                ground_truth_image=ground_truth_image,
+                chunk_rows=chunk_rows,
             )
+        case _ if ground_truth_image is not None:
+            raise InvalidInput("a ground_truth image applies to image uploads, not tables")
         case "bad_image":
             raise UnsupportedMediaType(
                 f"{filename!r} was sent as an image but is not a PNG or JPEG file"
@@ -159,17 +176,24 @@ def create_image_dataset(
     name: str,
     image: ParsedImage,
     source_filename: str,
+    ground_truth_image: bytes | None = None,
+    chunk_rows: int = 65_536,
 ) -> Dataset:
+    """Store the image and queue its featurization with the default recipe (the caller submits
+    it after committing); pixels become items when it finishes."""
+    truth, classes = None, None
+    if ground_truth_image is not None:
+        truth, classes = _pixel_classes(ground_truth_image, (image.height, image.width))
     dataset = Dataset(
         project_id=project.id,
         name=_valid_name(name),
         kind="image",
-        # Pixels become items when a featurization recipe is applied (the image issue).
-        status="awaiting_featurization",
+        status="featurizing",
         n_items=image.width * image.height,
         n_features=0,
         feature_names=[],
         source_filename=source_filename,
+        ground_truth_classes=classes,
         meta={
             "image": {
                 "format": image.format,
@@ -181,10 +205,36 @@ def create_image_dataset(
         },
         created_by_id=user.id if user else None,
     )
+    queue_featurization(dataset, Recipe().to_dict())
     session.add(dataset)
     session.flush()
     chunks.write_blob(session=session, dataset_id=dataset.id, kind=IMAGE, data=image.data)
+    if truth is not None:
+        chunks.write_array(
+            session=session,
+            dataset_id=dataset.id,
+            kind=PIXEL_GROUND_TRUTH,
+            array=truth.ravel(),
+            chunk_rows=chunk_rows,
+        )
     return dataset
+
+
+UNKNOWN_CLASS_VALUE = 255  # the usual "ignore" value of segmentation ground truths
+
+
+def _pixel_classes(data: bytes, shape: tuple[int, int]) -> tuple[np.ndarray, list[str]]:
+    """Class codes per pixel (-1 unknown) and class names (the pixel values, as text)."""
+    try:
+        values = decode_index_png(data, shape)
+    except ValueError as exc:
+        raise InvalidInput(f"ground_truth: {exc}") from None
+    present = np.unique(values[values != UNKNOWN_CLASS_VALUE])
+    if present.size == 0:
+        raise InvalidInput("ground_truth: every pixel is 255 (unknown); no class is given")
+    codes = np.searchsorted(present, values).astype(np.int32)
+    codes[values == UNKNOWN_CLASS_VALUE] = -1
+    return codes, [str(int(v)) for v in present]
 
 
 def get_dataset(*, session: Session, dataset_id: int) -> Dataset:
@@ -212,7 +262,7 @@ def read_items(
     *, session: Session, dataset: Dataset, limit: int, offset: int
 ) -> list[dict[str, Any]]:
     """Rows [offset, offset + limit) with their id, feature values and ground truth."""
-    if dataset.kind != "table":
+    if dataset.status != "ready":
         return []
     start, stop = offset, min(offset + limit, dataset.n_items)
     if stop <= start:
@@ -253,11 +303,24 @@ def read_items(
 
 
 def feature_blocks(*, session: Session, dataset: Dataset) -> Any:
-    if dataset.kind != "table":
-        raise InvalidInput(
-            f"dataset {dataset.id} is an image awaiting featurization; it has no features yet"
-        )
+    require_ready(dataset)
     return dataset_arrays.feature_blocks(session=session, dataset=dataset)
+
+
+def require_ready(dataset: Dataset) -> None:
+    """Items exist only once an image is featurized."""
+    if dataset.status == "ready":
+        return
+    if dataset.status == "failed":
+        reason = (dataset.featurization or {}).get("error", "unknown")
+        raise Conflict(
+            f"dataset {dataset.id}'s featurization failed ({reason}); featurize it again"
+        )
+    progress = (dataset.featurization or {}).get("progress", 0.0)
+    raise Conflict(
+        f"dataset {dataset.id} is being featurized ({100 * progress:.0f}% done); its items "
+        "exist when it is ready"
+    )
 
 
 def load_features(*, session: Session, dataset: Dataset) -> np.ndarray:
@@ -270,3 +333,37 @@ def _valid_name(name: str) -> str:
     if not name or len(name) > 200:
         raise InvalidInput("dataset name must be 1 to 200 characters")
     return name
+
+
+ITEM_INDEXED_KINDS = ("label", "must_link", "cannot_link", "boundary")
+
+
+def refeaturize(*, session: Session, dataset: Dataset, recipe: RecipeParams) -> Dataset:
+    """Queue a new featurization of an image with `recipe` (superseding one in progress).
+
+    Scribbles are kept in pixel coordinates and follow the new items; annotations that name
+    items by index would point at the wrong ones, so they must be undone first."""
+    if dataset.kind != "image":
+        raise InvalidInput(f"dataset {dataset.id} is a table; only images are featurized")
+    try:
+        engine_recipe = recipe.recipe()
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    indexed = session.scalar(
+        select(func.count())
+        .select_from(Annotation)
+        .where(
+            Annotation.dataset_id == dataset.id,
+            Annotation.deleted_at.is_(None),
+            Annotation.kind.in_(ITEM_INDEXED_KINDS),
+        )
+    )
+    if indexed:
+        raise Conflict(
+            f"dataset {dataset.id} has {indexed} live annotation(s) that name items by index "
+            "(labels, links, boundaries); a new featurization changes the items, so undo them "
+            "first (scribbles are kept: they are drawn in pixels)"
+        )
+    queue_featurization(dataset, engine_recipe.to_dict())
+    session.flush()
+    return dataset

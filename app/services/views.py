@@ -10,42 +10,9 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset, View
 from app.services.errors import InvalidInput, NotFound
 from app.store import chunks
+from app.store.views import pca_coordinates, store_view
 
-
-def pca_coordinates(features: NDArray[np.floating]) -> NDArray[np.float32]:
-    """The first two principal components (zeros where the data has fewer dimensions)."""
-    centered = np.asarray(features, dtype=np.float64) - features.mean(axis=0)
-    coords = np.zeros((len(features), 2), dtype=np.float32)
-    if len(features) < 2:
-        return coords
-    from sklearn.decomposition import PCA
-
-    k = min(2, features.shape[1], len(features))
-    coords[:, :k] = PCA(n_components=k, svd_solver="auto", random_state=0).fit_transform(centered)
-    return coords
-
-
-def store_view(
-    *,
-    session: Session,
-    dataset: Dataset,
-    name: str,
-    method: str,
-    params: dict[str, object],
-    coords: NDArray[np.floating],
-    chunk_rows: int,
-) -> View:
-    view = View(dataset_id=dataset.id, name=name, method=method, params=params)
-    session.add(view)
-    session.flush()
-    chunks.write_array(
-        session=session,
-        dataset_id=dataset.id,
-        kind=view.chunk_kind,
-        array=np.asarray(coords, dtype=np.float32),
-        chunk_rows=chunk_rows,
-    )
-    return view
+__all__ = ["pca_coordinates", "store_view"]  # with the use cases below
 
 
 def _feature_index(dataset: Dataset, feature: str | int, axis: str) -> int:

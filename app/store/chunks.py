@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.db.models import DatasetChunk
@@ -125,3 +125,12 @@ def read_blob(*, session: Session, dataset_id: int, kind: str) -> bytes | None:
 def _decode(chunk: DatasetChunk, dtype: str, n_columns: int | None) -> NDArray:
     array = np.frombuffer(chunk.data, dtype=np.dtype(dtype).newbyteorder("<"))
     return array.reshape(-1, n_columns) if n_columns is not None else array
+
+
+def delete_arrays(*, session: Session, dataset_id: int, kinds: list[str]) -> None:
+    session.execute(
+        delete(DatasetChunk).where(
+            DatasetChunk.dataset_id == dataset_id, DatasetChunk.kind.in_(kinds)
+        )
+    )
+    session.flush()

@@ -13,6 +13,11 @@ FEATURES = "features"
 ITEM_IDS = "item_ids"
 GROUND_TRUTH = "ground_truth"
 IMAGE = "image"
+# Image datasets, once featurized: the item of every pixel (int32, H*W in raster order), the
+# uploaded ground-truth index image per pixel (int32), and the fitted reduction (an NPZ blob).
+ITEM_OF_PIXEL = "item_of_pixel"
+PIXEL_GROUND_TRUTH = "pixel_ground_truth"
+REDUCTION = "reduction"
 
 
 def feature_blocks(*, session: Session, dataset: Dataset) -> Iterator[NDArray]:
@@ -38,3 +43,27 @@ def load_ground_truth(*, session: Session, dataset: Dataset) -> NDArray[np.int32
     return chunks.read_array(
         session=session, dataset_id=dataset.id, kind=GROUND_TRUTH, dtype="int32", n_columns=None
     )
+
+
+def load_item_of_pixel(*, session: Session, dataset: Dataset) -> NDArray[np.int32]:
+    """An image dataset's (H, W) map from pixels to items."""
+    shape = tuple(dataset.featurization["shape"]) if dataset.featurization else (0, 0)
+    flat = chunks.read_array(
+        session=session, dataset_id=dataset.id, kind=ITEM_OF_PIXEL, dtype="int32", n_columns=None
+    )
+    return flat.reshape(shape)
+
+
+def load_pixel_ground_truth(*, session: Session, dataset: Dataset) -> NDArray[np.int32] | None:
+    """Class code per pixel (-1 = unknown) of an image with an uploaded ground truth."""
+    meta = dataset.meta.get("image", {})
+    flat = chunks.read_array(
+        session=session,
+        dataset_id=dataset.id,
+        kind=PIXEL_GROUND_TRUTH,
+        dtype="int32",
+        n_columns=None,
+    )
+    if flat.size == 0:
+        return None
+    return flat.reshape(int(meta["height"]), int(meta["width"]))

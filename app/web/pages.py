@@ -14,7 +14,7 @@ from app.api.deps import (
     SettingsDep,
     ViewerAccess,
 )
-from app.api.run_signals import runs_changed
+from app.api.job_signals import featurization_queued, runs_changed
 from app.api.uploads import upload_size
 from app.db.models import Role
 from app.services import accounts, datasets, projects, runs
@@ -190,6 +190,7 @@ def upload_dataset(
         }
         return _render(request, "project.html", context)
     session.commit()
+    featurization_queued(request.app.state, dataset.id, dataset.status)
     return RedirectResponse(f"/datasets/{dataset.id}", status_code=303)
 
 

@@ -5,17 +5,25 @@ from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile,
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import (
+    CurrentUser,
     EditorAccess,
     OwnerAccess,
     SessionDep,
     SettingsDep,
     ViewerAccess,
 )
-from app.api.run_signals import runs_changed
+from app.api.job_signals import featurization_queued, runs_changed
 from app.api.schemas.common import ERROR_RESPONSES, Id, Index, OptionalName
-from app.api.schemas.datasets import DatasetRead, DatasetsPage, ItemRead, ItemsPage
+from app.api.schemas.datasets import (
+    DatasetRead,
+    DatasetsPage,
+    FeaturizationInfo,
+    ItemRead,
+    ItemsPage,
+)
 from app.api.uploads import upload_size
 from app.db.session import session_scope
+from app.jobs.recipe import RecipeParams
 from app.services import datasets, runs
 from app.services.errors import InvalidInput
 from app.services.npy_export import npy_stream
@@ -59,8 +67,18 @@ def create_dataset(
     name: Annotated[OptionalName | None, Form(max_length=200)] = None,
     ground_truth_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
     id_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
+    ground_truth: Annotated[
+        UploadFile | None,
+        File(
+            description="Images only: a PNG index image of the same size (value = class, 255 "
+            "= unknown); runs then report mIoU and ARI against it"
+        ),
+    ] = None,
+    *,
+    request: Request,
 ) -> DatasetRead:
-    """Upload a dataset. The whole file is validated before anything is stored."""
+    """Upload a dataset. The whole file is validated before anything is stored. An image is
+    then featurized in the background (`status`: `featurizing` -> `ready` or `failed`)."""
     dataset = datasets.import_upload(
         session=session,
         project=access.project,
@@ -74,14 +92,45 @@ def create_dataset(
         chunk_rows=settings.chunk_rows,
         id_column=id_column,
         ground_truth_column=ground_truth_column,
+        ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
     )
     session.commit()
+    featurization_queued(request.app.state, dataset.id, dataset.status)
     return DatasetRead.model_validate(dataset)
 
 
 @router.get("/datasets/{dataset_id}", response_model=DatasetRead)
 def read_dataset(dataset_id: Id, access: ViewerAccess) -> DatasetRead:
     return DatasetRead.model_validate(access.require_dataset())
+
+
+@router.post(
+    "/datasets/{dataset_id}/featurize",
+    response_model=DatasetRead,
+    status_code=status.HTTP_202_ACCEPTED,
+)
+def featurize_dataset(
+    dataset_id: Id,
+    recipe: RecipeParams,
+    request: Request,
+    session: SessionDep,
+    access: EditorAccess,
+) -> DatasetRead:
+    """Featurize an image again with `recipe` (see `GET /featurization`), in the background.
+    Scribbles follow the new items; annotations naming items by index must be undone first."""
+    dataset = datasets.refeaturize(session=session, dataset=access.require_dataset(), recipe=recipe)
+    session.commit()
+    featurization_queued(request.app.state, dataset.id, dataset.status)
+    return DatasetRead.model_validate(dataset)
+
+
+@router.get("/featurization", response_model=FeaturizationInfo)
+def featurization_info(_user: CurrentUser) -> FeaturizationInfo:
+    """The recipe an image is featurized with: its JSON Schema and the default."""
+    return FeaturizationInfo(
+        recipe_schema=RecipeParams.model_json_schema(),
+        default_recipe=RecipeParams().model_dump(),
+    )
 
 
 @router.delete("/datasets/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
@@ -109,7 +158,7 @@ def read_items(
     rows = datasets.read_items(session=session, dataset=dataset, limit=limit, offset=offset)
     return ItemsPage(
         items=[ItemRead(**row) for row in rows],
-        total=dataset.n_items if dataset.kind == "table" else 0,
+        total=dataset.n_items if dataset.status == "ready" else 0,
         limit=limit,
         offset=offset,
     )

@@ -3,7 +3,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
 from app.api.deps import CurrentUser, OwnerAccess, SessionDep, ViewerAccess
-from app.api.run_signals import runs_changed
+from app.api.job_signals import runs_changed
 from app.api.schemas.common import ERROR_RESPONSES, Id, Index, Name
 from app.api.schemas.projects import (
     MemberRead,

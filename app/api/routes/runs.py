@@ -18,7 +18,7 @@ from app.api.deps import (
     optional_user,
     resolve_access,
 )
-from app.api.run_signals import runs_changed
+from app.api.job_signals import runs_changed
 from app.api.schemas.common import ERROR_RESPONSES, Id, Index
 from app.api.schemas.runs import RunCreate, RunRead, RunResultRead, RunsPage
 from app.db.models import Role, Run

@@ -1,7 +1,25 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FeaturizationRead(BaseModel):
+    """An image's featurization: the recipe, progress, and once ready the items it made."""
+
+    recipe: dict[str, Any]
+    progress: float = Field(description="0..1 while `featurizing`")
+    shape: list[int] | None = Field(None, description="[height, width] of the image")
+    superpixels: bool | None = Field(None, description="Items are SLIC superpixels, not pixels")
+    n_items: int | None = None
+    seconds: float | None = None
+    version: int = Field(0, description="Bumped by every finished featurization")
+    error: str | None = Field(None, description="Why it failed (status `failed`)")
+
+
+class FeaturizationInfo(BaseModel):
+    recipe_schema: dict[str, Any] = Field(description="JSON Schema of the recipe")
+    default_recipe: dict[str, Any]
 
 
 class DatasetRead(BaseModel):
@@ -22,6 +40,9 @@ class DatasetRead(BaseModel):
     source_filename: str
     revision: int
     meta: dict[str, Any]
+    featurization: FeaturizationRead | None = Field(
+        None, description="Images: status `featurizing` -> `ready` (or `failed`), with progress"
+    )
     created_at: datetime
 
 

@@ -39,9 +39,7 @@ class Run(Base):
     error: Mapped[str | None] = mapped_column(Text)
     # Set when this run applies another run's fitted model to this dataset (an image session
     # segmenting more images); it then fits nothing itself.
-    source_run_id: Mapped[int | None] = mapped_column(
-        ForeignKey("runs.id", ondelete="SET NULL")
-    )
+    source_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     # The side information compiled when the run was created (NPZ), so later annotation edits
     # never change what a run sees.
     side_information: Mapped[bytes | None] = mapped_column(LargeBinary)

@@ -1,5 +1,5 @@
-"""Tell the executor and the progress streams about run changes made by a request (a cancel, a
-delete), not by a worker."""
+"""Tell the executor (and progress streams) about jobs a request has just committed: runs
+cancelled or deleted, featurizations queued."""
 
 from collections.abc import Iterable
 
@@ -13,3 +13,9 @@ def runs_changed(state: State, run_ids: Iterable[int], *, stop: bool) -> None:
         if stop:
             state.executor.cancel(run_id)
         state.run_events.publish(run_id)
+
+
+def featurization_queued(state: State, dataset_id: int, status: str) -> None:
+    """Submit a dataset's queued featurization (once its request has committed)."""
+    if status == "featurizing":
+        state.executor.submit_featurization(dataset_id)

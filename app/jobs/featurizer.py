@@ -1,0 +1,202 @@
+"""Featurize an image dataset in the background: its pixels (or superpixels) become items.
+
+A featurization job is named by a key stored in `dataset.featurization["job"]` when it is
+queued; every write the worker makes checks that key, so a job superseded by a newer request
+(or whose dataset was deleted) stops at its next progress report and writes nothing.
+"""
+
+import io
+import logging
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.models import Dataset
+from app.db.session import session_scope
+from app.engine.image.featurize import Featurization, Recipe, featurize
+from app.jobs.runner import Notify
+from app.store import chunks
+from app.store.dataset_arrays import (
+    FEATURES,
+    GROUND_TRUTH,
+    IMAGE,
+    ITEM_OF_PIXEL,
+    REDUCTION,
+    load_pixel_ground_truth,
+)
+from app.store.views import delete_views, pca_coordinates, store_view
+
+log = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL_S = 0.5
+
+
+class Superseded(Exception):
+    """The job's dataset was deleted or featurized again by a newer request."""
+
+
+def queue_featurization(dataset: Dataset, recipe: dict[str, Any]) -> None:
+    """Mark a dataset for (re)featurization with `recipe`; the caller commits and submits."""
+    previous = dataset.featurization or {}
+    dataset.status = "featurizing"
+    dataset.featurization = {
+        "recipe": recipe,
+        "job": uuid.uuid4().hex,
+        "progress": 0.0,
+        "version": int(previous.get("version", 0)),
+    }
+
+
+def decode_image(data: bytes) -> NDArray[np.uint8]:
+    """H x W (grey) or H x W x 3 (colour) uint8 pixels; alpha and palettes are flattened."""
+    with Image.open(io.BytesIO(data)) as image:
+        grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
+        return np.asarray(image.convert("L" if grey else "RGB"))
+
+
+class _Owned:
+    """The dataset row a job may write, with its featurization record (never None here)."""
+
+    def __init__(self, dataset: Dataset, record: dict[str, Any]) -> None:
+        self.dataset = dataset
+        self.record = record
+
+
+def _owned(session: Session, dataset_id: int, job: str) -> _Owned:
+    dataset = session.get(Dataset, dataset_id, with_for_update=True)
+    record = dataset.featurization if dataset is not None else None
+    if dataset is None or not record or record.get("job") != job:
+        raise Superseded
+    return _Owned(dataset, record)
+
+
+def item_ground_truth(
+    item_of_pixel: NDArray[np.int32], truth: NDArray[np.int32], n_items: int, n_classes: int
+) -> NDArray[np.int32]:
+    """Each item's most frequent known class (-1 when none of its pixels has one)."""
+    known = truth >= 0
+    counts = np.bincount(
+        item_of_pixel[known].astype(np.int64) * n_classes + truth[known],
+        minlength=n_items * n_classes,
+    ).reshape(n_items, n_classes)
+    labels = counts.argmax(axis=1).astype(np.int32)
+    labels[counts.sum(axis=1) == 0] = -1
+    return labels
+
+
+def execute_featurization(
+    factory: sessionmaker[Session], dataset_id: int, chunk_rows: int, notify: Notify | None = None
+) -> None:
+    with session_scope(factory) as session:
+        dataset = session.get(Dataset, dataset_id)
+        if dataset is None or dataset.status != "featurizing" or not dataset.featurization:
+            return
+        job = str(dataset.featurization["job"])
+        recipe_dict = dict(dataset.featurization["recipe"])
+        data = chunks.read_blob(session=session, dataset_id=dataset_id, kind=IMAGE)
+        pixel_truth = load_pixel_ground_truth(session=session, dataset=dataset)
+        n_classes = len(dataset.ground_truth_classes or [])
+    try:
+        assert data is not None, "the dataset has no stored image"
+        last = [0.0]
+
+        def progress(fraction: float) -> None:
+            now = time.monotonic()
+            if now - last[0] < PROGRESS_INTERVAL_S and fraction < 1.0:
+                return
+            last[0] = now
+            with session_scope(factory) as session:
+                owned = _owned(session, dataset_id, job)
+                owned.dataset.featurization = {**owned.record, "progress": round(fraction, 3)}
+
+        started = time.perf_counter()
+        result = featurize(decode_image(data), Recipe.from_dict(recipe_dict), progress)
+        seconds = time.perf_counter() - started
+        truth = None
+        if pixel_truth is not None and n_classes:
+            truth = item_ground_truth(result.item_of_pixel, pixel_truth, result.n_items, n_classes)
+        with session_scope(factory) as session:
+            _store(session, _owned(session, dataset_id, job), result, truth, chunk_rows, seconds)
+    except Superseded:
+        log.info("featurization of dataset %s was superseded or deleted", dataset_id)
+    except Exception as exc:  # a readable reason on the dataset, never a silent stop
+        log.exception("featurization of dataset %s failed", dataset_id)
+        try:
+            with session_scope(factory) as session:
+                owned = _owned(session, dataset_id, job)
+                owned.dataset.status = "failed"
+                owned.dataset.featurization = {
+                    **owned.record,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+        except Superseded:
+            pass
+
+
+def _store(
+    session: Session,
+    owned: _Owned,
+    result: Featurization,
+    truth: NDArray[np.int32] | None,
+    chunk_rows: int,
+    seconds: float,
+) -> None:
+    """Replace the dataset's items in one transaction: features, pixel map, item ground truth,
+    the fitted reduction and the default PCA view."""
+    dataset = owned.dataset
+    chunks.delete_arrays(
+        session=session,
+        dataset_id=dataset.id,
+        kinds=[FEATURES, ITEM_OF_PIXEL, GROUND_TRUTH, REDUCTION],
+    )
+    delete_views(session=session, dataset_id=dataset.id)
+    features = np.ascontiguousarray(result.features, dtype=np.float32)
+    arrays = {FEATURES: features, ITEM_OF_PIXEL: result.item_of_pixel.ravel()}
+    if truth is not None:
+        arrays[GROUND_TRUTH] = truth
+    for kind, array in arrays.items():
+        chunks.write_array(
+            session=session, dataset_id=dataset.id, kind=kind, array=array, chunk_rows=chunk_rows
+        )
+    chunks.write_blob(
+        session=session, dataset_id=dataset.id, kind=REDUCTION, data=result.fitted.to_npz()
+    )
+    dataset.n_items = result.n_items
+    dataset.n_features = int(features.shape[1])
+    dataset.feature_names = [f"pc{k + 1}" for k in range(features.shape[1])]
+    dataset.dtype = "float32"
+    dataset.status = "ready"
+    dataset.featurization = {
+        **owned.record,
+        "progress": 1.0,
+        "shape": list(result.shape),
+        "superpixels": bool(result.superpixels),
+        "n_items": result.n_items,
+        "seconds": round(seconds, 2),
+        "version": int(owned.record.get("version", 0)) + 1,
+    }
+    store_view(
+        session=session,
+        dataset=dataset,
+        name="PCA",
+        method="pca",
+        params={},
+        coords=pca_coordinates(features),
+        chunk_rows=chunk_rows,
+    )
+
+
+def pending_featurizations(factory: sessionmaker[Session]) -> list[int]:
+    """Datasets queued for featurization, or left mid-way by a stopped server."""
+    with session_scope(factory) as session:
+        return list(
+            session.scalars(
+                select(Dataset.id).where(Dataset.status == "featurizing").order_by(Dataset.id)
+            )
+        )

@@ -1,0 +1,50 @@
+"""The featurization recipe as an API parameter model: its JSON Schema is what
+`GET /api/v1/featurization` publishes and what `POST /datasets/{id}/featurize` accepts.
+The engine's `Recipe` checks the rest (e.g. odd windows) with a message naming the field."""
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.engine.image.featurize import Recipe
+
+_DEFAULT = Recipe()
+Sigma = Annotated[float, Field(gt=0, le=256, allow_inf_nan=False)]
+
+
+class RecipeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    channels: Literal["auto", "grey"] = Field(
+        "auto", description="'auto': RGB for colour images, grey for grey ones; 'grey' forces grey"
+    )
+    filters: list[Literal["intensity", "edges", "texture"]] = Field(
+        ["intensity", "edges", "texture"],
+        max_length=3,
+        description="Multiscale filters per channel (as scikit-image's multiscale_basic_features)",
+    )
+    sigmas: list[Sigma] = Field(
+        list(_DEFAULT.sigmas), max_length=8, description="Gaussian scales of the filters, pixels"
+    )
+    window: int = Field(
+        _DEFAULT.window, ge=0, le=31, description="0 (off) or an odd w: the w x w colour window"
+    )
+    n_components: int = Field(
+        _DEFAULT.n_components, ge=1, le=64, description="PCA components kept as features"
+    )
+    superpixels: Literal["auto", "never", "always"] = Field(
+        "auto", description="'auto': SLIC superpixels as items above 512 x 512 pixels"
+    )
+    n_segments: int | None = Field(
+        None, ge=1, le=1_000_000, description="Superpixels wanted; empty: one per 256 pixels"
+    )
+    compactness: float = Field(
+        _DEFAULT.compactness, gt=0, le=1000, allow_inf_nan=False, description="SLIC compactness"
+    )
+    superpixel_std: bool = Field(
+        _DEFAULT.superpixel_std, description="Superpixels get each map's standard deviation too"
+    )
+
+    def recipe(self) -> Recipe:
+        """The engine's recipe; ValueError names what the schema could not check."""
+        return Recipe.from_dict(self.model_dump())

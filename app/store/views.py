@@ -1,0 +1,58 @@
+"""Stored 2-D views: a `View` row plus its coordinates as float32 chunks."""
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, DatasetChunk, View
+from app.store import chunks
+
+
+def pca_coordinates(features: NDArray[np.floating]) -> NDArray[np.float32]:
+    """The first two principal components (zeros where the data has fewer dimensions)."""
+    centered = np.asarray(features, dtype=np.float64) - features.mean(axis=0)
+    coords = np.zeros((len(features), 2), dtype=np.float32)
+    if len(features) < 2:
+        return coords
+    from sklearn.decomposition import PCA
+
+    k = min(2, features.shape[1], len(features))
+    coords[:, :k] = PCA(n_components=k, svd_solver="auto", random_state=0).fit_transform(centered)
+    return coords
+
+
+def store_view(
+    *,
+    session: Session,
+    dataset: Dataset,
+    name: str,
+    method: str,
+    params: dict[str, object],
+    coords: NDArray[np.floating],
+    chunk_rows: int,
+) -> View:
+    view = View(dataset_id=dataset.id, name=name, method=method, params=params)
+    session.add(view)
+    session.flush()
+    chunks.write_array(
+        session=session,
+        dataset_id=dataset.id,
+        kind=view.chunk_kind,
+        array=np.asarray(coords, dtype=np.float32),
+        chunk_rows=chunk_rows,
+    )
+    return view
+
+
+def delete_views(*, session: Session, dataset_id: int) -> None:
+    """Every view of a dataset and its coordinates (when its items change)."""
+    views = list(session.scalars(select(View).where(View.dataset_id == dataset_id)))
+    for view in views:
+        session.execute(
+            delete(DatasetChunk).where(
+                DatasetChunk.dataset_id == dataset_id, DatasetChunk.kind == view.chunk_kind
+            )
+        )
+        session.delete(view)
+    session.flush()
