@@ -96,6 +96,54 @@ def no_relations(n: int, d: int, k: int) -> None:
     print(f"\nLargest difference of the fitted means: {gap:.1e}")
 
 
+def two_region_image(
+    side: int = 64, seed: int = 0, sd: float = 0.9
+) -> tuple[np.ndarray, np.ndarray]:
+    """A square region plus a half plane (class 1) on class 0; each pixel's 3 features are
+    its class plus Gaussian noise of standard deviation ``sd``. Returns (X, truth grid)."""
+    rng = np.random.default_rng(seed)
+    truth = np.zeros((side, side), dtype=np.int64)
+    truth[:, side // 2 :] = 1
+    q = side // 4
+    truth[q : 2 * q, q // 2 : q // 2 + q] = 1
+    X = truth.reshape(-1, 1) + rng.normal(scale=sd, size=(side * side, 3))
+    return X, truth
+
+
+def region_image(
+    side: int, k: int, seed: int = 0, sd: float = 1.0, cells: int = 12, d: int = 3
+) -> tuple[np.ndarray, np.ndarray]:
+    """Voronoi cells of ``cells`` random sites, cell c of class c mod k; class means are
+    standard normal vectors in d dimensions, pixels add noise of standard deviation ``sd``."""
+    rng = np.random.default_rng(seed)
+    sites = rng.uniform(0, side, size=(cells, 2))
+    rows, cols = np.mgrid[0:side, 0:side]
+    dist = (rows.reshape(-1, 1) - sites[:, 0]) ** 2 + (cols.reshape(-1, 1) - sites[:, 1]) ** 2
+    truth = (np.arange(cells) % k)[dist.argmin(axis=1)]
+    X = rng.normal(size=(k, d))[truth] + rng.normal(scale=sd, size=(side * side, d))
+    return X, truth.reshape(side, side)
+
+
+def scribbles(truth: np.ndarray, fraction: float, seed: int = 0) -> np.ndarray:
+    """Labels (-1 = unlabeled) of horizontal strokes (5 to 20 pixels, inside one region)
+    until about ``fraction`` of each class's share of the pixels is labeled."""
+    rng = np.random.default_rng(seed)
+    width = truth.shape[1]
+    flat = truth.ravel()
+    labels = np.full(flat.shape[0], -1, dtype=np.int64)
+    k = int(flat.max()) + 1
+    for c in range(k):
+        pixels = np.flatnonzero(flat == c)
+        goal = max(1, int(fraction * flat.shape[0] / k))
+        while np.count_nonzero(labels == c) < goal:
+            r, col = divmod(int(rng.choice(pixels)), width)
+            for j in range(col, min(width, col + int(rng.integers(5, 21)))):
+                if truth[r, j] != c:
+                    break
+                labels[r * width + j] = c
+    return labels
+
+
 def pixel_features(image: np.ndarray, window: int = 7, dims: int = 5) -> np.ndarray:
     """The window x window neighbourhood of every pixel (reflect-padded), PCA to ``dims``."""
     pad = window // 2

@@ -118,7 +118,10 @@ def tree_sum_product(
                 lab[p] = best
             else:
                 for k in range(m):
-                    work[k] = full[q, k] - msg[p, k]
+                    # the parent's belief without this child's message; where that message
+                    # is -inf (a clamped child), every joint term with the parent at k is -inf
+                    # whatever the cavity, so -inf avoids -inf - -inf
+                    work[k] = -math.inf if msg[p, k] == -math.inf else full[q, k] - msg[p, k]
                 _pair_message(work, pJ[p], phard[p], full[p])
                 for k in range(m):
                     full[p, k] += up[p, k]

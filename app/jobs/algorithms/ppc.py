@@ -19,7 +19,6 @@ from app.jobs.algorithms.base import (
     at_most_items,
 )
 from app.sideinfo import SideInformation
-from app.sideinfo.label_links import label_links
 
 
 class PPCParams(Params):
@@ -37,20 +36,34 @@ class PPCParams(Params):
         return at_most_items("n_components", self.n_components, n_items)
 
 
-def relations(info: SideInformation, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+def relations(info: SideInformation) -> tuple[np.ndarray, np.ndarray]:
     """Pairs and weights: links and do-not-links from annotations (confidence -> weight,
-    confidence 1 -> +-inf), plus hard relations implied by labels."""
-    label_must, label_cannot = label_links(info.labels, np.random.default_rng(seed))
-    pairs = np.concatenate([info.must_link, info.cannot_link, label_must, label_cannot])
+    confidence 1 -> +-inf)."""
+    pairs = np.concatenate([info.must_link, info.cannot_link])
     weights = np.concatenate(
         [
             confidence_to_weight(info.must_link_confidence, True),
             confidence_to_weight(info.cannot_link_confidence, False),
-            np.full(len(label_must), np.inf),
-            np.full(len(label_cannot), -np.inf),
         ]
     )
     return pairs.astype(np.int64), weights
+
+
+def component_labels(info: SideInformation, n_components: int) -> np.ndarray | None:
+    """Labels as components: the categories in use, in order, become components 0, 1, ...;
+    -1 stays unlabeled. None when nothing is labeled."""
+    used = np.unique(info.labels[info.labels >= 0])
+    if used.shape[0] == 0:
+        return None
+    if used.shape[0] > n_components:
+        raise ValueError(
+            f"the labels use {used.shape[0]} categories but n_components is {n_components}; "
+            "every category needs its own component"
+        )
+    out = np.full(info.labels.shape[0], -1, dtype=np.int64)
+    known = info.labels >= 0
+    out[known] = np.searchsorted(used, info.labels[known])
+    return out
 
 
 def plan_ppc(
@@ -66,10 +79,14 @@ def plan_ppc(
         random_state=params.random_state,
         progress=progress,
     )
-    pairs, weights = relations(info, params.random_state)
-    if len(pairs) == 0:
-        return FitPlan(estimator)
-    return FitPlan(estimator, {"pairs": pairs, "weights": weights})
+    pairs, weights = relations(info)
+    kwargs: dict[str, object] = {}
+    if len(pairs):
+        kwargs.update(pairs=pairs, weights=weights)
+    labels = component_labels(info, params.n_components)
+    if labels is not None:
+        kwargs["labels"] = labels
+    return FitPlan(estimator, kwargs)
 
 
 PPC_ALGORITHM = Algorithm(
@@ -80,8 +97,9 @@ PPC_ALGORITHM = Algorithm(
     uses=(LABELS, MUST_LINK, CANNOT_LINK),
     side_information_mapping="Must-links and cannot-links become links and do-not-links with "
     "weight ±½·log(gamma / (1 - gamma)) from their confidence gamma (gamma = 1: hard, ±inf). "
-    "Labels become hard links within a class (chained) and hard do-not-links between classes "
-    "(sampled).",
+    "Labels fix their items to a component (one component per label category, in order): "
+    "the E-step conditions on them, which is what hard links within a class and hard "
+    "do-not-links between classes would say, without building those relations.",
     params_model=PPCParams,
     plan=plan_ppc,
 )
