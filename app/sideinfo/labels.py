@@ -1,5 +1,7 @@
 """Partial labels from label annotations; a later annotation's label wins, and an item given
-two different labels is reported as a conflict naming both annotations."""
+two different labels is reported as a conflict naming both annotations. An erasing record
+(`{"items", "erase": true}`, from an eraser scribble) unlabels its items: labels given before it
+neither hold nor clash with later ones."""
 
 import itertools
 
@@ -18,7 +20,7 @@ def compile_labels(
 ) -> tuple[NDArray[np.int32], list[str], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """Labels per item (-1 unlabeled), label names, the annotation that set each label (-1 for
     none), and the clashes: (earlier, later) annotation id pairs with the item of each."""
-    names = sorted({str(r.payload["label"]) for r in records})
+    names = sorted({str(r.payload["label"]) for r in records if not r.payload.get("erase")})
     labels = np.full(n_items, -1, dtype=np.int32)
     owner = np.full(n_items, -1, dtype=np.int64)
     if not records:
@@ -31,7 +33,10 @@ def compile_labels(
         count=int(sizes.sum()),
     )
     record_index = np.repeat(np.arange(len(records)), sizes)
-    record_codes = np.array([code_of[str(r.payload["label"])] for r in records], dtype=np.int32)
+    record_codes = np.array(
+        [-1 if r.payload.get("erase") else code_of[str(r.payload["label"])] for r in records],
+        dtype=np.int32,
+    )
     ids = np.array([r.id for r in records], dtype=np.int64)
 
     # The newest annotation touching an item decides its label (records are in creation order).
@@ -39,10 +44,22 @@ def compile_labels(
     np.maximum.at(newest, items, record_index)
     touched = newest >= 0
     labels[touched] = record_codes[newest[touched]]
-    owner[touched] = ids[newest[touched]]
+    owner[touched] = np.where(labels[touched] >= 0, ids[newest[touched]], -1)
 
-    clash = record_codes[record_index] != labels[items]
+    # Only labels given after an item's last erasure still hold on it, so only they can clash.
+    last_erase = np.full(n_items, -1, dtype=np.int64)
+    erasing = record_codes[record_index] < 0
+    np.maximum.at(last_erase, items[erasing], record_index[erasing])
+    live = ~erasing & (record_index > last_erase[items])
+    clash = live & (record_codes[record_index] != labels[items])
     pairs = np.column_stack([ids[record_index[clash]], owner[items[clash]]])
+    # A label erased everywhere is no longer a category.
+    used = np.unique(labels[labels >= 0])
+    if len(used) < len(names):
+        recode = np.full(len(names), -1, dtype=np.int32)
+        recode[used] = np.arange(len(used), dtype=np.int32)
+        labels[labels >= 0] = recode[labels[labels >= 0]]
+        names = [names[c] for c in used.tolist()]
     return labels, names, owner, pairs, items[clash]
 
 
