@@ -20,7 +20,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.models import Dataset
 from app.db.session import session_scope
 from app.engine.image.featurize import Featurization, Recipe, featurize
-from app.jobs.runner import Notify
 from app.store import chunks
 from app.store.dataset_arrays import (
     FEATURES,
@@ -91,7 +90,7 @@ def item_ground_truth(
 
 
 def execute_featurization(
-    factory: sessionmaker[Session], dataset_id: int, chunk_rows: int, notify: Notify | None = None
+    factory: sessionmaker[Session], dataset_id: int, chunk_rows: int
 ) -> None:
     with session_scope(factory) as session:
         dataset = session.get(Dataset, dataset_id)

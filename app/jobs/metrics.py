@@ -31,6 +31,18 @@ def label_purity(labels: NDArray[np.integer], y: NDArray[np.integer]) -> float |
     return float(table.max(axis=1).sum() / keep.sum())
 
 
+def cluster_labels(labels: NDArray[np.integer], info: SideInformation) -> list[str | None]:
+    """Per cluster id, the label most of its labeled items carry (None: no labeled item), so a
+    cluster mask can be read, or exported, as a label mask."""
+    k = int(labels.max()) + 1 if labels.size and labels.max() >= 0 else 0
+    known = (info.labels >= 0) & (labels >= 0)
+    if not known.any() or not info.label_names:
+        return [None] * k
+    table = np.zeros((k, len(info.label_names)), dtype=np.int64)
+    np.add.at(table, (labels[known], info.labels[known]), 1)
+    return [info.label_names[int(row.argmax())] if row.any() else None for row in table]
+
+
 def run_metrics(
     labels: NDArray[np.integer],
     info: SideInformation,
@@ -48,6 +60,7 @@ def run_metrics(
         rates = label_constraint_satisfaction(labels, info.labels)
         metrics["label_pairs"] = {k: _finite(v) for k, v in asdict(rates).items()}
         metrics["label_purity"] = label_purity(labels, info.labels)
+    metrics["cluster_labels"] = cluster_labels(labels, info)
     if ground_truth is not None:
         known = ground_truth >= 0
         metrics["ari"] = adjusted_rand_index(ground_truth[known], labels[known])

@@ -10,6 +10,7 @@ so a run is never left `running` because one write failed.
 
 import logging
 import math
+import pickle
 import threading
 import time
 import uuid
@@ -24,10 +25,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
-from app.jobs.algorithms import get_algorithm
+from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
-from app.store.dataset_arrays import load_features, load_ground_truth
-from app.store.side_information_blob import from_npz
+from app.jobs.run_inputs import load_inputs
 
 log = logging.getLogger(__name__)
 
@@ -194,21 +194,26 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         run = session.get(Run, claim.run_id)
         if run is None or run.worker_key != claim.key:
             return  # deleted between the claim and here
-        assert run.side_information is not None
         dataset = session.get(Dataset, run.dataset_id)
         assert dataset is not None
-        features = load_features(session=session, dataset=dataset)
-        truth = load_ground_truth(session=session, dataset=dataset)
-        info = from_npz(run.side_information)
-        algorithm = get_algorithm(run.algorithm)
-        assert algorithm is not None, f"unknown algorithm {run.algorithm!r}"
-        params = algorithm.params_model.model_validate(run.params)
+        inputs = load_inputs(session, run, dataset)
     load_seconds = time.perf_counter() - started
 
     progress = ProgressRecorder(claim, token)
-    plan = algorithm.plan(params, info, features, progress)
     fit_started = time.perf_counter()
-    plan.estimator.fit(features, **plan.fit_kwargs)
+    if inputs.model is not None:  # apply another run's fitted model to a new image
+        inputs.featurize_target()
+        assert inputs.features is not None
+        estimator = inputs.model
+        labels = np.asarray(estimator.predict(inputs.features), dtype=np.int32)
+    else:
+        assert inputs.features is not None
+        plan = inputs.algorithm.plan(
+            inputs.params, inputs.info, inputs.features, progress, **inputs.plan_kwargs()
+        )
+        estimator = plan.estimator
+        estimator.fit(inputs.features, **plan.fit_kwargs)
+        labels = np.asarray(estimator.labels_, dtype=np.int32)
     fit_seconds = time.perf_counter() - fit_started
     if progress.stop_reason == GONE:
         log.info("run %s was deleted while running; stopped", claim.run_id)
@@ -218,11 +223,17 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         claim.finish(*(("cancelled", None) if reason == "cancelled" else ("failed", reason)))
         return
 
-    labels = np.asarray(plan.estimator.labels_, dtype=np.int32)
-    metrics = run_metrics(labels, info, truth)
+    metrics = run_metrics(labels, inputs.info, inputs.truth)
     metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
     # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
-    metrics["warnings"] = sorted(set(getattr(plan.estimator, "fit_warnings_", [])))
+    metrics["warnings"] = sorted(set(getattr(estimator, "fit_warnings_", [])))
+    mask = model = None
+    if inputs.image is not None:
+        layout = inputs.image
+        mask, image_metrics = image_outputs(labels, layout.item_of_pixel, layout.pixel_truth)
+        metrics.update(image_metrics)
+        if inputs.model is None:
+            model = _pickled(estimator)
     with session_scope(claim.factory) as session:
         ours = claim.update(
             session, status="succeeded", finished_at=utcnow(), progress_cost=_last(progress)
@@ -234,12 +245,22 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
             RunResult(
                 run_id=claim.run_id,
                 labels=labels.astype("<i4").tobytes(),
-                cluster_params=_cluster_params(plan.estimator),
+                cluster_params=_cluster_params(estimator),
                 cost_history=[c if math.isfinite(c) else None for c in progress.history],
                 metrics=metrics,
+                model=model,
+                mask=mask,
             )
         )
     claim.notify(claim.run_id)
+
+
+def _pickled(estimator: Any) -> bytes:
+    """The fitted estimator, for applying it to more images; its progress callback (bound to
+    this run's database session factory) is not part of the model."""
+    if hasattr(estimator, "progress"):
+        estimator.progress = None
+    return pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _last(progress: ProgressRecorder) -> float | None:

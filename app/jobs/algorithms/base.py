@@ -49,6 +49,15 @@ def at_most_items(field_name: str, value: int, n_items: int) -> list[str]:
     return [f"{field_name}: {value} is more than the {n_items} items of the dataset"]
 
 
+@dataclass(frozen=True)
+class ItemStructure:
+    """Links that the data's own layout implies between items: neighbouring pixels, or
+    superpixels that share a border (weights in (0, 1], scaled by an algorithm's parameter)."""
+
+    pairs: NDArray[np.int64]
+    weights: NDArray[np.float64]
+
+
 @dataclass
 class FitPlan:
     """An estimator ready to fit, and the keyword arguments that carry the side information."""
@@ -69,6 +78,8 @@ class Algorithm:
     plan: Callable[[Any, SideInformation, FloatArray, Progress], FitPlan]
     # What the side information must contain for this algorithm, as a message when it does not.
     requirement: Callable[[SideInformation], str | None] | None = None
+    # Whether `plan` also takes `structure=` (an ItemStructure or None) for images.
+    uses_structure: bool = False
 
     def parameters_schema(self) -> dict[str, Any]:
         return self.params_model.model_json_schema()

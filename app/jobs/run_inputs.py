@@ -1,0 +1,121 @@
+"""Everything a run reads before it computes, in one place: the features and side information
+of its dataset (and, for images, the pixel layout), or for a run that applies another run's
+model to a new image, that model and the image featurized the way the model's image was."""
+
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, Run, RunResult
+from app.engine.image.featurize import FittedReduction, Recipe, apply_featurization
+from app.jobs.algorithms import Algorithm, get_algorithm
+from app.jobs.algorithms.base import Params
+from app.jobs.featurizer import decode_image, item_ground_truth
+from app.jobs.image_runs import image_structure
+from app.sideinfo import SideInformation, compile_side_information
+from app.store import chunks
+from app.store.dataset_arrays import (
+    IMAGE,
+    REDUCTION,
+    load_features,
+    load_ground_truth,
+    load_item_of_pixel,
+    load_pixel_ground_truth,
+)
+from app.store.side_information_blob import from_npz
+
+
+@dataclass
+class ImageLayout:
+    item_of_pixel: NDArray[np.int32]
+    superpixels: bool
+    pixel_truth: NDArray[np.int32] | None
+
+
+@dataclass
+class RunInputs:
+    algorithm: Algorithm
+    params: Params
+    info: SideInformation
+    truth: NDArray[np.int32] | None  # item-level ground truth
+    features: NDArray[np.floating] | None = None  # None until `featurize_target` (apply runs)
+    image: ImageLayout | None = None
+    model: Any = None  # the fitted estimator an apply run predicts with
+    target: tuple[bytes, Recipe, FittedReduction] | None = None  # an apply run's image to featurize
+    n_classes: int = 0
+
+    def plan_kwargs(self) -> dict[str, Any]:
+        if not self.algorithm.uses_structure or self.image is None:
+            return {}
+        return {"structure": image_structure(self.image.item_of_pixel, self.image.superpixels)}
+
+    def featurize_target(self) -> None:
+        """Apply runs: featurize the new image with the model image's recipe and reduction."""
+        assert self.target is not None
+        data, recipe, fitted = self.target
+        result = apply_featurization(decode_image(data), recipe, fitted)
+        self.features = result.features
+        self.info = compile_side_information(n_items=result.n_items, revision=0, records=[])
+        truth = self.image.pixel_truth if self.image else None
+        self.image = ImageLayout(result.item_of_pixel, result.superpixels, truth)
+        if truth is not None and self.n_classes:
+            self.truth = item_ground_truth(
+                result.item_of_pixel, truth, result.n_items, self.n_classes
+            )
+
+
+def load_inputs(session: Session, run: Run, dataset: Dataset) -> RunInputs:
+    algorithm = get_algorithm(run.algorithm)
+    assert algorithm is not None, f"unknown algorithm {run.algorithm!r}"
+    params = algorithm.params_model.model_validate(run.params)
+    if run.source_run_id is not None:
+        return _apply_inputs(session, run, dataset, algorithm, params)
+    assert run.side_information is not None
+    inputs = RunInputs(
+        algorithm=algorithm,
+        params=params,
+        info=from_npz(run.side_information),
+        truth=load_ground_truth(session=session, dataset=dataset),
+        features=load_features(session=session, dataset=dataset),
+    )
+    if dataset.kind == "image":
+        inputs.image = ImageLayout(
+            load_item_of_pixel(session=session, dataset=dataset),
+            bool((dataset.featurization or {}).get("superpixels")),
+            load_pixel_ground_truth(session=session, dataset=dataset),
+        )
+    return inputs
+
+
+def _apply_inputs(
+    session: Session, run: Run, target: Dataset, algorithm: Algorithm, params: Params
+) -> RunInputs:
+    source_run = session.get(Run, run.source_run_id)
+    result = session.get(RunResult, run.source_run_id)
+    if source_run is None or result is None or result.model is None:
+        raise ValueError(f"run {run.source_run_id} has no fitted model to apply any more")
+    source = session.get(Dataset, source_run.dataset_id)
+    reduction = chunks.read_blob(session=session, dataset_id=source_run.dataset_id, kind=REDUCTION)
+    image = chunks.read_blob(session=session, dataset_id=target.id, kind=IMAGE)
+    if source is None or not source.featurization or reduction is None or image is None:
+        raise ValueError("the model's image or the new image is gone")
+    pixel_truth = load_pixel_ground_truth(session=session, dataset=target)
+    return RunInputs(
+        algorithm=algorithm,
+        params=params,
+        info=compile_side_information(n_items=0, revision=0, records=[]),
+        truth=None,
+        image=ImageLayout(np.zeros((0, 0), dtype=np.int32), False, pixel_truth),
+        # Our own pickle, written by the runner from a fitted estimator; never user data.
+        model=pickle.loads(result.model),
+        target=(
+            image,
+            Recipe.from_dict(source.featurization["recipe"]),
+            FittedReduction.from_npz(reduction),
+        ),
+        n_classes=len(target.ground_truth_classes or []),
+    )
