@@ -89,9 +89,7 @@ def item_ground_truth(
     return labels
 
 
-def execute_featurization(
-    factory: sessionmaker[Session], dataset_id: int, chunk_rows: int
-) -> None:
+def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk_rows: int) -> None:
     with session_scope(factory) as session:
         dataset = session.get(Dataset, dataset_id)
         if dataset is None or dataset.status != "featurizing" or not dataset.featurization:

@@ -7,16 +7,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.engine.image import grid_links
+from app.engine.image.region_links import region_links
 from app.engine.image.masks import encode_png, item_labels_to_mask, mean_iou
 from app.jobs.algorithms.base import ItemStructure
 
 
 def image_structure(item_of_pixel: NDArray[np.int32], superpixels: bool) -> ItemStructure:
-    """4-neighbour links between pixels (weight 1), or region adjacency between superpixels."""
+    """4-neighbour links between pixels (weight 1), or links between superpixels that touch
+    (weight proportional to the shared border, 1 on average)."""
     if superpixels:
-        from app.engine.image.adjacency import region_adjacency
-
-        pairs, weights = region_adjacency(item_of_pixel)
+        pairs, weights = region_links(item_of_pixel, 1.0)
     else:
         height, width = item_of_pixel.shape
         pairs, weights = grid_links(height, width, 1.0)
@@ -27,10 +27,24 @@ def image_outputs(
     labels: NDArray[np.integer],
     item_of_pixel: NDArray[np.int32],
     pixel_truth: NDArray[np.int32] | None,
+    cluster_labels: list[str | None],
 ) -> tuple[bytes, dict[str, Any]]:
-    """The cluster mask as a PNG index image, and pixel-level metrics."""
+    """The cluster mask as a PNG index image, and pixel-level metrics: `mean_iou` of the label
+    mask (clusters carrying the same scribble label count as one segment; unlabeled clusters
+    each count alone), and `cluster_mean_iou` of the raw clusters."""
     mask = item_labels_to_mask(labels, item_of_pixel)
     metrics: dict[str, Any] = {}
     if pixel_truth is not None:
-        metrics["mean_iou"] = float(mean_iou(pixel_truth, mask))
+        metrics["cluster_mean_iou"] = float(mean_iou(pixel_truth, mask))
+        segments = _segment_of_cluster(cluster_labels, int(mask.max()) + 1)
+        metrics["mean_iou"] = float(mean_iou(pixel_truth, segments[mask]))
     return encode_png(mask), metrics
+
+
+def _segment_of_cluster(cluster_labels: list[str | None], n_clusters: int) -> NDArray[np.int32]:
+    names = sorted({name for name in cluster_labels if name is not None})
+    segment = np.arange(n_clusters, dtype=np.int32) + len(names)
+    for cluster, name in enumerate(cluster_labels[:n_clusters]):
+        if name is not None:
+            segment[cluster] = names.index(name)
+    return segment

@@ -230,7 +230,9 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
     mask = model = None
     if inputs.image is not None:
         layout = inputs.image
-        mask, image_metrics = image_outputs(labels, layout.item_of_pixel, layout.pixel_truth)
+        mask, image_metrics = image_outputs(
+            labels, layout.item_of_pixel, layout.pixel_truth, metrics.get("cluster_labels", [])
+        )
         metrics.update(image_metrics)
         if inputs.model is None:
             model = _pickled(estimator)

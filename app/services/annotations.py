@@ -13,8 +13,16 @@ from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import Annotation, Dataset, User, View
+from app.engine.image.strokes import rasterize_strokes
 from app.services.errors import Conflict, InvalidInput
-from app.sideinfo.model import BOUNDARY, CANNOT_LINK, LABEL, MUST_LINK, AnnotationRecord
+from app.sideinfo.model import (
+    BOUNDARY,
+    CANNOT_LINK,
+    LABEL,
+    MUST_LINK,
+    SCRIBBLE,
+    AnnotationRecord,
+)
 
 MAX_LABEL_LENGTH = 100
 
@@ -39,10 +47,55 @@ def _label(value: str, field: str) -> str:
     return value
 
 
+def _strokes(dataset: Dataset, strokes: list[dict[str, Any]], field: str) -> list[dict[str, Any]]:
+    """Strokes checked against the image: inside it, a positive radius (422 otherwise)."""
+    if dataset.kind != "image":
+        raise InvalidInput(
+            f"{field}: strokes are drawn on images; dataset {dataset.id} is a table (name items)"
+        )
+    image = dataset.meta["image"]
+    clean = [
+        {"points": [[float(x), float(y)] for x, y in s["points"]], "radius": float(s["radius"])}
+        for s in strokes
+    ]
+    if not clean:
+        raise InvalidInput(f"{field} is empty")
+    try:
+        rasterize_strokes(clean, (int(image["height"]), int(image["width"])))
+    except ValueError as exc:
+        raise InvalidInput(f"{field}: {exc}") from None
+    return clean
+
+
+def _scribble(dataset: Dataset, body: dict[str, Any]) -> dict[str, Any]:
+    strokes = _strokes(dataset, body["strokes"], "strokes")
+    if body.get("erase"):
+        if body.get("label") is not None:
+            raise InvalidInput("an eraser scribble takes no label")
+        return {"erase": True, "strokes": strokes}
+    if body.get("label") is None:
+        raise InvalidInput('a scribble needs a label (or "erase": true to remove labels)')
+    return {"label": _label(body["label"], "label"), "strokes": strokes}
+
+
+def _stroke_link(dataset: Dataset, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    if kind == MUST_LINK:
+        return {"strokes": _strokes(dataset, body["strokes"], "strokes")}
+    return {
+        "strokes_a": _strokes(dataset, body["strokes_a"], "strokes_a"),
+        "strokes_b": _strokes(dataset, body["strokes_b"], "strokes_b"),
+    }
+
+
 def validate_payload(
     *, session: Session, dataset: Dataset, kind: str, body: dict[str, Any]
 ) -> dict[str, Any]:
-    if dataset.kind != "table" or dataset.n_items == 0:
+    # Strokes are in pixels: an image takes them even while it is being featurized.
+    if kind == SCRIBBLE:
+        return _scribble(dataset, body)
+    if body.get("strokes") is not None or body.get("strokes_a") is not None:
+        return _stroke_link(dataset, kind, body)
+    if dataset.status != "ready" or dataset.n_items == 0:
         raise InvalidInput(f"dataset {dataset.id} has no items to annotate yet")
     if kind == LABEL:
         return {

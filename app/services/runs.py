@@ -1,5 +1,6 @@
 """Run use cases: validate and queue a run (with its side information frozen), cancel, read."""
 
+import pickle
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult, User
 from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
+from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from app.services.side_information import compile_for_dataset
 from app.store import chunks, dataset_arrays
@@ -72,8 +74,7 @@ def start_run(
     written then.
     """
     algorithm = _algorithm(algorithm_id)
-    if dataset.kind != "table":
-        raise InvalidInput(f"dataset {dataset.id} has no features yet; it cannot be clustered")
+    require_ready(dataset)
     valid = validate_params(algorithm, params, dataset)
     info = compile_for_dataset(session=session, dataset=dataset)
     missing = algorithm.requirement(info) if algorithm.requirement else None
@@ -183,3 +184,46 @@ def active_run_ids(
             Run.dataset_id.in_(select(Dataset.id).where(Dataset.project_id == project_id))
         )
     return list(session.scalars(query))
+
+
+def start_apply(
+    *,
+    session: Session,
+    source: Run,
+    target: Dataset,
+    user: User,
+    max_active: int | None = None,
+) -> Run:
+    """Queue a run that segments `target` with `source`'s fitted model: the same recipe and
+    fitted reduction featurize the new image, the method's own rule predicts, so cluster ids
+    mean what they meant in `source`."""
+    result = session.get(RunResult, source.id)
+    if source.status != "succeeded" or result is None:
+        raise Conflict(f"run {source.id} is {source.status}; only a finished run can be applied")
+    if result.model is None:
+        raise Conflict(f"run {source.id} kept no model (only runs on images do)")
+    if not hasattr(pickle.loads(result.model), "predict"):
+        raise Conflict(f"{source.algorithm} cannot predict new items; its runs cannot be applied")
+    if target.kind != "image":
+        raise InvalidInput(f"dataset {target.id} is not an image; a model applies to images")
+    if max_active is not None:
+        _check_active_runs(session, user, max_active)
+    run = Run(
+        dataset_id=target.id,
+        algorithm=source.algorithm,
+        params=source.params,
+        annotation_revision=target.revision,
+        status="queued",
+        source_run_id=source.id,
+        created_by_id=user.id,
+    )
+    session.add(run)
+    session.flush()
+    return run
+
+
+def result_mask(*, session: Session, run: Run) -> bytes:
+    result = get_result(session=session, run=run)
+    if result.mask is None:
+        raise Conflict(f"run {run.id} is on a table; only runs on images have a mask")
+    return result.mask

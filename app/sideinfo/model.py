@@ -11,6 +11,9 @@ MUST_LINK = "must_link"
 CANNOT_LINK = "cannot_link"
 BOUNDARY = "boundary"
 KINDS = (LABEL, MUST_LINK, CANNOT_LINK, BOUNDARY)
+# Drawn on an image in pixel coordinates; resolved into LABEL records (app/services/strokes.py)
+# before compilation, as are links drawn between strokes.
+SCRIBBLE = "scribble"
 # The side-information kinds each conflict involves; it matters to an algorithm only if the
 # algorithm uses all of them.
 CONFLICT_NEEDS = {

@@ -19,8 +19,8 @@ from app.api.deps import (
     resolve_access,
 )
 from app.api.job_signals import runs_changed
-from app.api.schemas.common import ERROR_RESPONSES, Id, Index
-from app.api.schemas.runs import RunCreate, RunRead, RunResultRead, RunsPage
+from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id, Index
+from app.api.schemas.runs import RunApply, RunCreate, RunRead, RunResultRead, RunsPage
 from app.db.models import Role, Run
 from app.jobs.run_events import RunEvents
 from app.services import runs
@@ -37,7 +37,12 @@ def run_create_access(run_in: RunCreate, session: SessionDep, user: CurrentUser)
     return resolve_access(session, user, {"dataset_id": run_in.dataset_id}, Role.editor)
 
 
-@router.post("/runs", response_model=RunRead, status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/runs",
+    response_model=RunRead,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=RATE_LIMITED,
+)
 def create_run(
     run_in: RunCreate,
     request: Request,
@@ -55,6 +60,36 @@ def create_run(
         user=access.user,
         algorithm_id=run_in.algorithm,
         params=run_in.params,
+        max_active=settings.max_active_runs_per_user,
+    )
+    session.commit()
+    request.app.state.executor.submit(run.id)
+    return RunRead.model_validate(run)
+
+
+@router.post(
+    "/runs/{run_id}/apply",
+    response_model=RunRead,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=RATE_LIMITED,
+)
+def apply_run(
+    run_id: Id,
+    apply_in: RunApply,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    access: ViewerAccess,
+) -> RunRead:
+    """Segment another image with this run's fitted model: the same featurization recipe and
+    fitted reduction, the method's own prediction rule, the same cluster ids. The new run
+    belongs to the target image (you need to be an editor there)."""
+    target = resolve_access(session, access.user, {"dataset_id": apply_in.dataset_id}, Role.editor)
+    run = runs.start_apply(
+        session=session,
+        source=access.require_run(),
+        target=target.require_dataset(),
+        user=access.user,
         max_active=settings.max_active_runs_per_user,
     )
     session.commit()
@@ -151,17 +186,22 @@ async def stream_run_events(
 @router.get(
     "/runs/{run_id}/result",
     response_model=RunResultRead,
-    responses={200: {"content": {"text/csv": {}, "application/x-npy": {}}}},
+    responses={200: {"content": {"text/csv": {}, "application/x-npy": {}, "image/png": {}}}},
 )
 def read_run_result(
     run_id: Id,
+    request: Request,
     session: SessionDep,
     access: ViewerAccess,
-    format: Literal["json", "csv", "npy"] = "json",
+    format: Literal["json", "csv", "npy", "png"] | None = None,
 ) -> Response | RunResultRead:
     """Cluster labels (one per item, in row order) with metrics: JSON, CSV (item, id, cluster)
-    or NPY (int32)."""
+    or NPY (int32); for an image also `png` (or `Accept: image/png`): the full-resolution mask,
+    pixel value = cluster id (8-bit, or 16-bit beyond 255 clusters)."""
     run = access.require_run()
+    if format == "png" or (format is None and _wants_png(request)):
+        mask = runs.result_mask(session=session, run=run)
+        return Response(mask, media_type="image/png", headers=_attachment(run, "png"))
     result = runs.get_result(session=session, run=run)
     labels = runs.result_labels(result)
     if format == "npy":
@@ -177,10 +217,16 @@ def read_run_result(
         n_items=len(labels),
         n_clusters=int(result.metrics.get("n_clusters", 0)),
         labels=labels.tolist(),
+        cluster_labels=result.metrics.get("cluster_labels", []),
         metrics=result.metrics,
         cluster_params=result.cluster_params,
         cost_history=result.cost_history,
     )
+
+
+def _wants_png(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "image/png" in accept and "application/json" not in accept
 
 
 def _attachment(run: Run, extension: str) -> dict[str, str]:

@@ -1,53 +1,119 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
-from app.api.schemas.common import FiniteFloat, Id, Index, Name
+from app.api.schemas.common import FiniteFloat, Id, Index, Name, RequestBody
 
 ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
 Label = Annotated[Name, Field(min_length=1, max_length=100)]
+Point = Annotated[tuple[FiniteFloat, FiniteFloat], Strict(False)]  # [x, y]
 Confidence = Annotated[
     FiniteFloat | None,
     Field(gt=0.5, le=1.0, description="How sure the expert is, in (0.5, 1]; 1 (default) is hard."),
 ]
 
 
-class LabelCreate(BaseModel):
+class Stroke(RequestBody):
+    """A brush stroke on an image, in pixel coordinates (x = column, y = row, origin at the
+    centre of the top-left pixel): it covers every pixel whose centre is within `radius` of the
+    polyline through `points` (one point: a disc)."""
+
+    points: list[Point] = Field(min_length=1, max_length=100_000)
+    radius: FiniteFloat = Field(gt=0, le=10_000)
+
+
+StrokeList = Annotated[list[Stroke], Field(min_length=1, max_length=10_000)]
+
+
+def _one_of(*required: str) -> dict[str, Any]:
+    """Publish "exactly one of these fields" (checked by the model's validator too)."""
+    return {"oneOf": [{"required": [name]} for name in required]}
+
+
+class LabelCreate(RequestBody):
     kind: Literal["label"]
     items: ItemList = Field(description="Item indices (row positions) to label")
     label: Label
 
 
-class MustLinkCreate(BaseModel):
+class MustLinkCreate(RequestBody):
+    """Items that belong together: named by index, or on an image the items under `strokes`
+    ("these strokes are the same thing")."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of("items", "strokes"))
+
     kind: Literal["must_link"]
-    items: ItemList = Field(description="Items that all belong together (at least 2)")
+    items: ItemList | None = Field(None, description="Items that all belong together (2 or more)")
+    strokes: StrokeList | None = Field(None, description="Images: strokes over the same thing")
     confidence: Confidence = None
 
+    @model_validator(mode="after")
+    def _items_or_strokes(self) -> "MustLinkCreate":
+        if (self.items is None) == (self.strokes is None):
+            raise ValueError("give either items or strokes")
+        return self
 
-class CannotLinkCreate(BaseModel):
+
+class CannotLinkCreate(RequestBody):
+    """Two sets that are apart: named by index, or on an image the items under `strokes_a`
+    and under `strokes_b` ("different things")."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of("items_a", "strokes_a"))
+
     kind: Literal["cannot_link"]
-    items_a: ItemList
-    items_b: ItemList
+    items_a: ItemList | None = None
+    items_b: ItemList | None = None
+    strokes_a: StrokeList | None = None
+    strokes_b: StrokeList | None = None
     confidence: Confidence = None
 
+    @model_validator(mode="after")
+    def _items_or_strokes(self) -> "CannotLinkCreate":
+        by_items = self.items_a is not None and self.items_b is not None
+        by_strokes = self.strokes_a is not None and self.strokes_b is not None
+        given = [
+            v is not None for v in (self.items_a, self.items_b, self.strokes_a, self.strokes_b)
+        ]
+        if sum(given) != 2 or not (by_items or by_strokes):
+            raise ValueError("give either items_a and items_b, or strokes_a and strokes_b")
+        return self
 
-class BoundaryCreate(BaseModel):
+
+class ScribbleCreate(RequestBody):
+    """A scribble on an image: the items under its strokes get `label`; with `"erase": true`
+    instead of a label, the items under it lose the labels scribbled or given before."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of("label", "erase"))
+
+    kind: Literal["scribble"]
+    strokes: StrokeList
+    label: Label | None = None
+    erase: Literal[True] | None = None
+
+    @model_validator(mode="after")
+    def _label_or_erase(self) -> "ScribbleCreate":
+        if (self.label is None) == (self.erase is None):
+            raise ValueError('give either a label or "erase": true')
+        return self
+
+
+class BoundaryCreate(RequestBody):
     kind: Literal["boundary"]
     view_id: Id
-    points: list[tuple[FiniteFloat, FiniteFloat]] = Field(
+    points: list[Point] = Field(
         min_length=2,
         max_length=10_000,
         description="A polyline in the view's coordinates; repeat the first point to close a "
         "polygon",
     )
-    labels: tuple[Label, Label] = Field(
+    labels: Annotated[tuple[Label, Label], Strict(False)] = Field(
         description="Category names: [left of the line / inside, right / outside]"
     )
 
 
 AnnotationCreate = Annotated[
-    LabelCreate | MustLinkCreate | CannotLinkCreate | BoundaryCreate,
+    LabelCreate | MustLinkCreate | CannotLinkCreate | BoundaryCreate | ScribbleCreate,
     Field(discriminator="kind"),
 ]
 

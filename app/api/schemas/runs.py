@@ -3,10 +3,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.common import Id
+from app.api.schemas.common import Id, RequestBody
 
 
-class RunCreate(BaseModel):
+class RunCreate(RequestBody):
     dataset_id: Id
     algorithm: str = Field(
         max_length=100, description="An id from GET /api/v1/algorithms, e.g. cec-ib"
@@ -28,6 +28,9 @@ class RunRead(BaseModel):
     cancel_requested: bool
     error: str | None
     engine_version: str
+    source_run_id: int | None = Field(
+        None, description="Set when this run applies that run's fitted model to this image"
+    )
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -45,9 +48,17 @@ class RunResultRead(BaseModel):
     n_items: int
     n_clusters: int
     labels: list[int]
+    cluster_labels: list[str | None] = Field(
+        description="Per cluster id, the label most of its labeled items (or scribbled pixels) "
+        "carry, or null: reads a cluster mask as a label mask"
+    )
     metrics: dict[str, Any]
     cluster_params: dict[str, Any]
     cost_history: list[float | None]
+
+
+class RunApply(RequestBody):
+    dataset_id: Id = Field(description="The image to segment with the run's fitted model")
 
 
 class AlgorithmRead(BaseModel):

@@ -43,8 +43,8 @@ class Params(BaseModel):
         return []
 
 
-def at_most_items(field_name: str, value: int, n_items: int) -> list[str]:
-    if value <= n_items:
+def at_most_items(field_name: str, value: int | None, n_items: int) -> list[str]:
+    if value is None or value <= n_items:
         return []
     return [f"{field_name}: {value} is more than the {n_items} items of the dataset"]
 
@@ -91,3 +91,15 @@ class Algorithm:
 
 def hard_pairs(pairs: NDArray[np.int64], confidence: NDArray[np.float64]) -> NDArray[np.int64]:
     return pairs[confidence >= 1.0]
+
+
+AUTO_CLUSTERS = "empty (the default): one per label category when there are 2 or more"
+
+
+def clusters_for(value: int | None, info: SideInformation, otherwise: int) -> int:
+    """A cluster count left empty: one cluster per label category (scribbles on an image, or
+    labels on a table) when there are two or more, else `otherwise`."""
+    if value is not None:
+        return value
+    categories = int(np.unique(info.labels[info.labels >= 0]).shape[0])
+    return categories if categories >= 2 else otherwise

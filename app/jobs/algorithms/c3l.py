@@ -14,8 +14,9 @@ from app.jobs.algorithms.base import (
     FitPlan,
     FloatArray,
     Progress,
+    clusters_for,
 )
-from app.jobs.algorithms.cec import CECParams
+from app.jobs.algorithms.cec import DEFAULT_CLUSTERS, CECParams
 from app.sideinfo import SideInformation
 
 
@@ -49,7 +50,7 @@ def plan_c3l(
     params: C3LParams, info: SideInformation, features: FloatArray, progress: Progress
 ) -> FitPlan:
     estimator = C3L(
-        n_clusters=params.n_clusters,
+        n_clusters=clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
         leakage=params.leakage,
         min_cluster_fraction=params.min_cluster_fraction,
         covariance=params.covariance,

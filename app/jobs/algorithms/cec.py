@@ -6,6 +6,7 @@ from pydantic import Field
 
 from app.engine import BETA0, CEC, CECIB
 from app.jobs.algorithms.base import (
+    AUTO_CLUSTERS,
     LABELS,
     Algorithm,
     FitPlan,
@@ -14,12 +15,18 @@ from app.jobs.algorithms.base import (
     Progress,
     Seed,
     at_most_items,
+    clusters_for,
 )
 from app.sideinfo import SideInformation
 
 
 class CECParams(Params):
-    n_clusters: int = Field(10, ge=1, le=500, description="Initial (maximal) number of clusters")
+    n_clusters: int | None = Field(
+        None,
+        ge=1,
+        le=500,
+        description=f"Initial (maximal) number of clusters; {AUTO_CLUSTERS}, else 10",
+    )
     covariance: Literal["full", "diagonal", "spherical"] = Field(
         "full", description="Gaussian family of each cluster"
     )
@@ -50,9 +57,12 @@ class CECIBParams(CECParams):
     )
 
 
-def _cec_kwargs(params: CECParams, progress: Progress) -> dict[str, object]:
+DEFAULT_CLUSTERS = 10
+
+
+def _cec_kwargs(params: CECParams, info: SideInformation, progress: Progress) -> dict[str, object]:
     return {
-        "n_clusters": params.n_clusters,
+        "n_clusters": clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
         "covariance": params.covariance,
         "min_cluster_fraction": params.min_cluster_fraction,
         "n_init": params.n_init,
@@ -65,13 +75,13 @@ def _cec_kwargs(params: CECParams, progress: Progress) -> dict[str, object]:
 def plan_cec(
     params: CECParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
-    return FitPlan(CEC(**_cec_kwargs(params, progress)))  # type: ignore[arg-type]
+    return FitPlan(CEC(**_cec_kwargs(params, info, progress)))  # type: ignore[arg-type]
 
 
 def plan_cec_ib(
     params: CECIBParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
-    estimator = CECIB(beta=params.beta, **_cec_kwargs(params, progress))  # type: ignore[arg-type]
+    estimator = CECIB(beta=params.beta, **_cec_kwargs(params, info, progress))  # type: ignore[arg-type]
     return FitPlan(estimator, {"y": info.labels})
 
 

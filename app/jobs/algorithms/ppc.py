@@ -7,22 +7,27 @@ from pydantic import Field
 
 from app.engine import PPC, confidence_to_weight
 from app.jobs.algorithms.base import (
+    AUTO_CLUSTERS,
     CANNOT_LINK,
     LABELS,
     MUST_LINK,
     Algorithm,
     FitPlan,
     FloatArray,
+    ItemStructure,
     Params,
     Progress,
     Seed,
     at_most_items,
+    clusters_for,
 )
 from app.sideinfo import SideInformation
 
 
 class PPCParams(Params):
-    n_components: int = Field(3, ge=1, le=200, description="Number of mixture components")
+    n_components: int | None = Field(
+        None, ge=1, le=200, description=f"Number of mixture components; {AUTO_CLUSTERS}, else 3"
+    )
     covariance: Literal["full", "diagonal", "spherical"] = "full"
     e_step: Literal["auto", "exact", "mean_field", "gibbs"] = Field(
         "auto", description="Posterior under the pairwise prior, chosen per linked component"
@@ -31,6 +36,13 @@ class PPCParams(Params):
     tol: float = Field(1e-6, gt=0, le=1, description="Stop when the bound improves less")
     n_init: int = Field(1, ge=1, le=50, description="Restarts; the best bound is kept")
     random_state: Seed = 0
+    continuity: float = Field(
+        1.0,
+        ge=0,
+        le=20,
+        description="Images: weight of the links between neighbouring pixels (or touching "
+        "superpixels); 0 turns continuity off",
+    )
 
     def data_problems(self, n_items: int, n_features: int) -> list[str]:
         return at_most_items("n_components", self.n_components, n_items)
@@ -67,10 +79,14 @@ def component_labels(info: SideInformation, n_components: int) -> np.ndarray | N
 
 
 def plan_ppc(
-    params: PPCParams, info: SideInformation, _x: FloatArray, progress: Progress
+    params: PPCParams,
+    info: SideInformation,
+    _x: FloatArray,
+    progress: Progress,
+    structure: ItemStructure | None = None,
 ) -> FitPlan:
     estimator = PPC(
-        n_components=params.n_components,
+        n_components=clusters_for(params.n_components, info, 3),
         covariance=params.covariance,
         e_step=params.e_step,
         max_iter=params.max_iter,
@@ -80,10 +96,14 @@ def plan_ppc(
         progress=progress,
     )
     pairs, weights = relations(info)
+    if structure is not None and params.continuity > 0:
+        # Continuity links are soft; an annotation on the same pair keeps its own weight too.
+        pairs = np.concatenate([pairs, structure.pairs])
+        weights = np.concatenate([weights, params.continuity * structure.weights])
     kwargs: dict[str, object] = {}
     if len(pairs):
         kwargs.update(pairs=pairs, weights=weights)
-    labels = component_labels(info, params.n_components)
+    labels = component_labels(info, clusters_for(params.n_components, info, 3))
     if labels is not None:
         kwargs["labels"] = labels
     return FitPlan(estimator, kwargs)
@@ -99,7 +119,9 @@ PPC_ALGORITHM = Algorithm(
     "weight ±½·log(gamma / (1 - gamma)) from their confidence gamma (gamma = 1: hard, ±inf). "
     "Labels fix their items to a component (one component per label category, in order): "
     "the E-step conditions on them, which is what hard links within a class and hard "
-    "do-not-links between classes would say, without building those relations.",
+    "do-not-links between classes would say, without building those relations. On images, "
+    "neighbouring pixels (or touching superpixels) are linked with weight `continuity`.",
     params_model=PPCParams,
     plan=plan_ppc,
+    uses_structure=True,
 )

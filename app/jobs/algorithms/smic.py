@@ -6,6 +6,7 @@ from pydantic import Field
 
 from app.engine import SMIC
 from app.jobs.algorithms.base import (
+    AUTO_CLUSTERS,
     CANNOT_LINK,
     MUST_LINK,
     Algorithm,
@@ -15,13 +16,16 @@ from app.jobs.algorithms.base import (
     Progress,
     Seed,
     at_most_items,
+    clusters_for,
     hard_pairs,
 )
 from app.sideinfo import SideInformation
 
 
 class SMICParams(Params):
-    n_clusters: int = Field(3, ge=2, le=200, description="Number of clusters")
+    n_clusters: int | None = Field(
+        None, ge=2, le=200, description=f"Number of clusters; {AUTO_CLUSTERS}, else 3"
+    )
     n_neighbors: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
         "auto",
         description="Nearest neighbours in the kernel (1 to 100), or 'auto' (chosen by LSMI)",
@@ -47,7 +51,7 @@ def plan_smic(
     params: SMICParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
     estimator = SMIC(
-        n_clusters=params.n_clusters,
+        n_clusters=clusters_for(params.n_clusters, info, 3),
         n_neighbors=params.n_neighbors,
         normalize=params.normalize,
         random_state=params.random_state,

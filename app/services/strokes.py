@@ -1,0 +1,56 @@
+"""Annotations drawn on an image (scribbles, and links between strokes) are stored as strokes in
+pixel coordinates, so they survive a new featurization; at compile time they become the items
+under them (the engine's `items_under` rule) and then ordinary label and link records."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.engine.image.strokes import items_under, rasterize_strokes
+from app.sideinfo.model import CANNOT_LINK, LABEL, MUST_LINK, SCRIBBLE, AnnotationRecord
+
+
+def drawn_on_image(record: AnnotationRecord) -> bool:
+    return record.kind == SCRIBBLE or any(k in record.payload for k in ("strokes", "strokes_a"))
+
+
+def resolve_strokes(
+    records: Sequence[AnnotationRecord], item_of_pixel: NDArray[np.int32], n_items: int
+) -> list[AnnotationRecord]:
+    """`records` with every stroke-drawn one replaced by its item-based equivalent (dropped when
+    it covers no item, or a link that no longer joins two items)."""
+    shape = (int(item_of_pixel.shape[0]), int(item_of_pixel.shape[1]))
+
+    def under(strokes: list[dict[str, Any]]) -> list[int]:
+        mask = rasterize_strokes(strokes, shape)
+        return items_under(mask, item_of_pixel, n_items).tolist()
+
+    out = []
+    for record in records:
+        if not drawn_on_image(record):
+            out.append(record)
+            continue
+        payload = record.payload
+        resolved: dict[str, Any]
+        if record.kind == SCRIBBLE:
+            kind = LABEL
+            resolved = {"items": under(payload["strokes"])}
+            if payload.get("erase"):
+                resolved["erase"] = True
+            else:
+                resolved["label"] = payload["label"]
+            keep = bool(resolved["items"])
+        elif record.kind == MUST_LINK:
+            kind, resolved = MUST_LINK, {"items": under(payload["strokes"])}
+            keep = len(resolved["items"]) >= 2
+        else:
+            a, b = set(under(payload["strokes_a"])), set(under(payload["strokes_b"]))
+            # An item under both sides cannot be apart from itself; it belongs to neither.
+            kind = CANNOT_LINK
+            resolved = {"items_a": sorted(a - b), "items_b": sorted(b - a)}
+            keep = bool(resolved["items_a"]) and bool(resolved["items_b"])
+        if keep:
+            out.append(AnnotationRecord(record.id, kind, resolved, record.confidence))
+    return out

@@ -1,0 +1,152 @@
+"""An image segmentation session over REST: scribble, run, read the mask, apply the model to
+another image; scribbles validated against the image."""
+
+import io
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from PIL import Image
+from sqlalchemy.orm import Session
+
+from tests.api.test_image_featurization import two_regions, upload_image, wait_ready
+from tests.api.test_runs import wait
+from tests.conftest import row_counts
+
+pytestmark = pytest.mark.db
+
+HEIGHT, WIDTH = 96, 128
+
+
+def scribble(label: str, points: list[list[float]], radius: float = 2.0) -> dict:  # type: ignore[type-arg]
+    return {"kind": "scribble", "label": label, "strokes": [{"points": points, "radius": radius}]}
+
+
+@pytest.fixture
+def image_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
+    pixels, truth = two_regions(HEIGHT, WIDTH)
+    created = upload_image(client, project_id, admin_headers, pixels, truth).json()
+    wait_ready(client, admin_headers, created["id"])
+    url = f"/api/v1/datasets/{created['id']}/annotations"
+    # The disc is centred at (x, y) = (42.7, 48) with radius 32; the background is the rest.
+    for body in (
+        scribble("disc", [[30, 48], [56, 48]]),
+        scribble("background", [[100, 10], [120, 80]]),
+    ):
+        response = client.post(url, json=body, headers=admin_headers)
+        assert response.status_code == 201, response.text
+    return int(created["id"])
+
+
+@pytest.mark.parametrize("algorithm", ["cec-ib", "ppc", "c4s"])
+def test_scribble_run_and_read_the_mask(
+    client: TestClient, admin_headers: dict[str, str], image_id: int, algorithm: str
+) -> None:
+    side = client.get(f"/api/v1/datasets/{image_id}/side-information", headers=admin_headers)
+    assert side.status_code == 200, side.text
+    assert sorted(side.json()["label_names"]) == ["background", "disc"]
+    assert side.json()["n_labeled"] > 40
+    response = client.post(
+        "/api/v1/runs",
+        json={"dataset_id": image_id, "algorithm": algorithm, "params": {}},
+        headers=admin_headers,
+    )
+    assert response.status_code == 202, response.text
+    run = wait(client, admin_headers, response.json()["id"])
+    assert run["status"] == "succeeded", run
+    result = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()
+    assert result["n_items"] == HEIGHT * WIDTH
+    assert set(result["cluster_labels"]) >= {"disc", "background"}
+    assert result["metrics"]["mean_iou"] > 0.85, result["metrics"]
+    png = client.get(
+        f"/api/v1/runs/{run['id']}/result", headers={**admin_headers, "Accept": "image/png"}
+    )
+    assert png.status_code == 200 and png.headers["content-type"] == "image/png"
+    mask = np.asarray(Image.open(io.BytesIO(png.content)))
+    assert mask.shape == (HEIGHT, WIDTH)
+    assert np.array_equal(mask.ravel(), np.asarray(result["labels"]))
+
+
+def test_apply_a_run_to_another_image(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], image_id: int
+) -> None:
+    response = client.post(
+        "/api/v1/runs",
+        json={"dataset_id": image_id, "algorithm": "cec-ib", "params": {}},
+        headers=admin_headers,
+    )
+    source = wait(client, admin_headers, response.json()["id"])
+    source_result = client.get(f"/api/v1/runs/{source['id']}/result", headers=admin_headers)
+    names = source_result.json()["cluster_labels"]
+    pixels, truth = two_regions(HEIGHT, WIDTH, seed=7)
+    other = upload_image(client, project_id, admin_headers, pixels, truth, name="second").json()
+    applied = client.post(
+        f"/api/v1/runs/{source['id']}/apply",
+        json={"dataset_id": other["id"]},
+        headers=admin_headers,
+    )
+    assert applied.status_code == 202, applied.text
+    assert applied.json()["source_run_id"] == source["id"]
+    run = wait(client, admin_headers, applied.json()["id"])
+    assert run["status"] == "succeeded", run
+    result = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()
+    assert result["metrics"]["mean_iou"] > 0.85
+    labels = np.asarray(result["labels"]).reshape(HEIGHT, WIDTH)
+    # The same cluster ids mean the same thing: the disc's centre gets the source's disc cluster.
+    assert names[labels[48, 42]] == "disc" and names[labels[4, 120]] == "background"
+
+
+def test_bad_scribbles_are_refused_and_write_nothing(
+    client: TestClient, admin_headers: dict[str, str], image_id: int, session: Session
+) -> None:
+    url = f"/api/v1/datasets/{image_id}/annotations"
+    before = row_counts(session)
+    cases = [
+        (scribble("x", [[10, 10], [130, 10]]), "outside"),
+        (scribble("x", [[10, 10]], radius=0), "greater than 0"),
+        ({"kind": "scribble", "strokes": [{"points": [[1, 1]], "radius": 1}]}, "label"),
+        ({**scribble("x", [[1, 1]]), "erase": True}, "label"),
+        ({"kind": "must_link", "items": [1, 2], "strokes": []}, ""),
+    ]
+    for body, expected in cases:
+        response = client.post(url, json=body, headers=admin_headers)
+        assert response.status_code == 422, (body, response.text)
+        assert expected in response.text, (body, response.text)
+    assert row_counts(session) == before
+
+
+def test_a_scribble_on_a_table_is_refused(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    table = client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": ("t.csv", b"a,b\n1,2\n3,4\n5,7\n", "text/csv")},
+        headers=admin_headers,
+    ).json()
+    response = client.post(
+        f"/api/v1/datasets/{table['id']}/annotations",
+        json=scribble("x", [[0, 0]]),
+        headers=admin_headers,
+    )
+    assert response.status_code == 422 and "table" in response.json()["detail"]
+
+
+def test_erase_and_stroke_links(
+    client: TestClient, admin_headers: dict[str, str], image_id: int
+) -> None:
+    url = f"/api/v1/datasets/{image_id}/annotations"
+    side = f"/api/v1/datasets/{image_id}/side-information"
+    labeled = client.get(side, headers=admin_headers).json()["n_labeled"]
+    erase = {"kind": "scribble", "erase": True, "strokes": [{"points": [[100, 10]], "radius": 3}]}
+    assert client.post(url, json=erase, headers=admin_headers).status_code == 201
+    assert client.get(side, headers=admin_headers).json()["n_labeled"] < labeled
+    assert client.post(f"{url}/undo", headers=admin_headers).status_code == 200
+    assert client.get(side, headers=admin_headers).json()["n_labeled"] == labeled
+    link = {
+        "kind": "cannot_link",
+        "strokes_a": [{"points": [[42, 40]], "radius": 1}],
+        "strokes_b": [{"points": [[120, 90]], "radius": 1}],
+    }
+    assert client.post(url, json=link, headers=admin_headers).status_code == 201
+    pairs = client.get(side, headers=admin_headers).json()["cannot_link"]
+    assert len(pairs) == 5 * 5  # a radius-1 disc covers 5 pixels
