@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from sklearn.mixture import GaussianMixture
 
 from app.engine import PPC, grid_links, grid_neighbour_pairs
+from app.engine.image import region_adjacency, region_links, region_means
 from app.engine.ppc.fit import _Chain, infer
 from app.engine.ppc.graph import build_graph, check_labels, check_relations, colour_classes
 from app.engine.ppc.icm import icm
@@ -185,3 +186,20 @@ def test_fit_does_not_depend_on_numpy_error_state() -> None:
     finally:
         np.seterr(**old)
     assert np.all(np.isfinite(model.resp_))
+
+
+# -- superpixels ------------------------------------------------------------------------------
+
+
+def test_region_links_weigh_links_by_shared_boundary() -> None:
+    segments = np.array([[5, 5, 7], [5, 9, 7], [9, 9, 7]])  # regions 5, 7, 9 -> 0, 1, 2
+    pairs, boundary = region_adjacency(segments)
+    assert pairs.tolist() == [[0, 1], [0, 2], [1, 2]]
+    assert boundary.tolist() == [1, 3, 2]
+    pairs, weights = region_links(np.array([[1, 1, 2, 2], [1, 1, 3, 2]]), 0.9)
+    assert pairs.tolist() == [[0, 1], [0, 2], [1, 2]]
+    np.testing.assert_allclose(weights, 0.9 * np.array([2, 1, 2]) / (5 / 3))
+    means = region_means(np.arange(9.0).reshape(3, 3, 1), segments)
+    np.testing.assert_allclose(means[:, 0], [(0 + 1 + 3) / 3, (2 + 5 + 8) / 3, (4 + 6 + 7) / 3])
+    with pytest.raises(ValueError, match="integer"):
+        region_links(np.zeros((2, 2)), 1.0)

@@ -121,7 +121,7 @@ class PPC(ClusterMixin, BaseEstimator):
         max_exact_states: int = 2**20,
         mf_damping: float = 1.0,
         mf_tol: float = 1e-4,
-        mf_max_iter: int = 100,
+        mf_max_iter: int = 30,
         gibbs_sweeps: int = 200,
         gibbs_burn_in: int = 50,
         anneal: int = 10,
