@@ -198,7 +198,7 @@ def test_region_links_weigh_links_by_shared_boundary() -> None:
     assert boundary.tolist() == [1, 3, 2]
     pairs, weights = region_links(np.array([[1, 1, 2, 2], [1, 1, 3, 2]]), 0.9)
     assert pairs.tolist() == [[0, 1], [0, 2], [1, 2]]
-    np.testing.assert_allclose(weights, 0.9 * np.array([2, 1, 2]) / (5 / 3))
+    np.testing.assert_allclose(weights, 0.9 * np.array([1, 1, 2]) / (4 / 3))
     means = region_means(np.arange(9.0).reshape(3, 3, 1), segments)
     np.testing.assert_allclose(means[:, 0], [(0 + 1 + 3) / 3, (2 + 5 + 8) / 3, (4 + 6 + 7) / 3])
     with pytest.raises(ValueError, match="integer"):
