@@ -182,7 +182,7 @@ BAD_ANNOTATIONS = {
         {"kind": "must_link", "items": [1, 2], "confidence": 0.3},
         ["confidence"],
     ),
-    "unknown kind": ({"kind": "scribble", "items": [1]}, ["kind"]),
+    "unknown kind": ({"kind": "lasso", "items": [1]}, ["kind"]),
     "empty label": ({"kind": "label", "items": [1], "label": ""}, ["label"]),
 }
 

@@ -10,13 +10,16 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from app.api.schemas.common import MAX_INT
+from app.api.schemas.common import MAX_ID, MAX_INT
 from tests.conftest import row_counts
 
 pytestmark = pytest.mark.db
 
 TOO_BIG = 2**63
-TOO_BIG_MESSAGE = f"Input should be less than or equal to {MAX_INT}"
+
+
+def at_most(bound: int) -> str:
+    return f"Input should be less than or equal to {bound}"
 
 
 @pytest.fixture
@@ -32,7 +35,7 @@ def dataset_id(client: TestClient, project_id: int, admin_headers: dict[str, str
     return int(response.json()["id"])
 
 
-def assert_refused(response, field: str, message: str = TOO_BIG_MESSAGE) -> None:  # type: ignore[no-untyped-def]
+def assert_refused(response, field: str, message: str) -> None:  # type: ignore[no-untyped-def]
     assert response.status_code == 422, response.text
     body = response.json()
     assert body["code"] in ("validation_error", "invalid_input")
@@ -65,23 +68,24 @@ def test_path_ids_past_64_bits_get_422(
     client: TestClient, admin_headers: dict[str, str], method: str, path: str, field: str
 ) -> None:
     response = client.request(method, path.format(big=TOO_BIG), headers=admin_headers)
-    assert_refused(response, field)
+    assert_refused(response, field, at_most(MAX_ID))
 
 
 def test_a_view_id_past_64_bits_gets_422(
     client: TestClient, admin_headers: dict[str, str], dataset_id: int
 ) -> None:
     url = f"/api/v1/datasets/{dataset_id}/views/{TOO_BIG}/coordinates"
-    assert_refused(client.get(url, headers=admin_headers), "view_id")
+    assert_refused(client.get(url, headers=admin_headers), "view_id", at_most(MAX_ID))
 
 
 def test_one_past_the_largest_integer_gets_422(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
-    assert_refused(client.get(f"/api/v1/runs/{MAX_INT + 1}", headers=admin_headers), "run_id")
-    assert_refused(
-        client.get(f"/api/v1/projects?offset={MAX_INT + 1}", headers=admin_headers), "offset"
-    )
+    """Ids are 32-bit INTEGER columns on PostgreSQL; offsets stop at 2**53 - 1."""
+    run = client.get(f"/api/v1/runs/{MAX_ID + 1}", headers=admin_headers)
+    assert_refused(run, "run_id", at_most(MAX_ID))
+    page = client.get(f"/api/v1/projects?offset={MAX_INT + 1}", headers=admin_headers)
+    assert_refused(page, "offset", at_most(MAX_INT))
 
 
 def test_ids_below_one_get_422(client: TestClient, admin_headers: dict[str, str]) -> None:
@@ -93,9 +97,9 @@ def test_the_largest_id_is_in_range_and_simply_not_found(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
     for what in ("projects", "datasets", "runs"):
-        response = client.get(f"/api/v1/{what}/{MAX_INT}", headers=admin_headers)
+        response = client.get(f"/api/v1/{what}/{MAX_ID}", headers=admin_headers)
         assert response.status_code == 404, response.text
-        assert str(MAX_INT) in response.json()["detail"]
+        assert str(MAX_ID) in response.json()["detail"]
 
 
 @pytest.mark.parametrize(
@@ -117,7 +121,8 @@ def test_offsets_past_64_bits_get_422_and_the_largest_is_an_empty_page(
     path: str,
 ) -> None:
     url = path.format(project_id=project_id, dataset_id=dataset_id)
-    assert_refused(client.get(f"{url}?offset={TOO_BIG}", headers=admin_headers), "offset")
+    too_far = client.get(f"{url}?offset={TOO_BIG}", headers=admin_headers)
+    assert_refused(too_far, "offset", at_most(MAX_INT))
     assert_refused(client.get(f"{url}?offset=-1", headers=admin_headers), "offset", "greater")
     page = client.get(f"{url}?offset={MAX_INT}", headers=admin_headers)
     assert page.status_code == 200, page.text
@@ -153,7 +158,7 @@ def test_annotation_integers_past_64_bits_get_422_and_write_nothing(
     response = client.post(
         f"/api/v1/datasets/{dataset_id}/annotations", json=body, headers=admin_headers
     )
-    assert_refused(response, field)
+    assert_refused(response, field, at_most(MAX_ID if field == "view_id" else MAX_INT))
     assert row_counts(session) == before
 
 
@@ -176,13 +181,13 @@ def test_run_and_view_body_integers_past_64_bits_get_422_and_write_nothing(
     run = client.post(
         "/api/v1/runs", json={"dataset_id": TOO_BIG, "algorithm": "cec"}, headers=admin_headers
     )
-    assert_refused(run, "dataset_id")
+    assert_refused(run, "dataset_id", at_most(MAX_ID))
     view = client.post(
         f"/api/v1/datasets/{dataset_id}/views",
         json={"method": "features", "x": TOO_BIG, "y": 0},
         headers=admin_headers,
     )
-    assert_refused(view, "x")
+    assert_refused(view, "x", at_most(MAX_INT))
     assert row_counts(session) == before
 
 

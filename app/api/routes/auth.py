@@ -6,14 +6,14 @@ from fastapi.security import OAuth2PasswordRequestForm
 
 from app.api.deps import CurrentUser, SessionDep, SettingsDep, oauth2_scheme, request_secret
 from app.api.schemas.accounts import TokenRead, UserRead
-from app.api.schemas.common import ERROR_RESPONSES
+from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED
 from app.services import accounts
 from app.services.login_throttle import ThrottlePolicy
 
 router = APIRouter(prefix="/auth", tags=["auth"], responses=ERROR_RESPONSES)
 
 
-@router.post("/token", response_model=TokenRead)
+@router.post("/token", response_model=TokenRead, responses=RATE_LIMITED)
 def create_access_token(
     form: Annotated[OAuth2PasswordRequestForm, Depends()],
     request: Request,

@@ -2,7 +2,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.common import Name
+from app.api.schemas.common import Name, RequestBody
 
 
 class TokenRead(BaseModel):
@@ -19,13 +19,13 @@ class UserRead(BaseModel):
     created_at: datetime
 
 
-class UserCreate(BaseModel):
+class UserCreate(RequestBody):
     username: Name = Field(min_length=1, max_length=64)
     password: str = Field(min_length=8, max_length=256)
     is_admin: bool = False
 
 
-class ApiTokenCreate(BaseModel):
+class ApiTokenCreate(RequestBody):
     name: Name = Field(min_length=1, max_length=100)
 
 

@@ -3,24 +3,33 @@ query and body parameters use, so the published schema refuses what the server r
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic_core import PydanticCustomError
 
-# The largest integer the API takes anywhere (ids, offsets, item positions); larger ones are
-# refused (422) before they reach SQL or NumPy, which overflow past 2**63 - 1. It is 2**53 - 1
+# Every integer the API takes is bounded, so that a value SQL or NumPy cannot hold is refused
+# (422) before it reaches them. Ids are INTEGER columns, 32-bit on PostgreSQL: a larger id names
+# nothing. Offsets and item positions are 64-bit in SQL and NumPy; they stop at 2**53 - 1
 # (JavaScript's Number.MAX_SAFE_INTEGER) so that every JSON client reads the bound, and every
-# value under it, exactly: FastAPI publishes schema bounds as floats, and 2**63 - 1 would read
-# back as 2**63.
+# value under it, exactly (FastAPI publishes schema bounds as floats: 2**63 - 1 reads as 2**63).
+MAX_ID = 2**31 - 1
 MAX_INT = 2**53 - 1
 
-Id = Annotated[int, Field(ge=1, le=MAX_INT)]
+
+def _json_integer(value: object) -> object:
+    # JSON Schema counts 5.0 as an integer; request bodies are otherwise strict (`RequestBody`).
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Id = Annotated[int, Field(ge=1, le=MAX_ID), BeforeValidator(_json_integer)]
 """A database id: a path id (`project_id`, `run_id`...) or an id in a request body."""
 
-Index = Annotated[int, Field(ge=0, le=MAX_INT)]
+Index = Annotated[int, Field(ge=0, le=MAX_INT), BeforeValidator(_json_integer)]
 """A non-negative position or count: `offset`, an item's row position."""
 
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-"""A real number; NaN and infinities (which Python's JSON parser accepts) are refused."""
+FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+"""A JSON number; NaN and infinities (which Python's JSON parser accepts) are refused."""
 
 # A name the server keeps after trimming surrounding whitespace must hold at least one character
 # that is neither whitespace nor a control character, and no NUL anywhere (databases refuse NUL
@@ -64,6 +73,14 @@ Text = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL_PATTERN}), Afte
 """Free text (may be empty) without NUL characters."""
 
 
+class RequestBody(BaseModel):
+    """Base of JSON request bodies: each value must have the JSON type the schema gives it (no
+    "5" for 5, no 0 for false), so the server refuses what the published schema refuses. JSON
+    has no tuples: fixed-length arrays are declared `Strict(False)` with strict items."""
+
+    model_config = ConfigDict(strict=True)
+
+
 class ErrorRead(BaseModel):
     detail: str
     code: str
@@ -78,3 +95,5 @@ class PageMeta(BaseModel):
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorRead} for status in (400, 401, 403, 404, 409, 413, 415, 422)
 }
+# For the routes that limit how often or how much (with a Retry-After header).
+RATE_LIMITED: dict[int | str, dict[str, object]] = {429: {"model": ErrorRead}}

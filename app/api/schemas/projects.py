@@ -1,12 +1,13 @@
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
-from app.api.schemas.common import Name, Text
+from app.api.schemas.common import Name, RequestBody, Text
 from app.db.models import Role
 
 
-class ProjectCreate(BaseModel):
+class ProjectCreate(RequestBody):
     name: Name = Field(min_length=1, max_length=200)
     description: Text = Field(default="", max_length=5000)
 
@@ -27,9 +28,9 @@ class ProjectsPage(BaseModel):
     offset: int
 
 
-class MemberWrite(BaseModel):
+class MemberWrite(RequestBody):
     username: Name = Field(min_length=1, max_length=64)
-    role: Role
+    role: Annotated[Role, Strict(False)]  # the role's name
 
 
 class MemberRead(BaseModel):

@@ -3,12 +3,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.common import Index
+from app.api.schemas.common import Index, RequestBody
 
 FeatureRef = Annotated[str, Field(max_length=1000)] | Index
 
 
-class ViewCreate(BaseModel):
+class ViewCreate(RequestBody):
     method: Literal["features", "pca", "umap"] = "features"
     x: FeatureRef | None = Field(default=None, description="Feature name or index (features)")
     y: FeatureRef | None = Field(default=None, description="Feature name or index (features)")
