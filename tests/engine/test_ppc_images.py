@@ -51,6 +51,15 @@ def test_continuity_beats_the_mixture_at_every_weight(side: int, starts: int) ->
                 assert got >= gmm + 0.1, (w, seed, got, gmm)
 
 
+def test_annealed_coupling_segments_too() -> None:
+    """``anneal``: a mixture fit first, then the coupling grows; same gain at strong coupling."""
+    X, truth = two_region_image(24)
+    gmm = gmm_accuracy(X, truth.ravel(), 2)
+    model = PPC(2, random_state=0, anneal=5).fit(X, *grid_links(24, 24, 1.0))
+    assert matched(model.labels_, truth.ravel(), 2) >= gmm + 0.1
+    assert model.n_iter_ > 5 and model.converged_
+
+
 @pytest.mark.parametrize(
     ("side", "seeds", "weights"),
     [(24, (0,), (0.5, 2.0)), pytest.param(64, (0, 1, 2, 3), WEIGHTS, marks=pytest.mark.slow)],

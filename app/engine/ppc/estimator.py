@@ -10,8 +10,9 @@ link, ``W < 0`` a do-not-link, ``W = +-inf`` a hard relation (handled exactly: h
 contracted into chunklets, hard do-not-links exclude equal labels). ``confidence_to_weight``
 turns a probability that a relation is right into W (eq. 2.15).
 
-A thin shell: validation here, EM in ``_ppc_fit``, per-component engines in ``_ppc_exact``,
-``_ppc_meanfield`` and ``_ppc_gibbs``, the pi M-step in ``_ppc_prior``.
+A thin shell: validation here, the start in ``start``, EM in ``fit``, per-component engines
+in ``exact``, ``meanfield`` and ``gibbs``, label refinement in ``icm``, the pi M-step in
+``prior``. Labels (samples of known component) condition the E-step (``fit(..., labels=)``).
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ class PPC(ClusterMixin, BaseEstimator):
         do-not-links). ``'exact'`` refuses components it cannot solve exactly; ``'mean_field'``
         and ``'gibbs'`` use that engine on every component with relations.
     max_iter, tol : EM iterations per start; stop when the per-sample objective changes by less
-        than ``tol * max(1, |objective|)`` (with Gibbs components: when the largest change of
-        a mean, in units of the data's largest standard deviation, and of a weight is < tol).
+        than ``tol * max(1, |objective|)`` (with mean-field components also when no mean
+        moves by 1e-4 data standard deviations and no weight by 1e-4; with Gibbs components
+        when the largest change of a mean, in those units, and of a weight is < tol).
     n_init : random starts; the one with the highest objective is kept.
     random_state : seed for the starts and the Gibbs sampler.
     progress : optional ``progress(iteration, cost) -> bool`` called after every EM iteration
@@ -90,16 +92,24 @@ class PPC(ClusterMixin, BaseEstimator):
     reg_covar : added to covariance diagonals (as in GaussianMixture).
     pi_update : ``'optimize'`` (Newton on the logits, global), ``'grid'`` (the paper's 0.01 grid,
         M <= 4), ``'fixed'``, or ``'auto'``: optimize when Omega is exact for every component,
-        fixed otherwise (large mean-field/Gibbs components, e.g. image grids).
+        otherwise (large mean-field/Gibbs components, e.g. image grids) optimize while their
+        coupling is off (annealing's first phase) and hold pi from then on.
     max_exact_states : the enumeration bound per component (spec default 2^20).
-    mf_damping, mf_tol, mf_max_iter : mean-field step size in (0, 1], residual tolerance, sweeps.
+    mf_damping, mf_tol, mf_max_iter : mean-field step size in (0, 1] (1: plain coordinate
+        ascent), residual tolerance, most sweeps per E-step (EM carries on from there).
+    anneal : for mean-field and Gibbs components, EM first runs with their coupling off (a
+        Gaussian mixture fit there) until the objective changes by < 1e-3, then grows the
+        coupling linearly to the model's over ``anneal`` iterations; 0 couples from the start.
     gibbs_sweeps, gibbs_burn_in : Gibbs sweeps averaged per E-step and discarded before them
         (the chain is warm-started from the previous E-step).
-    weights_init, means_init, covariances_init : optional start (GaussianMixture shapes); by
-        default means are M distinct random samples, every covariance is the data covariance
-        and weights are uniform (spec Sec. 3.8).
+    init_params : ``'kmeans'`` (as GaussianMixture: k-means, then an M-step; components with
+        labeled samples seeded at their mean) or ``'random'`` (spec Sec. 3.8: M distinct
+        random samples as means, the data covariance, uniform weights).
+    weights_init, means_init, covariances_init : optional start (GaussianMixture shapes) that
+        overrides ``init_params`` for what is given.
 
-    Fitted attributes: ``labels_`` (joint labels that satisfy every hard relation), ``resp_``
+    Fitted attributes: ``labels_`` (joint labels that satisfy every hard relation and the
+    labels; on mean-field and Gibbs components refined by ICM), ``resp_``
     (marginals P_p(z_i = k | X, Theta, W)), ``weights_``, ``means_``, ``covariances_``,
     ``lower_bound_`` (per-sample objective at the fitted parameters), ``lower_bound_history_``,
     ``n_iter_``, ``converged_``, ``n_features_in_``.
@@ -124,7 +134,7 @@ class PPC(ClusterMixin, BaseEstimator):
         mf_max_iter: int = 30,
         gibbs_sweeps: int = 200,
         gibbs_burn_in: int = 50,
-        anneal: int = 10,
+        anneal: int = 0,
         init_params: str = "kmeans",
         weights_init: ArrayLike | None = None,
         means_init: ArrayLike | None = None,

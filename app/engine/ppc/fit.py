@@ -1,6 +1,8 @@
 """PPC's EM: E-step per component engine, M-step, restarts, convergence, cancellation.
 
-Pure functions over arrays; ``ppc.PPC`` validates and calls ``fit_ppc``. The objective tracked
+Pure functions over arrays; ``estimator.PPC`` validates and calls ``run_em``. Labeled samples
+are conditioned on their component (log-scores -inf elsewhere, ``clamp``). Mean-field and Gibbs
+components are annealed (``Schedule``) and their final labels refined by ICM. The objective tracked
 per iteration (``bound``, per sample) is the penalised log-likelihood
 ``sum_T [log Z_T(a) - log Omega_T(pi)] / N`` of specs/ppc.md Sec. 2.4, exact where every
 component is solved exactly; mean-field components contribute their ELBO F(Q) <= log Z_T
