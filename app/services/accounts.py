@@ -63,6 +63,8 @@ def sign_in(
     is counted and committed at once (the request itself fails); a success clears the
     username's count.
     """
+    if "\x00" in username:  # no user has one, and databases refuse it in text
+        raise InvalidInput("username must not contain NUL characters")
     login_throttle.check(session=session, policy=policy, username=username, address=address)
     try:
         user = authenticate(session=session, username=username, password=password)

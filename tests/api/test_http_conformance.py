@@ -157,3 +157,16 @@ def test_the_published_schema_refuses_blank_names_too(client: TestClient) -> Non
         for name in ("a", " padded ", "Zellen Ä", "x y"):
             assert pattern.search(name) is not None, (field, name)
         assert pattern.search("a\x00b") is None
+
+
+def test_a_login_with_nul_in_the_username_is_refused_not_a_database_error(
+    client: TestClient, session: Session
+) -> None:
+    """PostgreSQL refuses NUL in text: the login (and its throttle record) never get there."""
+    before = row_counts(session)
+    response = client.post(
+        "/api/v1/auth/token", data={"username": "ad\x00min", "password": "whatever-it-is"}
+    )
+    assert response.status_code == 422, response.text
+    assert "must not contain NUL characters" in response.json()["detail"]
+    assert row_counts(session) == before

@@ -3,6 +3,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile, status
 from fastapi.responses import StreamingResponse
+from pydantic.json_schema import SkipJsonSchema
 
 from app.api.deps import (
     CurrentUser,
@@ -68,7 +69,7 @@ def create_dataset(
     ground_truth_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
     id_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
     ground_truth: Annotated[
-        UploadFile | None,
+        UploadFile | SkipJsonSchema[None],  # optional; multipart has no null to publish
         File(
             description="Images only: a PNG index image of the same size (value = class, 255 "
             "= unknown); runs then report mIoU and ARI against it"

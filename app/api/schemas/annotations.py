@@ -2,6 +2,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from app.api.schemas.common import FiniteFloat, Id, Index, Name, RequestBody
 
@@ -26,9 +27,20 @@ class Stroke(RequestBody):
 StrokeList = Annotated[list[Stroke], Field(min_length=1, max_length=10_000)]
 
 
-def _one_of(*required: str) -> dict[str, Any]:
-    """Publish "exactly one of these fields" (checked by the model's validator too)."""
-    return {"oneOf": [{"required": [name]} for name in required]}
+def _one_of(*groups: tuple[str, ...]) -> dict[str, Any]:
+    """Publish "exactly one of these groups of fields, and none of the others'" (checked by the
+    model's validator too). The fields are optional but not nullable in the published schema
+    (`SkipJsonSchema[None]`): a null would count as given there and as absent here."""
+    fields = [name for group in groups for name in group]
+    return {
+        "oneOf": [
+            {
+                "required": list(group),
+                "not": {"anyOf": [{"required": [f]} for f in fields if f not in group]},
+            }
+            for group in groups
+        ]
+    }
 
 
 class LabelCreate(RequestBody):
@@ -41,11 +53,15 @@ class MustLinkCreate(RequestBody):
     """Items that belong together: named by index, or on an image the items under `strokes`
     ("these strokes are the same thing")."""
 
-    model_config = ConfigDict(json_schema_extra=_one_of("items", "strokes"))
+    model_config = ConfigDict(json_schema_extra=_one_of(("items",), ("strokes",)))
 
     kind: Literal["must_link"]
-    items: ItemList | None = Field(None, description="Items that all belong together (2 or more)")
-    strokes: StrokeList | None = Field(None, description="Images: strokes over the same thing")
+    items: ItemList | SkipJsonSchema[None] = Field(
+        None, description="Items that all belong together (2 or more)"
+    )
+    strokes: StrokeList | SkipJsonSchema[None] = Field(
+        None, description="Images: strokes over the same thing"
+    )
     confidence: Confidence = None
 
     @model_validator(mode="after")
@@ -59,13 +75,15 @@ class CannotLinkCreate(RequestBody):
     """Two sets that are apart: named by index, or on an image the items under `strokes_a`
     and under `strokes_b` ("different things")."""
 
-    model_config = ConfigDict(json_schema_extra=_one_of("items_a", "strokes_a"))
+    model_config = ConfigDict(
+        json_schema_extra=_one_of(("items_a", "items_b"), ("strokes_a", "strokes_b"))
+    )
 
     kind: Literal["cannot_link"]
-    items_a: ItemList | None = None
-    items_b: ItemList | None = None
-    strokes_a: StrokeList | None = None
-    strokes_b: StrokeList | None = None
+    items_a: ItemList | SkipJsonSchema[None] = None
+    items_b: ItemList | SkipJsonSchema[None] = None
+    strokes_a: StrokeList | SkipJsonSchema[None] = None
+    strokes_b: StrokeList | SkipJsonSchema[None] = None
     confidence: Confidence = None
 
     @model_validator(mode="after")
@@ -84,12 +102,12 @@ class ScribbleCreate(RequestBody):
     """A scribble on an image: the items under its strokes get `label`; with `"erase": true`
     instead of a label, the items under it lose the labels scribbled or given before."""
 
-    model_config = ConfigDict(json_schema_extra=_one_of("label", "erase"))
+    model_config = ConfigDict(json_schema_extra=_one_of(("label",), ("erase",)))
 
     kind: Literal["scribble"]
     strokes: StrokeList
-    label: Label | None = None
-    erase: Literal[True] | None = None
+    label: Label | SkipJsonSchema[None] = None
+    erase: Literal[True] | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
     def _label_or_erase(self) -> "ScribbleCreate":
