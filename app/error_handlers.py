@@ -1,5 +1,7 @@
 """Exception handlers: JSON errors for the API, HTML error pages (or sign-in) for pages."""
 
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
@@ -13,7 +15,21 @@ from app.web.errors import error_page, is_page_request
 
 
 def _location(loc: tuple[object, ...]) -> str:
-    return ".".join(str(part) for part in loc if part not in ("body", "query", "path", "form"))
+    """`items.0`, not `body.must_link.items.list[constrained-int].0`: request parts and the
+    tags pydantic gives the branches of an optional or union type are left out."""
+    return ".".join(
+        str(part)
+        for part in loc
+        if part not in ("body", "query", "path", "form", "none")
+        and not (isinstance(part, str) and "[" in part)
+    )
+
+
+def _meaningful(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An optional field's "should be None" alternative says nothing when its value is wrong
+    for another reason."""
+    kept = [e for e in errors if e.get("type") != "none_required"]
+    return kept or errors
 
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -55,7 +71,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         messages = [
             f"{_location(tuple(err.get('loc', ())))}: {err.get('msg', 'invalid')}".lstrip(": ")
-            for err in exc.errors()
+            for err in _meaningful(list(exc.errors()))
         ]
         detail = "; ".join(messages) or "invalid request"
         if is_page_request(request):
