@@ -164,6 +164,7 @@ class PPC(ClusterMixin, BaseEstimator):
 
     def _options(self, graph: RelationGraph) -> Options:
         pi_update = check_choice("pi_update", self.pi_update, PI_UPDATES)
+        pi_free = pi_update == "auto" and not graph.omega.exact
         if pi_update == "auto":
             pi_update = "optimize" if graph.omega.exact else "fixed"
         elif pi_update in ("optimize", "grid") and not graph.omega.exact:
@@ -183,6 +184,7 @@ class PPC(ClusterMixin, BaseEstimator):
             gibbs_sweeps=check_int("gibbs_sweeps", self.gibbs_sweeps, 1),
             gibbs_burn_in=check_int("gibbs_burn_in", self.gibbs_burn_in, 0),
             anneal=check_int("anneal", self.anneal, 0),
+            pi_free=pi_free,
         )
 
     def _start(

@@ -47,6 +47,7 @@ class Options:
     gibbs_sweeps: int
     gibbs_burn_in: int
     anneal: int = 0  # EM iterations over which large components' coupling grows to full
+    pi_free: bool = False  # pi is held only because Omega is intractable (pi_update="auto")
     free_tol: float = 1e-3  # before that, EM without their coupling until this tolerance
 
 
@@ -317,6 +318,7 @@ class Schedule:
         self.step = 0 if self.steps else -1
         self.free_tol = opts.free_tol
         self.pi_update = opts.pi_update
+        self.pi_free = opts.pi_free
 
     @property
     def scale(self) -> float:
@@ -327,7 +329,7 @@ class Schedule:
         return self.step < 0
 
     def pi_rule(self) -> str:
-        if self.step == 0 and self.pi_update == "fixed":
+        if self.step == 0 and self.pi_free:
             return "optimize"  # exact while the large components are uncoupled
         return self.pi_update
 
