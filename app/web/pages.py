@@ -220,7 +220,8 @@ def dataset_page(
 
 @router.get("/datasets/{dataset_id}/workspace", response_class=HTMLResponse)
 def workspace_page(dataset_id: int, request: Request, access: ViewerAccess) -> HTMLResponse:
-    """The scatterplot workspace. The page itself talks only to the public JSON API."""
+    """The workspace: a scatterplot for tables, a painting canvas for images. The page itself
+    talks only to the public JSON API."""
     dataset = access.require_dataset()
     context = {
         "user": access.user,
@@ -228,6 +229,9 @@ def workspace_page(dataset_id: int, request: Request, access: ViewerAccess) -> H
         "dataset": dataset,
         "can_edit": access.role.allows(Role.editor),
     }
+    if dataset.kind == "image":
+        # Plain 2-D canvas code: the default policy (no 'unsafe-eval', no blob: workers) holds.
+        return _render(request, "image_workspace.html", context)
     response = _render(request, "workspace.html", context)
     response.headers["Content-Security-Policy"] = WORKSPACE_CONTENT_SECURITY_POLICY
     return response

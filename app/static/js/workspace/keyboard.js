@@ -4,6 +4,8 @@
 //
 // 'ctrl' also matches Cmd, so one binding serves macOS too. Alt is ignored.
 
+const TEXT_FIELDS = 'select, textarea, input:not([type=range], [type=checkbox], [type=radio], [type=color], [type=button])';
+
 function chord(ctrl, shift, key) {
   return `${ctrl ? 'ctrl+' : ''}${shift ? 'shift+' : ''}${key.toLowerCase()}`;
 }
@@ -18,8 +20,9 @@ function normalize(name) {
 export function bindKeys(bindings, target = document) {
   const table = new Map(Object.entries(bindings).map(([name, handler]) => [normalize(name), handler]));
   const listener = (event) => {
-    // Keys typed into a field are text, not commands.
-    if (event.target.matches('input, select, textarea')) return;
+    // Keys typed into a field are text, not commands. A slider, checkbox or colour well takes
+    // no text, so shortcuts still work after using one (e.g. the brush radius).
+    if (event.target.matches(TEXT_FIELDS)) return;
     const ctrl = event.ctrlKey || event.metaKey;
     // Shift only counts for chords that name it: Shift+F is still F.
     const handler = table.get(chord(ctrl, event.shiftKey, event.key))

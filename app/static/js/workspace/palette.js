@@ -26,7 +26,9 @@ export function createPalette(categories = []) {
   return { colour, names };
 }
 
-export function renderChips(box, names, colour, onPick) {
+// `text(name)` is what a chip shows (a page may display a label under another name than the
+// one its annotations store).
+export function renderChips(box, names, colour, onPick, text = (name) => name) {
   box.replaceChildren();
   names.forEach((name, k) => {
     const button = document.createElement('button');
@@ -34,7 +36,7 @@ export function renderChips(box, names, colour, onPick) {
     button.className = 'chip';
     button.dataset.category = name;
     button.style.borderColor = colour(name);
-    button.textContent = k < 9 ? `${k + 1} ${name}` : name;
+    button.textContent = k < 9 ? `${k + 1} ${text(name)}` : text(name);
     button.addEventListener('click', () => onPick(name));
     box.append(button);
   });

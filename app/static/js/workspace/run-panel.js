@@ -69,6 +69,9 @@ function showResultLine(result) {
 //   onConflicts (conflicts) => …  the server refused a run because of these
 //   onRuns      (runs) => …  the list of runs changed
 //   onResult    async ({ run, result, labels }) => …  show a result (before its summary line)
+//   loadLabels  async (runId) => labels  what `labels` is: by default one cluster per item (NPY);
+//               an image page loads the full-resolution mask instead (items may be superpixels)
+//   defaultAlgorithm  the algorithm chosen first
 export function createRunPanel({
   datasetId,
   canEdit,
@@ -77,6 +80,7 @@ export function createRunPanel({
   onConflicts = () => {},
   onRuns = () => {},
   onResult = () => {},
+  loadLabels = runLabels,
   defaultAlgorithm = 'cec-ib',
 }) {
   const chosen = () => state.algorithms.find((a) => a.id === $('#algorithm').value);
@@ -142,7 +146,7 @@ export function createRunPanel({
   async function showRun(runId) {
     try {
       const [run, result, labels] = await Promise.all([
-        api(`/runs/${runId}`), api(`/runs/${runId}/result`), runLabels(runId),
+        api(`/runs/${runId}`), api(`/runs/${runId}/result`), loadLabels(runId),
       ]);
       $('#run-select').value = String(runId);
       await onResult({ run, result, labels });

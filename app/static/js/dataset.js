@@ -1,0 +1,51 @@
+// An image dataset's page follows its featurization without a reload: while the status is
+// `featurizing` it reads the dataset from the API every second and shows the progress; when
+// ready it shows "Open workspace", when failed the reason.
+import { api } from './workspace/api.js';
+
+const box = document.querySelector('#featurization');
+const POLL_MS = 1000;
+
+function show(dataset) {
+  const f = dataset.featurization || {};
+  box.dataset.status = dataset.status;
+  document.querySelector('[data-testid=status]').textContent = dataset.status.replace('_', ' ');
+  const bar = document.querySelector('#featurization-progress');
+  const text = document.querySelector('#featurization-text');
+  const error = document.querySelector('#featurization-error');
+  bar.hidden = dataset.status !== 'featurizing';
+  bar.value = f.progress || 0;
+  error.hidden = dataset.status !== 'failed';
+  document.querySelector('#open-workspace').hidden = dataset.status !== 'ready';
+  if (dataset.status === 'featurizing') {
+    text.textContent = `Featurizing… ${Math.round(100 * (f.progress || 0))}%`;
+  } else if (dataset.status === 'ready') {
+    const items = f.superpixels ? 'superpixels' : 'pixels';
+    text.textContent = `Featurized: ${dataset.n_items.toLocaleString('en')} ${items} are the items.`;
+    document.querySelector('[data-testid=n-items]').textContent = dataset.n_items.toLocaleString('en');
+    document.querySelector('[data-testid=n-features]').textContent = String(dataset.n_features);
+  } else if (dataset.status === 'failed') {
+    text.textContent = 'Featurization failed.';
+    error.textContent = f.error || 'unknown reason';
+  }
+}
+
+async function poll() {
+  const id = Number(box.dataset.datasetId);
+  for (;;) {
+    let dataset;
+    try {
+      dataset = await api(`/datasets/${id}`);
+    } catch (error) {
+      // A dropped request is retried at the next tick; the page keeps what it showed.
+      dataset = null;
+    }
+    if (dataset) {
+      show(dataset);
+      if (dataset.status !== 'featurizing' && dataset.status !== 'awaiting_featurization') return;
+    }
+    await new Promise((resolve) => { setTimeout(resolve, POLL_MS); });
+  }
+}
+
+if (box && box.dataset.status !== 'ready' && box.dataset.status !== 'failed') poll();
