@@ -220,3 +220,25 @@ def test_the_published_schema_bounds_every_integer_parameter(
         if name.endswith(("Create", "Write")) or name.startswith("Body_"):
             visit(component, name)
     assert unbounded == []
+
+
+def test_boundary_points_stay_in_the_range_of_view_coordinates(
+    client: TestClient, admin_headers: dict[str, str], dataset_id: int, session: Session
+) -> None:
+    """Views are float32; a point past that range got NaN side scores (null in the response,
+    against the schema)."""
+    url = f"/api/v1/datasets/{dataset_id}/annotations"
+    view = client.get(f"/api/v1/datasets/{dataset_id}/views", headers=admin_headers).json()
+    view_id = view["items"][0]["id"]
+    body = {"kind": "boundary", "view_id": view_id, "labels": ["a", "b"]}
+    before = row_counts(session)
+    far = client.post(url, json={**body, "points": [[0, 1e308], [1, 1]]}, headers=admin_headers)
+    assert far.status_code == 422, far.text
+    assert "points.0.1: Input should be less than or equal to" in far.json()["detail"]
+    assert row_counts(session) == before
+    edge = [[-3e38, -3e38], [3e38, 3e38]]
+    assert client.post(url, json={**body, "points": edge}, headers=admin_headers).status_code == 201
+    info = client.get(f"/api/v1/datasets/{dataset_id}/side-information", headers=admin_headers)
+    assert info.status_code == 200
+    scores = info.json()["side_scores"]
+    assert len(scores) == 6 and all(isinstance(s, float) for s in scores)

@@ -261,3 +261,29 @@ def test_the_error_body_is_json_even_for_a_bare_nan_token(
     )
     assert response.status_code == 422
     json.loads(response.text, parse_constant=lambda token: pytest.fail(f"{token} in body"))
+
+
+@pytest.mark.parametrize("kind", ["csv", "npy"])
+def test_finite_values_too_large_to_compute_with_are_refused_at_upload(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session, kind: str
+) -> None:
+    """1e308 and -1e308 are finite, but their spread overflows a 64-bit float: the import's
+    statistics and PCA view (a 500 once) and every fit would fail on them."""
+    x = np.array([[1.0, 1e308], [2.0, -1e308], [3.0, 1.5e308]])
+    if kind == "csv":
+        content = ("a,b\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in x)).encode()
+        column, media = "'b'", "text/csv"
+    else:
+        buffer = io.BytesIO()
+        np.save(buffer, x)
+        content, column, media = buffer.getvalue(), "'x1'", "application/octet-stream"
+    before = row_counts(session)
+    response = client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": (f"big.{kind}", content, media)},
+        headers=admin_headers,
+    )
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert f"column {column} are too large to compute with" in detail
+    assert row_counts(session) == before

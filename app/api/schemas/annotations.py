@@ -8,7 +8,11 @@ from app.api.schemas.common import FiniteFloat, Id, Index, Name, RequestBody
 
 ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
 Label = Annotated[Name, Field(min_length=1, max_length=100)]
-Point = Annotated[tuple[FiniteFloat, FiniteFloat], Strict(False)]  # [x, y]
+# Views hold float32 coordinates and images are far smaller: a point beyond float32's range is
+# in no view (and would overflow the geometry of side scores).
+COORDINATE_MAX = 3.4028234663852886e38
+Coordinate = Annotated[FiniteFloat, Field(ge=-COORDINATE_MAX, le=COORDINATE_MAX)]
+Point = Annotated[tuple[Coordinate, Coordinate], Strict(False)]  # [x, y]
 Confidence = Annotated[
     FiniteFloat | None,
     Field(gt=0.5, le=1.0, description="How sure the expert is, in (0.5, 1]; 1 (default) is hard."),

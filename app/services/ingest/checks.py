@@ -20,6 +20,19 @@ def require_finite(features: NDArray[np.floating], feature_names: list[str]) -> 
     )
 
 
+def require_computable(features: NDArray[np.floating], feature_names: list[str]) -> None:
+    """Finite values whose spread overflows a 64-bit float (e.g. 1e308 and -1e308) break every
+    statistic, view and fit made from them: refuse the column, naming it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = np.std(features, axis=0, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(spread))
+    if bad.size:
+        raise InvalidInput(
+            f"the values of column {feature_names[int(bad[0])]!r} are too large to compute with "
+            "(their variance overflows a 64-bit float); rescale them"
+        )
+
+
 def require_nonempty_shape(n_rows: int, n_columns: int) -> None:
     if n_rows == 0:
         raise InvalidInput("the table has no rows")

@@ -16,6 +16,7 @@ import numpy as np
 from app.services.errors import InvalidInput
 from app.services.ingest.checks import (
     encode_classes,
+    require_computable,
     require_finite,
     require_nonempty_shape,
     require_unique_ids,
@@ -56,6 +57,7 @@ def _parse(
     feature_names = [header[i] for i in feature_indices]
     features = _read_numeric(stream, header, feature_indices)
     require_finite(features, feature_names)
+    require_computable(features, feature_names)
 
     item_ids = None
     if id_index is not None:

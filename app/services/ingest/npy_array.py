@@ -6,7 +6,11 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from app.services.errors import InvalidInput
-from app.services.ingest.checks import require_finite, require_nonempty_shape
+from app.services.ingest.checks import (
+    require_computable,
+    require_finite,
+    require_nonempty_shape,
+)
 from app.services.ingest.parsed import ParsedTable
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -75,4 +79,5 @@ def parse_npy(stream: BinaryIO) -> ParsedTable:
     features: np.ndarray[Any, np.dtype[np.floating]] = np.ascontiguousarray(array, dtype=dtype)
     names = [f"x{i}" for i in range(features.shape[1])]
     require_finite(features, names)
+    require_computable(features, names)
     return ParsedTable(features=features, feature_names=names)
