@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from sklearn.mixture import GaussianMixture
 
 from app.engine import PPC, grid_links, grid_neighbour_pairs
-from app.engine.image import region_adjacency, region_links, region_means
+from app.engine.image.region_links import region_adjacency, region_links, region_means
 from app.engine.ppc.fit import _Chain, infer
 from app.engine.ppc.graph import build_graph, check_labels, check_relations, colour_classes
 from app.engine.ppc.icm import icm
