@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.db.migration_tools import check_foreign_keys, foreign_keys_off
+
 revision: str = "0003_ids_never_reused"
 down_revision: str | None = "0002_views_undo"
 branch_labels: str | Sequence[str] | None = None
@@ -29,17 +31,13 @@ def _rebuild(autoincrement: bool) -> None:
     bind = op.get_bind()
     if bind.dialect.name != "sqlite":
         return
-    bind.exec_driver_sql("PRAGMA foreign_keys=OFF")
-    if bind.exec_driver_sql("PRAGMA foreign_keys").scalar() != 0:
-        raise RuntimeError("foreign keys are still on: the rebuild would cascade deletes")
+    foreign_keys_off(bind)
     for table in TABLES:
         with op.batch_alter_table(
             table, recreate="always", table_kwargs={"sqlite_autoincrement": autoincrement}
         ):
             pass
-    broken = bind.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
-    if broken:
-        raise RuntimeError(f"foreign keys broken by the rebuild: {broken[:5]}")
+    check_foreign_keys(bind)
 
 
 def upgrade() -> None:
@@ -50,5 +48,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     _rebuild(autoincrement=False)  # first: pragmas only apply before a revision's first write
-    with op.batch_alter_table("runs") as batch:
+    with op.batch_alter_table("runs") as batch:  # ids may be reused again below this revision
         batch.drop_column("worker_key")

@@ -32,3 +32,20 @@ def test_downgrade_to_base_then_upgrade_to_head(db_engine: Engine, database_url:
         upgrade_to_head(database_url)  # the rest of the suite needs the schema back
     assert model_tables <= set(inspect(db_engine).get_table_names())
     assert _autogenerate_diff(db_engine) == []
+
+
+def test_ids_are_never_reused_after_any_migration(db_engine: Engine) -> None:
+    """Every table addressed by id keeps AUTOINCREMENT on SQLite, whichever revision rebuilt it
+    last (a rebuild from reflection silently drops it)."""
+    if db_engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL sequences never reuse ids")
+    from app.db.base import NEVER_REUSE_IDS
+
+    tables = [t.name for t in Base.metadata.sorted_tables if t.kwargs == NEVER_REUSE_IDS]
+    assert "runs" in tables and "datasets" in tables
+    with db_engine.connect() as conn:
+        for table in tables:
+            sql = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).scalar_one()
+            assert "AUTOINCREMENT" in sql, table
