@@ -1,19 +1,33 @@
-"""Image helpers: pixels or superpixels as items (continuity links, smoothness measures)."""
+"""Images as items: featurization (pixels or superpixels), scribble strokes onto items,
+continuity links (pixel grid or superpixel adjacency), label masks and their scores."""
 
-from app.engine.image.grid_links import grid_links, grid_neighbour_pairs, neighbour_disagreement
-from app.engine.image.region_links import (
-    region_adjacency,
-    region_index,
-    region_links,
-    region_means,
+from app.engine.image.adjacency import region_adjacency, superpixel_links
+from app.engine.image.featurize import (
+    Featurization,
+    FittedReduction,
+    Recipe,
+    apply_featurization,
+    featurize,
 )
+from app.engine.image.grid_links import grid_links, grid_neighbour_pairs, neighbour_disagreement
+from app.engine.image.masks import decode_index_png, encode_png, item_labels_to_mask, mean_iou
+from app.engine.image.strokes import items_under, rasterize_strokes
 
 __all__ = [
+    "Featurization",
+    "FittedReduction",
+    "Recipe",
+    "apply_featurization",
+    "decode_index_png",
+    "encode_png",
+    "featurize",
     "grid_links",
     "grid_neighbour_pairs",
+    "item_labels_to_mask",
+    "items_under",
+    "mean_iou",
     "neighbour_disagreement",
+    "rasterize_strokes",
     "region_adjacency",
-    "region_index",
-    "region_links",
-    "region_means",
+    "superpixel_links",
 ]

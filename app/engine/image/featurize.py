@@ -1,0 +1,375 @@
+"""Image featurization: a stored recipe turns an image into items (pixels or superpixels) with
+a few features each, and its fitted reduction featurizes other images the same way.
+
+Pipeline (DESIGN.md Sec. 9):
+
+1. Channels: CIE Lab for colour images by default (``colour="rgb"`` keeps RGB, ``"grey"`` takes
+   the luminance); grey images stay grey; alpha is dropped; values scaled as
+   ``skimage.util.img_as_float32`` does.
+2. Raw maps per channel: the multiscale filters of ``skimage.feature.multiscale_basic_features``
+   (intensity, edges, texture at each sigma) and/or the papers' w x w window of pixel values
+   (reflect-padded; specs/cec-ib.md Sec. 5.7 uses 7 x 7 reduced to 5 components). With
+   ``energy_window`` > 0 (the default, 3) the edge and texture responses at scale sigma are
+   replaced by their local mean magnitude over about ``energy_window`` * sigma pixels: a single
+   pixel's response inside a texture is noise, its neighbourhood's energy describes the texture
+   (Laws; Jain & Farrokhnia 1991), and Gaussian clusters need that.
+3. Items: every pixel, or SLIC superpixels (``superpixels="auto"`` uses them above 512 x 512
+   pixels), each with the mean (and, by default, the standard deviation) of every raw map over
+   its pixels.
+4. Reduction: each raw feature standardised, then PCA to ``n_components``. For pixel items the
+   means and scales come from every pixel and the PCA from up to 2**18 pixels (all of them for
+   images that ``"auto"`` keeps as pixels, a fixed-seed sample above that); for superpixels both
+   come from the superpixels.
+
+Maps are computed a group at a time (one channel and sigma) and reduced at once, in two passes
+for pixels (statistics and sample, then projection), so memory grows with H * W * n_components,
+not with the number of raw maps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from skimage.segmentation import slic
+
+from app.engine.core.validation import check_choice, check_int, check_real
+from app.engine.image._filter_bank import (
+    COLOUR_SPACES,
+    FILTERS,
+    Float32Array,
+    image_channels,
+    in_colour_space,
+    map_groups,
+    maps_per_channel,
+    n_groups,
+    raw_feature_names,
+)
+from app.engine.image._reduction import FittedReduction, fit_pca, standardiser
+
+__all__ = [
+    "AUTO_SUPERPIXEL_PIXELS",
+    "Featurization",
+    "FittedReduction",
+    "Recipe",
+    "apply_featurization",
+    "featurize",
+]
+
+Progress = Callable[[float], None]
+Int32Array = NDArray[np.int32]
+
+AUTO_SUPERPIXEL_PIXELS = 512 * 512
+PIXELS_PER_SUPERPIXEL = 256
+PCA_SAMPLE = 2**18
+MAX_WINDOW = 31
+MAX_ENERGY_WINDOW = 16.0
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to featurize an image; immutable, validated on construction, JSON-ready.
+
+    * ``colour``: ``"lab"``, ``"rgb"`` or ``"grey"``: the channels of a colour image (a grey
+      image always has one).
+    * ``filters``: any of ``"intensity"``, ``"edges"``, ``"texture"`` (empty: window only).
+    * ``sigmas``: Gaussian scales of the filters, in pixels.
+    * ``energy_window``: 0 keeps the raw edge and texture responses; w > 0 replaces them by
+      their local mean magnitude over about w * sigma pixels.
+    * ``window``: 0 (off) or an odd w for the w x w window of pixel values.
+    * ``n_components``: PCA components kept.
+    * ``superpixels``: ``"auto"`` (SLIC when the image has more than 512 * 512 pixels),
+      ``"never"`` or ``"always"``; ``n_segments`` (``None``: one per 256 pixels) and
+      ``compactness`` go to ``skimage.segmentation.slic`` (which compares colours in Lab; grey
+      images are scaled to 0..100 so compactness means the same for them).
+    * ``superpixel_std``: superpixels get each raw map's standard deviation besides its mean.
+    """
+
+    colour: str = "lab"
+    filters: tuple[str, ...] = FILTERS
+    sigmas: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
+    energy_window: float = 3.0
+    window: int = 0
+    n_components: int = 8
+    superpixels: str = "auto"
+    n_segments: int | None = None
+    compactness: float = 10.0
+    superpixel_std: bool = True
+
+    def __post_init__(self) -> None:
+        check_choice("Recipe.colour", self.colour, list(COLOUR_SPACES))
+        check_choice("Recipe.superpixels", self.superpixels, ["auto", "never", "always"])
+        object.__setattr__(self, "filters", _check_filters(self.filters))
+        object.__setattr__(self, "sigmas", _check_sigmas(self.sigmas, bool(self.filters)))
+        energy = check_real("Recipe.energy_window", self.energy_window, 0.0, MAX_ENERGY_WINDOW)
+        object.__setattr__(self, "energy_window", energy)
+        window = check_int("Recipe.window", self.window, 0, MAX_WINDOW)
+        if window % 2 == 0 and window:
+            raise ValueError(f"Recipe.window must be 0 (off) or odd, got {window}")
+        if not self.filters and not window:
+            raise ValueError("Recipe needs at least one filter or a window (window > 0)")
+        most = 3 * maps_per_channel(self.filters, len(self.sigmas), window)
+        most *= 2 if self.superpixel_std and self.superpixels != "never" else 1
+        check_int("Recipe.n_components", self.n_components, 1, most)
+        if self.n_segments is not None:
+            check_int("Recipe.n_segments", self.n_segments, 1)
+        compactness = check_real("Recipe.compactness", self.compactness, 0.0)
+        if compactness <= 0:
+            raise ValueError(f"Recipe.compactness must be positive, got {self.compactness!r}")
+        object.__setattr__(self, "compactness", compactness)
+        if not isinstance(self.superpixel_std, bool):
+            raise ValueError(
+                f"Recipe.superpixel_std must be true or false, got {self.superpixel_std!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: tuples become lists."""
+        out = asdict(self)
+        out["filters"] = list(self.filters)
+        out["sigmas"] = list(self.sigmas)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Recipe:
+        """The inverse of ``to_dict``; missing fields take their defaults, unknown ones fail."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a recipe must be a mapping of fields, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown recipe fields {unknown}; known fields: {sorted(known)}")
+        values = dict(data)
+        for name in ("filters", "sigmas"):
+            if name in values and isinstance(values[name], list):
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+    def uses_superpixels(self, height: int, width: int) -> bool:
+        if self.superpixels == "auto":
+            return height * width > AUTO_SUPERPIXEL_PIXELS
+        return self.superpixels == "always"
+
+
+def _check_filters(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        raise ValueError(f"Recipe.filters must be a list of filter names, got {value!r}")
+    for name in value:
+        check_choice("each of Recipe.filters", name, list(FILTERS))
+    if len(set(value)) != len(value):
+        raise ValueError(f"Recipe.filters repeats a filter: {list(value)}")
+    return tuple(f for f in FILTERS if f in value)
+
+
+def _check_sigmas(value: object, needed: bool) -> tuple[float, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        raise ValueError(f"Recipe.sigmas must be a list of positive numbers, got {value!r}")
+    sigmas = tuple(check_real("each of Recipe.sigmas", s, 0.0, 256.0) for s in value)
+    if any(s <= 0 for s in sigmas):
+        raise ValueError(f"Recipe.sigmas must be positive, got {list(value)}")
+    if needed and not sigmas:
+        raise ValueError("Recipe.sigmas must not be empty when filters are used")
+    if len(set(sigmas)) != len(sigmas):
+        raise ValueError(f"Recipe.sigmas repeats a value: {list(value)}")
+    return sigmas
+
+
+@dataclass(frozen=True, eq=False)
+class Featurization:
+    """Items and their features for one image.
+
+    * ``features``: (n_items, n_components) float32.
+    * ``item_of_pixel``: (H, W) int32, the item of every pixel; for pixel items the identity in
+      raster order (item ``r * W + c``), for superpixels ids 0..n_items-1.
+    * ``shape``: (H, W); ``superpixels``: whether items are superpixels.
+    * ``fitted``: the reduction, to featurize other images with ``apply_featurization``.
+    * ``raw_feature_names``: what the reduction's inputs are, in order.
+    """
+
+    features: Float32Array
+    item_of_pixel: Int32Array
+    shape: tuple[int, int]
+    superpixels: bool
+    fitted: FittedReduction
+    raw_feature_names: tuple[str, ...]
+
+    @property
+    def n_items(self) -> int:
+        return int(self.features.shape[0])
+
+
+def featurize(
+    image: ArrayLike, recipe: Recipe | None = None, progress: Progress | None = None
+) -> Featurization:
+    """Featurize ``image`` (H x W grey or H x W x 3/4 colour) and fit the reduction on it.
+
+    ``progress(fraction)`` is called with non-decreasing fractions ending at 1.0; an exception it
+    raises aborts the work.
+    """
+    return _run(image, Recipe() if recipe is None else recipe, None, progress)
+
+
+def apply_featurization(
+    image: ArrayLike,
+    recipe: Recipe,
+    fitted: FittedReduction,
+    progress: Progress | None = None,
+) -> Featurization:
+    """Featurize another image with ``recipe`` and an already fitted reduction (not refitted).
+
+    Superpixels, if the recipe uses them for this image's size, are computed on this image. The
+    image must give the same raw features as the one the reduction was fitted on (same recipe,
+    colour against colour).
+    """
+    if not isinstance(fitted, FittedReduction):
+        raise ValueError(f"fitted must be a FittedReduction, got {type(fitted).__name__}")
+    return _run(image, recipe, fitted, progress)
+
+
+class _Meter:
+    def __init__(self, progress: Progress | None, total: float) -> None:
+        self.progress, self.total, self.done = progress, max(total, 1.0), 0.0
+
+    def advance(self, units: float = 1.0) -> None:
+        self.done += units
+        if self.progress is not None:
+            self.progress(min(self.done / self.total, 1.0))
+
+    def counted(self, groups: Iterator[Float32Array]) -> Iterator[Float32Array]:
+        for group in groups:
+            yield group
+            self.advance()
+
+
+def _run(
+    image: ArrayLike, recipe: Recipe, fitted: FittedReduction | None, progress: Progress | None
+) -> Featurization:
+    if not isinstance(recipe, Recipe):
+        raise ValueError(f"recipe must be a Recipe, got {type(recipe).__name__}")
+    colour = image_channels(image)
+    channels = in_colour_space(colour, recipe.colour)
+    n_channels, height, width = channels.shape
+    superpixels = recipe.uses_superpixels(height, width)
+    names = raw_feature_names(
+        n_channels,
+        recipe.colour,
+        recipe.filters,
+        recipe.sigmas,
+        recipe.energy_window,
+        recipe.window,
+    )
+    if superpixels and recipe.superpixel_std:
+        names += [f"{name} std" for name in names]
+    if fitted is not None and fitted.n_raw != len(names):
+        raise ValueError(
+            f"the fitted reduction expects {fitted.n_raw} raw features but this recipe gives "
+            f"{len(names)} for this image ({n_channels} channel(s), "
+            f"{'superpixels' if superpixels else 'pixels'}): use the recipe it was fitted with, "
+            "on an image with as many colour channels"
+        )
+    if fitted is None and recipe.n_components > len(names):
+        raise ValueError(
+            f"Recipe.n_components={recipe.n_components} is more than the {len(names)} raw "
+            "features this recipe gives for this image; lower n_components or add filters"
+        )
+    groups = n_groups(n_channels, recipe.filters, len(recipe.sigmas), recipe.window)
+
+    def maps() -> Iterator[Float32Array]:
+        return map_groups(
+            channels, recipe.filters, recipe.sigmas, recipe.energy_window, recipe.window
+        )
+
+    if superpixels:
+        meter = _Meter(progress, 1.25 * groups)
+        item_of_pixel, n_items = _slic(colour, recipe)
+        meter.advance(0.25 * groups)
+        raw = _aggregate(meter.counted(maps()), item_of_pixel.ravel(), n_items, recipe)
+        if fitted is None:
+            mean, scale = standardiser(raw.mean(axis=0), raw.std(axis=0))
+            fitted = fit_pca(raw, mean, scale, recipe.n_components)
+        features = fitted.transform_rows(raw)
+    else:
+        n_pixels = height * width
+        item_of_pixel = np.arange(n_pixels, dtype=np.int32).reshape(height, width)
+        meter = _Meter(progress, groups if fitted is not None else 2 * groups)
+        if fitted is None:
+            fitted = _fit_on_pixels(meter.counted(maps()), len(names), n_pixels, recipe)
+        features = fitted.project_groups(meter.counted(maps()), n_pixels)
+    if progress is not None:
+        progress(1.0)
+    return Featurization(
+        features=features,
+        item_of_pixel=item_of_pixel,
+        shape=(height, width),
+        superpixels=superpixels,
+        fitted=fitted,
+        raw_feature_names=tuple(names),
+    )
+
+
+def _slic(colour: Float32Array, recipe: Recipe) -> tuple[Int32Array, int]:
+    height, width = colour.shape[1:]
+    n_segments = recipe.n_segments or max(1, round(height * width / PIXELS_PER_SUPERPIXEL))
+    if colour.shape[0] == 3:
+        segments = slic(
+            np.moveaxis(colour, 0, 2),
+            n_segments=n_segments,
+            compactness=recipe.compactness,
+            start_label=0,
+            channel_axis=-1,
+        )
+    else:
+        segments = slic(
+            colour[0] * 100.0,
+            n_segments=n_segments,
+            compactness=recipe.compactness,
+            start_label=0,
+            channel_axis=None,
+        )
+    ids, inverse = np.unique(segments, return_inverse=True)
+    return inverse.reshape(height, width).astype(np.int32), int(ids.size)
+
+
+def _aggregate(
+    groups: Iterator[Float32Array], items: Int32Array, n_items: int, recipe: Recipe
+) -> NDArray[np.float64]:
+    """Per-item mean (then standard deviation) of every raw map: (n_items, n_raw)."""
+    counts = np.bincount(items, minlength=n_items).astype(np.float64)
+    means, stds = [], []
+    for group in groups:
+        for values in group:
+            mean = np.bincount(items, weights=values, minlength=n_items) / counts
+            means.append(mean)
+            if recipe.superpixel_std:
+                spread = np.bincount(items, weights=(values - mean[items]) ** 2, minlength=n_items)
+                stds.append(np.sqrt(spread / counts))
+    return np.stack(means + stds, axis=1)
+
+
+def _fit_on_pixels(
+    groups: Iterator[Float32Array], n_raw: int, n_pixels: int, recipe: Recipe
+) -> FittedReduction:
+    """Exact per-map means and scales over all pixels; PCA on a fixed sample of pixels."""
+    if n_pixels <= PCA_SAMPLE:
+        sample = np.arange(n_pixels)
+    else:
+        sample = np.sort(np.random.default_rng(0).choice(n_pixels, PCA_SAMPLE, replace=False))
+    rows = np.empty((sample.size, n_raw), dtype=np.float32)
+    mean = np.empty(n_raw)
+    std = np.empty(n_raw)
+    start = 0
+    for group in groups:
+        stop = start + group.shape[0]
+        group_mean = group.mean(axis=1, dtype=np.float64)
+        mean[start:stop] = group_mean
+        std[start:stop] = [
+            math.sqrt(np.mean(np.square(values - m, dtype=np.float64)))
+            for values, m in zip(group, group_mean, strict=True)
+        ]
+        rows[:, start:stop] = group[:, sample].T
+        start = stop
+    mean, scale = standardiser(mean, std)
+    return fit_pca(rows, mean, scale, recipe.n_components)

@@ -1,0 +1,86 @@
+"""Superpixel adjacency: a hand-made label image, a per-pixel loop, and the pixel grid."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from app.engine.image import grid_links, region_adjacency, superpixel_links
+
+IntArray = NDArray[np.int64]
+
+
+def test_hand_made_label_image() -> None:
+    items = np.array(
+        [
+            [0, 0, 1],
+            [0, 2, 1],
+            [2, 2, 1],
+        ]
+    )
+    pairs, border = region_adjacency(items)
+    # 0-1: (0,1)-(0,2); 0-2: (0,1)-(1,1), (1,0)-(1,1), (1,0)-(2,0); 1-2: (1,1)-(1,2), (2,1)-(2,2)
+    np.testing.assert_array_equal(pairs, [[0, 1], [0, 2], [1, 2]])
+    np.testing.assert_array_equal(border, [1, 3, 2])
+    links, weights = superpixel_links(items, 1.5)
+    np.testing.assert_array_equal(links, pairs)
+    np.testing.assert_allclose(weights, 1.5 * np.array([1, 3, 2]) / 2)
+
+
+def test_diagonal_contact_is_not_adjacency() -> None:
+    pairs, _ = region_adjacency(np.array([[0, 1], [1, 0]]))
+    np.testing.assert_array_equal(pairs, [[0, 1]])
+    pairs, _ = region_adjacency(np.array([[0, 1], [2, 3]]))
+    np.testing.assert_array_equal(pairs, [[0, 1], [0, 2], [1, 3], [2, 3]])
+
+
+def test_equals_a_loop_over_pixel_neighbours() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        items = rng.integers(0, 6, size=(int(rng.integers(1, 9)), int(rng.integers(1, 9))))
+        counts: dict[tuple[int, int], int] = {}
+        height, width = items.shape
+        for r in range(height):
+            for c in range(width):
+                for rr, cc in ((r, c + 1), (r + 1, c)):
+                    if rr < height and cc < width and items[r, c] != items[rr, cc]:
+                        key = (min(items[r, c], items[rr, cc]), max(items[r, c], items[rr, cc]))
+                        counts[key] = counts.get(key, 0) + 1
+        pairs, border = region_adjacency(items)
+        assert [tuple(p) for p in pairs.tolist()] == sorted(counts)
+        assert border.tolist() == [counts[k] for k in sorted(counts)]
+
+
+def test_pixel_items_give_the_grid_links() -> None:
+    height, width = 5, 7
+    pairs, weights = superpixel_links(np.arange(height * width).reshape(height, width), 0.8)
+    grid_pairs, grid_weights = grid_links(height, width, 0.8)
+    assert sorted(map(tuple, pairs.tolist())) == sorted(map(tuple, grid_pairs.tolist()))
+    np.testing.assert_allclose(weights, 0.8)
+    np.testing.assert_allclose(grid_weights, 0.8)
+
+
+def test_hard_links_and_a_single_item() -> None:
+    _, weights = superpixel_links(np.array([[0, 1, 1]]), np.inf)
+    np.testing.assert_array_equal(weights, [np.inf])
+    pairs, weights = superpixel_links(np.zeros((3, 3), dtype=int), 1.0)
+    assert pairs.shape == (0, 2) and weights.shape == (0,)
+
+
+@pytest.mark.parametrize(
+    ("items", "weight", "message"),
+    [
+        (np.zeros(4, int), 1.0, "item_of_pixel must be a non-empty H x W array, got shape (4,)"),
+        (np.zeros((2, 2)), 1.0, "item_of_pixel must hold non-negative integer item ids"),
+        (np.full((2, 2), -1), 1.0, "item_of_pixel must hold non-negative integer item ids"),
+        (np.zeros((2, 2), int), float("nan"), "weight must be a number or +inf, got nan"),
+        (np.zeros((2, 2), int), -np.inf, "weight must be a number or +inf, got -inf"),
+        (np.zeros((2, 2), int), "1", "weight must be a number or +inf, got '1'"),
+    ],
+)
+def test_errors(items: IntArray, weight: float, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        superpixel_links(items, weight)
