@@ -47,6 +47,8 @@ class RunInputs:
     model: Any = None  # the fitted estimator an apply run predicts with
     target: tuple[bytes, Recipe, FittedReduction] | None = None  # an apply run's image to featurize
     n_classes: int = 0
+    # An apply run's clusters are the model's: they carry the labels they had in its run.
+    source_cluster_labels: list[str | None] | None = None
 
     def plan_kwargs(self) -> dict[str, Any]:
         if not self.algorithm.uses_structure or self.image is None:
@@ -118,4 +120,5 @@ def _apply_inputs(
             FittedReduction.from_npz(reduction),
         ),
         n_classes=len(target.ground_truth_classes or []),
+        source_cluster_labels=list(result.metrics.get("cluster_labels", [])),
     )

@@ -224,6 +224,8 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         return
 
     metrics = run_metrics(labels, inputs.info, inputs.truth)
+    if inputs.source_cluster_labels is not None:
+        metrics["cluster_labels"] = inputs.source_cluster_labels
     metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
     # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
     metrics["warnings"] = sorted(set(getattr(estimator, "fit_warnings_", [])))

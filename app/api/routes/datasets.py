@@ -173,8 +173,7 @@ def read_items(
 def read_features(dataset_id: Id, request: Request, access: ViewerAccess) -> StreamingResponse:
     """The feature matrix as one NPY file (n_items x n_features), streamed chunk by chunk."""
     dataset = access.require_dataset()
-    if dataset.kind != "table":
-        raise InvalidInput(f"dataset {dataset.id} is an image awaiting featurization")
+    datasets.require_ready(dataset)
     factory = request.app.state.session_factory
 
     def body() -> Iterator[bytes]:
