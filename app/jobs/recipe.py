@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.engine.image.featurize import Recipe
+from app.engine.image.featurize import MAX_ENERGY_WINDOW, Recipe
 
 _DEFAULT = Recipe()
 Sigma = Annotated[float, Field(gt=0, le=256, allow_inf_nan=False)]
@@ -15,8 +15,8 @@ Sigma = Annotated[float, Field(gt=0, le=256, allow_inf_nan=False)]
 class RecipeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    channels: Literal["auto", "grey"] = Field(
-        "auto", description="'auto': RGB for colour images, grey for grey ones; 'grey' forces grey"
+    colour: Literal["lab", "rgb", "grey"] = Field(
+        "lab", description="Channels of a colour image (a grey image always has one)"
     )
     filters: list[Literal["intensity", "edges", "texture"]] = Field(
         ["intensity", "edges", "texture"],
@@ -25,6 +25,14 @@ class RecipeParams(BaseModel):
     )
     sigmas: list[Sigma] = Field(
         list(_DEFAULT.sigmas), max_length=8, description="Gaussian scales of the filters, pixels"
+    )
+    energy_window: float = Field(
+        _DEFAULT.energy_window,
+        ge=0,
+        le=MAX_ENERGY_WINDOW,
+        allow_inf_nan=False,
+        description="0 keeps raw edge and texture responses; w > 0 replaces them by their local "
+        "mean magnitude over about w * sigma pixels",
     )
     window: int = Field(
         _DEFAULT.window, ge=0, le=31, description="0 (off) or an odd w: the w x w colour window"

@@ -142,3 +142,14 @@ def test_a_table_is_not_featurized(
         f"/api/v1/datasets/{table['id']}/featurize", json={}, headers=admin_headers
     )
     assert response.status_code == 422 and "only images" in response.json()["detail"]
+
+
+def test_the_published_recipe_is_the_engines() -> None:
+    """The API's recipe model and the engine's Recipe have the same fields and defaults."""
+    from dataclasses import fields
+
+    from app.engine.image.featurize import Recipe
+    from app.jobs.recipe import RecipeParams
+
+    assert set(RecipeParams.model_fields) == {f.name for f in fields(Recipe)}
+    assert RecipeParams().recipe() == Recipe()

@@ -310,6 +310,11 @@ def _run(
     )
 
 
+# SLIC's own Gaussian pre-smoothing (pixels): on a noisy image, unsmoothed SLIC fragments every
+# superpixel and its connectivity step then merges the fragments into one region per image.
+SLIC_SMOOTHING = 1.0
+
+
 def _slic(colour: Float32Array, recipe: Recipe) -> tuple[Int32Array, int]:
     height, width = colour.shape[1:]
     n_segments = recipe.n_segments or max(1, round(height * width / PIXELS_PER_SUPERPIXEL))
@@ -319,6 +324,7 @@ def _slic(colour: Float32Array, recipe: Recipe) -> tuple[Int32Array, int]:
             n_segments=n_segments,
             compactness=recipe.compactness,
             start_label=0,
+            sigma=SLIC_SMOOTHING,
             channel_axis=-1,
         )
     else:
@@ -327,6 +333,7 @@ def _slic(colour: Float32Array, recipe: Recipe) -> tuple[Int32Array, int]:
             n_segments=n_segments,
             compactness=recipe.compactness,
             start_label=0,
+            sigma=SLIC_SMOOTHING,
             channel_axis=None,
         )
     ids, inverse = np.unique(segments, return_inverse=True)
