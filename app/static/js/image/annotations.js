@@ -18,7 +18,8 @@ export function createAnnotations(datasetId, { onReload = () => {}, onAdded = ()
     onState(store);
   }
 
-  // Resolves once this annotation (and every one made before it) is stored or has failed.
+  // Resolves once this annotation (and every one made before it) is stored (to it) or has
+  // failed (to null).
   function save(body) {
     store.pending += 1;
     onState(store);
@@ -29,9 +30,11 @@ export function createAnnotations(datasetId, { onReload = () => {}, onAdded = ()
         store.revision = annotation.revision;
         store.canUndo = true; // redo stays as it was: the server keeps the undone ones
         await onAdded(annotation, store);
+        return annotation;
       } catch (error) {
         report(error);
         await load().catch(report); // draw what the server has, without the refused one
+        return null;
       } finally {
         store.pending -= 1;
         onState(store);

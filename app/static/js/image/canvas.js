@@ -74,7 +74,6 @@ export function createCanvasView(canvas, { width, height }) {
       layer.draw(ctx, region, view);
     }
     ctx.restore();
-    canvas.dataset.frames = String(Number(canvas.dataset.frames || 0) + 1);
   }
 
   function setTransform(scale, tx, ty) {
@@ -92,6 +91,7 @@ export function createCanvasView(canvas, { width, height }) {
   }
 
   function resize() {
+    locate();
     dpr = window.devicePixelRatio || 1;
     canvas.width = Math.max(1, Math.round(cssWidth() * dpr));
     canvas.height = Math.max(1, Math.round(cssHeight() * dpr));
@@ -102,9 +102,15 @@ export function createCanvasView(canvas, { width, height }) {
     invalidate();
   }
 
+  // Where the canvas is on the page, read when a gesture starts rather than at every pointer
+  // event: reading layout right after the brush cursor moved would force a style pass.
+  let box = canvas.getBoundingClientRect();
+  const locate = () => { box = canvas.getBoundingClientRect(); };
+  for (const type of ['pointerenter', 'pointerdown', 'wheel']) canvas.addEventListener(type, locate, { capture: true, passive: true });
+  window.addEventListener('scroll', locate, { passive: true });
+
   // Client (event) coordinates -> image coordinates.
   function toImage(event) {
-    const box = canvas.getBoundingClientRect();
     return {
       x: (event.clientX - box.left - view.tx) / view.scale,
       y: (event.clientY - box.top - view.ty) / view.scale,
@@ -117,7 +123,6 @@ export function createCanvasView(canvas, { width, height }) {
   }
 
   function zoomAt(event, factor) {
-    const box = canvas.getBoundingClientRect();
     const px = event.clientX - box.left;
     const py = event.clientY - box.top;
     const scale = Math.min(MAX_SCALE, Math.max(minScale, view.scale * factor));

@@ -1,7 +1,8 @@
 // Linking two strokes: "same thing" (must_link with both strokes) or "different things"
 // (cannot_link, one stroke a side). The tool picks an existing label stroke under the pointer
 // (the newest one there); the second pick sends the link. Links are drawn as lines between the
-// middles of their strokes: solid green for same, dashed red for different.
+// middles of their strokes: solid green for same, dashed red for different. The same layer
+// outlines the picked stroke, and in red the strokes behind a conflict that stopped a run.
 import { distanceToStroke, strokeAnchor } from './strokes.js';
 
 const PICK_TOLERANCE = 4; // screen pixels beyond the stroke's edge that still pick it
@@ -20,10 +21,25 @@ export function strokeLinks(annotations) {
   return links;
 }
 
+// The stroke's centre line drawn with each [colour, width] in turn, widest first.
+function outline(ctx, stroke, passes) {
+  ctx.lineJoin = 'round';
+  ctx.lineCap = 'round';
+  for (const [colour, width] of passes) {
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = width;
+    ctx.beginPath();
+    stroke.points.forEach(([x, y], i) => (i ? ctx.lineTo(x + 0.5, y + 0.5) : ctx.moveTo(x + 0.5, y + 0.5)));
+    if (stroke.points.length === 1) ctx.lineTo(stroke.points[0][0] + 0.5, stroke.points[0][1] + 0.5);
+    ctx.stroke();
+  }
+}
+
 export function createLinkLayer() {
   return {
     links: [],
     picked: [], // strokes picked so far (0 or 1)
+    flagged: [], // strokes of annotations in conflict
     draw(ctx, region, view) {
       const px = 1 / view.scale; // one screen pixel in image units
       ctx.lineCap = 'round';
@@ -45,18 +61,9 @@ export function createLinkLayer() {
         }
       }
       ctx.setLineDash([]);
-      for (const stroke of this.picked) {
-        // The picked stroke's outline, dark under light so it shows on any colour.
-        for (const [colour, width] of [['#1d232b', 4], ['#ffffff', 2]]) {
-          ctx.strokeStyle = colour;
-          ctx.lineWidth = width * px;
-          ctx.lineJoin = 'round';
-          ctx.beginPath();
-          stroke.points.forEach(([x, y], i) => (i ? ctx.lineTo(x + 0.5, y + 0.5) : ctx.moveTo(x + 0.5, y + 0.5)));
-          if (stroke.points.length === 1) ctx.arc(stroke.points[0][0] + 0.5, stroke.points[0][1] + 0.5, stroke.radius, 0, 2 * Math.PI);
-          ctx.stroke();
-        }
-      }
+      // Picked: dark under light so it shows on any colour. Flagged: red on white.
+      for (const stroke of this.picked) outline(ctx, stroke, [['#1d232b', 4 * px], ['#ffffff', 2 * px]]);
+      for (const stroke of this.flagged) outline(ctx, stroke, [['#ffffff', 5 * px], ['#c4352b', 3 * px]]);
     },
   };
 }

@@ -20,7 +20,7 @@ export function createOverlay(width, height) {
   const canvas = document.createElement('canvas');
   canvas.width = width;
   canvas.height = height;
-  const ctx = canvas.getContext('2d', { willReadFrequently: true });
+  const ctx = canvas.getContext('2d');
   const layer = {
     canvas,
     alpha: 0.5,

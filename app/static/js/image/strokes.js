@@ -74,7 +74,9 @@ export function createScribbleLayer(width, height) {
     canvas,
     alpha: SCRIBBLE_ALPHA,
     // scribbles: [{ stroke, colour }] in the server's order; colour null for an eraser.
+    replays: 0, // how many times the layer was redrawn from the list
     replay(scribbles) {
+      this.replays += 1;
       ctx.clearRect(0, 0, width, height);
       for (const { stroke, colour } of scribbles) paint(stroke, colour);
     },

@@ -3,7 +3,7 @@
 // the parts together:
 //   canvas.js       the visible canvas: layers, zoom / pan, pointer routing, frame scheduling
 //   strokes.js      the scribble layer (replayed from the annotations) and stroke geometry
-//   brush.js        brush and eraser         links.js     the link tool and link lines
+//   tools.js        the tool panel: brush.js (brush, eraser), links.js (link tool, link lines)
 //   labels.js       the label palette        annotations.js  server sync, undo / redo
 //   overlay.js      result overlay and mask exports;  png.js  exact cluster-mask decoding
 // and from the scatterplot workspace the page-independent run panel, palette, keys and ui.
@@ -12,12 +12,12 @@ import { bindKeys } from '../workspace/keyboard.js';
 import { createRunPanel } from '../workspace/run-panel.js';
 import { $, bind, report, status } from '../workspace/ui.js';
 import { createAnnotations } from './annotations.js';
-import { createBrush } from './brush.js';
 import { createCanvasView } from './canvas.js';
 import { createLabels } from './labels.js';
-import { createLinkLayer, createLinkTool, strokeLinks } from './links.js';
+import { createLinkLayer, strokeLinks } from './links.js';
 import { createOverlay, downloadClusterMask, downloadLabelMask, labelMaskBlob, loadMask } from './overlay.js';
 import { createScribbleLayer } from './strokes.js';
+import { createTools } from './tools.js';
 
 const root = $('#workspace');
 const canvas = $('#image');
@@ -45,9 +45,12 @@ const annotations = createAnnotations(datasetId, {
     replay();
   },
   onAdded: (annotation) => {
-    if (annotation.kind === 'scribble') paintScribble(annotation); // again: a failed save may have replayed
-    else linkLayer.links = strokeLinks(annotations.store.items);
-    view.invalidate();
+    // A scribble is on the layer already: the brush painted it as it was drawn.
+    if (annotation.kind !== 'scribble') {
+      linkLayer.links = strokeLinks(annotations.store.items);
+      view.invalidate();
+    }
+    showConflicts([]); // they may be resolved now; the next run checks again
   },
   onState: renderCounts,
 });
@@ -66,16 +69,28 @@ function usedLabels() {
 
 const strokeColour = (a) => (a.payload.erase ? null : labels.colour(a.payload.label) || '#888888');
 
-function paintScribble(annotation) {
-  for (const stroke of annotation.payload.strokes) scribbles.paint(stroke, strokeColour(annotation));
-}
-
 // The scribbles and links exactly as the annotation list has them.
 function replay() {
   scribbles.replay(annotations.live('scribble').flatMap((a) => a.payload.strokes.map((stroke) => ({ stroke, colour: strokeColour(a) }))));
   brush.repaint();
   linkLayer.links = strokeLinks(annotations.store.items);
+  showConflicts([]);
   view.invalidate();
+}
+
+// Conflicts that stopped a run: listed, and their strokes outlined until the annotations change.
+function showConflicts(conflicts) {
+  const ids = new Set(conflicts.flatMap((c) => c.annotation_ids));
+  const outlined = linkLayer.flagged.length;
+  linkLayer.flagged = annotations.store.items.filter((a) => ids.has(a.id) && a.kind === 'scribble').flatMap((a) => a.payload.strokes);
+  canvas.dataset.conflicts = String(conflicts.length);
+  $('#conflicts').replaceChildren(...conflicts.map((c) => {
+    const item = document.createElement('li');
+    item.textContent = c.message;
+    return item;
+  }));
+  $('#conflicts-box').hidden = !conflicts.length;
+  if (outlined || linkLayer.flagged.length) view.invalidate();
 }
 
 function renderCounts(store) {
@@ -101,65 +116,8 @@ function renderStale() {
 
 // ---- tools ------------------------------------------------------------------------------
 
-const radius = () => Number($('#radius') ? $('#radius').value : 6);
-let lastPointer = null;
-canvas.addEventListener('pointermove', (e) => { lastPointer = view.toImage(e); });
-
-const brush = createBrush({
-  view,
-  layer: scribbles,
-  cursor: $('#brush-cursor'),
-  radius,
-  colour: () => labels.colour(labels.active),
-  onStroke: (stroke, erase) => annotations.save(erase
-    ? { kind: 'scribble', erase: true, strokes: [stroke] }
-    : { kind: 'scribble', label: labels.active, strokes: [stroke] }),
-});
-
-const linkTool = createLinkTool({
-  view,
-  layer: linkLayer,
-  candidates: () => annotations.live('scribble').filter((a) => !a.payload.erase).flatMap((a) => a.payload.strokes),
-  kind: () => state.linkKind,
-  onPick: (n) => { $('#link-help').textContent = n ? 'Now click the other stroke (Esc lets go).' : 'Link tool (L): click one stroke, then another.'; },
-  onLink: (kind, a, b) => annotations.save(kind === 'same'
-    ? { kind: 'must_link', strokes: [a, b] }
-    : { kind: 'cannot_link', strokes_a: [a], strokes_b: [b] }),
-});
-
-function setTool(name) {
-  if (!canEdit && name !== 'pan') return;
-  if (name === 'pan') view.setMode('pan');
-  else {
-    view.setMode('paint');
-    brush.erase = name === 'eraser';
-    view.setTool(name === 'link' ? linkTool : brush);
-  }
-  if (name !== 'link') linkTool.clear();
-  state.tool = name;
-  root.dataset.tool = name;
-  for (const button of document.querySelectorAll('button[data-tool]')) button.classList.toggle('active', button.dataset.tool === name);
-}
-
-function setLinkKind(kind) {
-  state.linkKind = kind;
-  for (const button of document.querySelectorAll('[data-link-kind]')) button.classList.toggle('active', button.dataset.linkKind === kind);
-}
-
-function setRadius(value) {
-  const slider = $('#radius');
-  if (!slider) return;
-  slider.value = String(Math.max(Number(slider.min), Math.min(Number(slider.max), value)));
-  $('#radius-value').textContent = slider.value;
-  brush.refresh(lastPointer);
-}
-
-function pickLabel(key) {
-  const name = labels.byKey(key);
-  if (!name) return;
-  labels.select(name);
-  if (state.tool !== 'brush') setTool('brush'); // picking a colour means painting with it
-}
+const tools = createTools({ view, root, canEdit, state, scribbles, linkLayer, annotations, labels });
+const { brush, linkTool } = tools;
 
 function undoRedo(which) {
   if (which === 'undo' && !annotations.store.canUndo && !annotations.store.pending) return status('Nothing to undo.');
@@ -189,7 +147,10 @@ const runPanel = createRunPanel({
   state,
   defaultAlgorithm: 'ppc',
   loadLabels: loadMask, // the full-resolution mask: items may be superpixels
-  onConflicts: (conflicts) => status(`The annotations contradict each other: ${conflicts.map((c) => c.message).join('; ')}`, 'error'),
+  // Asked once per run, not after every stroke: the answer lists the scribbled items.
+  conflicts: async () => (await api(`/datasets/${datasetId}/side-information`)).conflicts,
+  onBlocked: showConflicts,
+  onConflicts: showConflicts,
   onResult: async ({ run, result, labels: mask }) => {
     state.shown = { run, result, mask };
     const colours = overlay.show(run.id, mask, result.cluster_labels || [], $('#overlay-colour').value, labels.colour);
@@ -203,9 +164,7 @@ const runPanel = createRunPanel({
 });
 
 function bindControls() {
-  for (const button of document.querySelectorAll('button[data-tool]')) button.addEventListener('click', () => setTool(button.dataset.tool));
-  for (const button of document.querySelectorAll('button[data-link-kind]')) button.addEventListener('click', () => setLinkKind(button.dataset.linkKind));
-  bind('#radius', 'input', () => setRadius(Number($('#radius').value)));
+  tools.bindControls();
   bind('#fit', 'click', () => view.fit());
   bind('#undo', 'click', () => undoRedo('undo'));
   bind('#redo', 'click', () => undoRedo('redo'));
@@ -223,38 +182,46 @@ function bindControls() {
   runPanel.bindControls();
   const keys = {
     f: () => view.fit(),
-    h: () => setTool('pan'),
+    h: () => tools.setTool('pan'),
     o: () => state.shown && setOverlayVisible(!overlay.layer.visible),
-    'ctrl+enter': () => runPanel.start(),
+    'ctrl+enter': () => (ready() ? runPanel.start() : status('Runs can start once the image is featurized.', 'error')),
   };
   if (canEdit) {
     Object.assign(keys, {
-      b: () => setTool('brush'),
-      e: () => setTool('eraser'),
-      l: () => setTool('link'),
-      '[': () => setRadius(radius() - 1),
-      ']': () => setRadius(radius() + 1),
+      b: () => tools.setTool('brush'),
+      e: () => tools.setTool('eraser'),
+      l: () => tools.setTool('link'),
+      '[': () => tools.setRadius(tools.radius() - 1),
+      ']': () => tools.setRadius(tools.radius() + 1),
       escape: () => linkTool.clear(),
       'ctrl+z': () => undoRedo('undo'),
       'ctrl+shift+z': () => undoRedo('redo'),
     });
-    for (const key of '123456789') keys[key] = () => pickLabel(Number(key));
+    for (const key of '123456789') keys[key] = () => tools.pickLabel(Number(key));
   }
   bindKeys(keys);
+}
+
+const ready = () => Boolean(state.dataset && state.dataset.status === 'ready');
+
+function showDataset(dataset) {
+  state.dataset = dataset;
+  root.dataset.status = dataset.status;
+  if (canEdit) $('#run').disabled = !ready();
 }
 
 // An image that is still being featurized can be painted (the API takes scribbles meanwhile);
 // runs need the features, so the status line follows the featurization until it ends.
 async function followFeaturization() {
-  for (;;) {
-    const dataset = await api(`/datasets/${datasetId}`);
-    state.dataset = dataset;
-    root.dataset.status = dataset.status;
-    const f = dataset.featurization || {};
-    if (dataset.status === 'failed') return status(`Featurization failed: ${f.error || 'unknown reason'}`, 'error');
-    if (dataset.status !== 'featurizing') return undefined;
+  while (state.dataset.status === 'featurizing') {
+    const f = state.dataset.featurization || {};
     status(`Featurizing the image (${Math.round(100 * (f.progress || 0))}%): paint now; runs can start once it is ready.`);
     await new Promise((resolve) => { setTimeout(resolve, 1000); });
+    showDataset(await api(`/datasets/${datasetId}`));
+    if (ready()) status('The image is featurized: runs can start.');
+  }
+  if (state.dataset.status === 'failed') {
+    status(`Featurization failed: ${(state.dataset.featurization || {}).error || 'unknown reason'}`, 'error');
   }
 }
 
@@ -263,9 +230,12 @@ async function main() {
   image.src = `/api/v1/datasets/${datasetId}/image`;
   await image.decode();
   picture.image = await createImageBitmap(image);
-  await Promise.all([annotations.load(), runPanel.loadAlgorithms(), runPanel.loadRuns()]);
-  setLinkKind('same');
-  setTool(canEdit ? 'brush' : 'pan');
+  const [dataset] = await Promise.all([
+    api(`/datasets/${datasetId}`), annotations.load(), runPanel.loadAlgorithms(), runPanel.loadRuns(),
+  ]);
+  showDataset(dataset);
+  tools.setLinkKind('same');
+  tools.setTool(canEdit ? 'brush' : 'pan');
   bindControls();
   view.invalidate();
   root.dataset.ready = 'true';

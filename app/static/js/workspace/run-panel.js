@@ -65,7 +65,9 @@ function showResultLine(result) {
 //   datasetId, canEdit
 //   state       where the panel keeps algorithms, readParams, runs and activeRun; pass the page's
 //               own state object to see them in its debugging hook
-//   conflicts   () => the current conflicts; a run is refused while the algorithm uses any
+//   conflicts   () => the current conflicts, or a promise of them; a run is refused while the
+//               algorithm uses any
+//   onBlocked   (conflicts) => …  a run was not asked for because of these (the check above)
 //   onConflicts (conflicts) => …  the server refused a run because of these
 //   onRuns      (runs) => …  the list of runs changed
 //   onResult    async ({ run, result, labels }) => …  show a result (before its summary line)
@@ -77,6 +79,7 @@ export function createRunPanel({
   canEdit,
   state = { algorithms: [], readParams: () => ({}), runs: [] },
   conflicts = () => [],
+  onBlocked = () => {},
   onConflicts = () => {},
   onRuns = () => {},
   onResult = () => {},
@@ -101,14 +104,15 @@ export function createRunPanel({
   async function start() {
     if (!canEdit) return;
     const algorithm = chosen();
-    // Only conflicts between kinds of annotation the algorithm reads can stop it.
-    const blocking = conflicts().filter((c) => c.needs.every((kind) => algorithm.uses.includes(kind)));
-    if (blocking.length) {
-      status(`The annotations contradict each other (${blocking.length} conflict(s) that `
-        + `${algorithm.name} would use); resolve them before running.`, 'error');
-      return;
-    }
     try {
+      // Only conflicts between kinds of annotation the algorithm reads can stop it.
+      const blocking = (await conflicts()).filter((c) => c.needs.every((kind) => algorithm.uses.includes(kind)));
+      if (blocking.length) {
+        onBlocked(blocking);
+        status(`The annotations contradict each other (${blocking.length} conflict(s) that `
+          + `${algorithm.name} would use); resolve them before running.`, 'error');
+        return;
+      }
       const run = await api('/runs', {
         method: 'POST',
         body: { dataset_id: datasetId, algorithm: $('#algorithm').value, params: state.readParams() },
