@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import DatasetChunk
+from tests.api.test_image_featurization import wait_ready
 from tests.conftest import row_counts
 
 pytestmark = pytest.mark.db
@@ -145,7 +146,7 @@ def test_one_dimensional_npy_is_one_feature(
         ("JPEG", "pic.jpg", "image/jpeg"),
     ],
 )
-def test_image_upload_is_stored_for_later_featurization(
+def test_image_upload_is_stored_and_featurized(
     client: TestClient,
     project_id: int,
     admin_headers: dict[str, str],
@@ -158,7 +159,7 @@ def test_image_upload_is_stored_for_later_featurization(
     assert response.status_code == 201, response.text
     dataset = response.json()
     assert dataset["kind"] == "image"
-    assert dataset["status"] == "awaiting_featurization"
+    assert dataset["status"] == "featurizing"  # in the background, after the upload
     assert dataset["n_items"] == 35
     assert dataset["meta"]["image"] == {
         "format": fmt,
@@ -170,10 +171,10 @@ def test_image_upload_is_stored_for_later_featurization(
     stored = client.get(f"/api/v1/datasets/{dataset['id']}/image", headers=admin_headers)
     assert stored.content == content
     assert stored.headers["content-type"] == mime
+    ready = wait_ready(client, admin_headers, dataset["id"])
+    assert ready["status"] == "ready", ready
     items = client.get(f"/api/v1/datasets/{dataset['id']}/items", headers=admin_headers)
-    assert items.json()["items"] == []
-    features = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=admin_headers)
-    assert features.status_code == 422
+    assert items.json()["total"] == 35
 
 
 def test_datasets_are_listed_as_a_page(

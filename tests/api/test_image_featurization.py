@@ -15,13 +15,15 @@ from tests.conftest import row_counts
 pytestmark = pytest.mark.db
 
 
-def two_regions(height: int = 48, width: int = 64, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def two_regions(
+    height: int = 48, width: int = 64, seed: int = 0, noise: float = 25.0
+) -> tuple[np.ndarray, np.ndarray]:
     """A noisy red disc on a noisy blue background, and its class per pixel."""
     rng = np.random.default_rng(seed)
     rows, cols = np.mgrid[:height, :width]
     truth = ((rows - height / 2) ** 2 + (cols - width / 3) ** 2 < (height / 3) ** 2).astype(int)
     colours = np.array([[40, 60, 200], [210, 50, 40]], dtype=float)
-    pixels = colours[truth] + rng.normal(0, 25, size=(height, width, 3))
+    pixels = colours[truth] + rng.normal(0, noise, size=(height, width, 3))
     return np.clip(pixels, 0, 255).astype(np.uint8), truth
 
 

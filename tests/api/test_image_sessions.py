@@ -16,6 +16,9 @@ from tests.conftest import row_counts
 pytestmark = pytest.mark.db
 
 HEIGHT, WIDTH = 96, 128
+# Mild noise: these tests follow the REST path; how well methods segment hard images is
+# measured by benchmarks/bench_image.py.
+NOISE = 12.0
 
 
 def scribble(label: str, points: list[list[float]], radius: float = 2.0) -> dict:  # type: ignore[type-arg]
@@ -24,7 +27,7 @@ def scribble(label: str, points: list[list[float]], radius: float = 2.0) -> dict
 
 @pytest.fixture
 def image_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
-    pixels, truth = two_regions(HEIGHT, WIDTH)
+    pixels, truth = two_regions(HEIGHT, WIDTH, noise=NOISE)
     created = upload_image(client, project_id, admin_headers, pixels, truth).json()
     wait_ready(client, admin_headers, created["id"])
     url = f"/api/v1/datasets/{created['id']}/annotations"
@@ -57,7 +60,7 @@ def test_scribble_run_and_read_the_mask(
     result = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()
     assert result["n_items"] == HEIGHT * WIDTH
     assert set(result["cluster_labels"]) >= {"disc", "background"}
-    assert result["metrics"]["mean_iou"] > 0.85, result["metrics"]
+    assert result["metrics"]["mean_iou"] > 0.8, result["metrics"]
     png = client.get(
         f"/api/v1/runs/{run['id']}/result", headers={**admin_headers, "Accept": "image/png"}
     )
@@ -65,6 +68,9 @@ def test_scribble_run_and_read_the_mask(
     mask = np.asarray(Image.open(io.BytesIO(png.content)))
     assert mask.shape == (HEIGHT, WIDTH)
     assert np.array_equal(mask.ravel(), np.asarray(result["labels"]))
+    features = client.get(f"/api/v1/datasets/{image_id}/features", headers=admin_headers)
+    assert features.status_code == 200
+    assert np.load(io.BytesIO(features.content)).shape == (HEIGHT * WIDTH, 8)
 
 
 def test_apply_a_run_to_another_image(
@@ -78,7 +84,7 @@ def test_apply_a_run_to_another_image(
     source = wait(client, admin_headers, response.json()["id"])
     source_result = client.get(f"/api/v1/runs/{source['id']}/result", headers=admin_headers)
     names = source_result.json()["cluster_labels"]
-    pixels, truth = two_regions(HEIGHT, WIDTH, seed=7)
+    pixels, truth = two_regions(HEIGHT, WIDTH, seed=7, noise=NOISE)
     other = upload_image(client, project_id, admin_headers, pixels, truth, name="second").json()
     applied = client.post(
         f"/api/v1/runs/{source['id']}/apply",
@@ -90,7 +96,8 @@ def test_apply_a_run_to_another_image(
     run = wait(client, admin_headers, applied.json()["id"])
     assert run["status"] == "succeeded", run
     result = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()
-    assert result["metrics"]["mean_iou"] > 0.85
+    assert result["metrics"]["mean_iou"] > 0.8
+    assert result["cluster_labels"] == names  # the model's clusters keep their labels
     labels = np.asarray(result["labels"]).reshape(HEIGHT, WIDTH)
     # The same cluster ids mean the same thing: the disc's centre gets the source's disc cluster.
     assert names[labels[48, 42]] == "disc" and names[labels[4, 120]] == "background"
