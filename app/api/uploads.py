@@ -1,6 +1,11 @@
 """Helpers for multipart uploads shared by the API and the pages."""
 
 from fastapi import UploadFile
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db.models import Dataset, Project, User
+from app.services import datasets
 
 
 def upload_size(file: UploadFile) -> int:
@@ -11,3 +16,33 @@ def upload_size(file: UploadFile) -> int:
     size = file.file.tell()
     file.file.seek(0)
     return size
+
+
+def import_uploaded_file(
+    *,
+    session: Session,
+    settings: Settings,
+    project: Project,
+    user: User,
+    file: UploadFile,
+    name: str | None,
+    id_column: str | None,
+    ground_truth_column: str | None,
+    ground_truth: UploadFile | None = None,
+) -> Dataset:
+    """A multipart upload (the form's or the API's) through the dataset import use case."""
+    return datasets.import_upload(
+        session=session,
+        project=project,
+        user=user,
+        name=name or file.filename or "",
+        stream=file.file,
+        filename=file.filename or "",
+        content_type=file.content_type,
+        size=upload_size(file),
+        max_bytes=settings.max_upload_bytes,
+        chunk_rows=settings.chunk_rows,
+        id_column=id_column or None,
+        ground_truth_column=ground_truth_column or None,
+        ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
+    )

@@ -133,27 +133,22 @@ def create_table_dataset(
     )
     session.add(dataset)
     session.flush()
-    chunks.write_array(
-        session=session,
-        dataset_id=dataset.id,
-        kind=FEATURES,
-        array=table.features,
-        chunk_rows=chunk_rows,
-    )
+    arrays = {FEATURES: table.features, GROUND_TRUTH: table.ground_truth}
+    for kind, array in arrays.items():
+        if array is not None:
+            chunks.write_array(
+                session=session,
+                dataset_id=dataset.id,
+                kind=kind,
+                array=array,
+                chunk_rows=chunk_rows,
+            )
     if table.item_ids is not None:
         chunks.write_strings(
             session=session,
             dataset_id=dataset.id,
             kind=ITEM_IDS,
             values=table.item_ids,
-            chunk_rows=chunk_rows,
-        )
-    if table.ground_truth is not None:
-        chunks.write_array(
-            session=session,
-            dataset_id=dataset.id,
-            kind=GROUND_TRUTH,
-            array=table.ground_truth,
             chunk_rows=chunk_rows,
         )
     views.store_view(
@@ -324,8 +319,8 @@ def require_ready(dataset: Dataset) -> None:
 
 
 def load_features(*, session: Session, dataset: Dataset) -> np.ndarray:
-    blocks = list(feature_blocks(session=session, dataset=dataset))
-    return np.concatenate(blocks) if blocks else np.empty((0, dataset.n_features))
+    require_ready(dataset)
+    return dataset_arrays.load_features(session=session, dataset=dataset)
 
 
 def _valid_name(name: str) -> str:

@@ -11,41 +11,50 @@ from sqlalchemy.orm import Session
 from app.db.models import DatasetChunk
 
 
-def write_array(
-    *, session: Session, dataset_id: int, kind: str, array: np.ndarray, chunk_rows: int
+def _write_blocks(
+    session: Session, dataset_id: int, kind: str, blocks: Iterator[tuple[int, int, bytes]]
 ) -> None:
-    little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    for index, start in enumerate(range(0, max(len(little), 1), chunk_rows)):
-        block = np.ascontiguousarray(little[start : start + chunk_rows])
+    """Chunks from (start row, rows, bytes) blocks, flushed one at a time: the whole table is
+    never held twice in memory."""
+    for index, (start, n_rows, data) in enumerate(blocks):
         session.add(
             DatasetChunk(
                 dataset_id=dataset_id,
                 kind=kind,
                 index=index,
                 start_row=start,
-                n_rows=len(block),
-                data=block.tobytes(),
+                n_rows=n_rows,
+                data=data,
             )
         )
-        session.flush()  # one chunk in memory at a time, not the whole table twice
+        session.flush()
+
+
+def write_array(
+    *, session: Session, dataset_id: int, kind: str, array: np.ndarray, chunk_rows: int
+) -> None:
+    little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    starts = range(0, max(len(little), 1), chunk_rows)
+    blocks = (np.ascontiguousarray(little[start : start + chunk_rows]) for start in starts)
+    _write_blocks(
+        session,
+        dataset_id,
+        kind,
+        ((s, len(b), b.tobytes()) for s, b in zip(starts, blocks, strict=True)),
+    )
 
 
 def write_strings(
     *, session: Session, dataset_id: int, kind: str, values: list[str], chunk_rows: int
 ) -> None:
-    for index, start in enumerate(range(0, len(values), chunk_rows)):
-        block = values[start : start + chunk_rows]
-        session.add(
-            DatasetChunk(
-                dataset_id=dataset_id,
-                kind=kind,
-                index=index,
-                start_row=start,
-                n_rows=len(block),
-                data=json.dumps(block).encode(),
-            )
-        )
-    session.flush()
+    starts = range(0, len(values), chunk_rows)
+    blocks = (values[start : start + chunk_rows] for start in starts)
+    _write_blocks(
+        session,
+        dataset_id,
+        kind,
+        ((s, len(b), json.dumps(b).encode()) for s, b in zip(starts, blocks, strict=True)),
+    )
 
 
 def write_blob(*, session: Session, dataset_id: int, kind: str, data: bytes) -> None:

@@ -15,7 +15,7 @@ from app.api.deps import (
     ViewerAccess,
 )
 from app.api.job_signals import featurization_queued, runs_changed
-from app.api.uploads import upload_size
+from app.api.uploads import import_uploaded_file
 from app.db.models import Role
 from app.services import accounts, datasets, projects, runs
 from app.services.errors import ServiceError, TooManyRequests
@@ -165,19 +165,15 @@ def upload_dataset(
     id_column: Annotated[str, Form()] = "",
 ) -> Response:
     try:
-        dataset = datasets.import_upload(
+        dataset = import_uploaded_file(
             session=session,
+            settings=settings,
             project=access.project,
             user=access.user,
-            name=name or file.filename or "",
-            stream=file.file,
-            filename=file.filename or "",
-            content_type=file.content_type,
-            size=upload_size(file),
-            max_bytes=settings.max_upload_bytes,
-            chunk_rows=settings.chunk_rows,
-            id_column=id_column or None,
-            ground_truth_column=ground_truth_column or None,
+            file=file,
+            name=name,
+            id_column=id_column,
+            ground_truth_column=ground_truth_column,
         )
     except ServiceError as exc:
         session.rollback()

@@ -12,7 +12,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.db.models import Run
-from app.jobs import runner
+from app.jobs import run_inputs, runner
 from tests.api.test_runs import LONG, start, upload_csv, wait
 
 pytestmark = pytest.mark.db
@@ -34,6 +34,15 @@ def _workers_idle(client: TestClient, timeout: float) -> bool:
     return False
 
 
+def _small_run(client: TestClient, project_id: int, headers: dict[str, str]) -> dict:  # type: ignore[type-arg]
+    """A quick CEC run on two blobs, waited for to its end."""
+    x, _ = make_blobs(n_samples=40, centers=2, n_features=2, random_state=1)
+    dataset = upload_csv(client, project_id, headers, x)
+    response = start(client, headers, dataset, "cec", n_clusters=2)
+    assert response.status_code == 202, response.text
+    return wait(client, headers, response.json()["id"], timeout=60)
+
+
 def test_deleting_a_dataset_stops_its_run_and_its_id_is_never_reused(
     client: TestClient, project_id: int, admin_headers: dict[str, str]
 ) -> None:
@@ -45,12 +54,9 @@ def test_deleting_a_dataset_stops_its_run_and_its_id_is_never_reused(
     assert _workers_idle(client, timeout=15), "the deleted run's worker kept computing"
     assert client.get(f"/api/v1/runs/{old}", headers=admin_headers).status_code == 404
 
-    x, _ = make_blobs(n_samples=40, centers=2, n_features=2, random_state=1)
-    other = upload_csv(client, project_id, admin_headers, x, name="other")
-    assert other > doomed, "a deleted dataset's id was handed out again"
-    new = start(client, admin_headers, other, "cec", n_clusters=2, n_init=2).json()["id"]
-    assert new > old, "a deleted run's id was handed out again"
-    run = wait(client, admin_headers, new)
+    run = _small_run(client, project_id, admin_headers)
+    assert run["dataset_id"] > doomed, "a deleted dataset's id was handed out again"
+    assert run["id"] > old, "a deleted run's id was handed out again"
     assert run["status"] == "succeeded" and run["error"] is None
 
 
@@ -101,13 +107,8 @@ def test_the_final_write_survives_transient_database_errors(
         raise ValueError("the chunks are unreadable")
 
     monkeypatch.setattr(runner.Claim, "update", flaky_update)
-    monkeypatch.setattr(runner, "load_features", unreadable)
-    x, _ = make_blobs(n_samples=40, centers=2, n_features=2, random_state=1)
-    dataset = upload_csv(client, project_id, admin_headers, x)
-    response = start(client, admin_headers, dataset, "cec", n_clusters=2)
-    assert response.status_code == 202, response.text
-    run_id = response.json()["id"]
-    run = wait(client, admin_headers, run_id, timeout=30)
+    monkeypatch.setattr(run_inputs, "load_features", unreadable)
+    run = _small_run(client, project_id, admin_headers)
     assert refusals["left"] == 0
     assert (run["status"], run["error"]) == ("failed", "ValueError: the chunks are unreadable")
 
@@ -120,10 +121,6 @@ def test_a_run_is_never_left_running_when_its_runner_dies(
 
     monkeypatch.setattr(runner.Claim, "finish", broken)
     monkeypatch.setattr(runner, "_fit_and_store", broken)
-    x, _ = make_blobs(n_samples=40, centers=2, n_features=2, random_state=1)
-    dataset = upload_csv(client, project_id, admin_headers, x)
-    response = start(client, admin_headers, dataset, "cec", n_clusters=2)
-    assert response.status_code == 202, response.text
-    run = wait(client, admin_headers, response.json()["id"])
+    run = _small_run(client, project_id, admin_headers)
     assert run["status"] == "failed"
     assert run["error"] == "the worker ended without a result"

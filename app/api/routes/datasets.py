@@ -22,7 +22,7 @@ from app.api.schemas.datasets import (
     ItemRead,
     ItemsPage,
 )
-from app.api.uploads import upload_size
+from app.api.uploads import import_uploaded_file
 from app.db.session import session_scope
 from app.jobs.recipe import RecipeParams
 from app.services import datasets, runs
@@ -80,20 +80,16 @@ def create_dataset(
 ) -> DatasetRead:
     """Upload a dataset. The whole file is validated before anything is stored. An image is
     then featurized in the background (`status`: `featurizing` -> `ready` or `failed`)."""
-    dataset = datasets.import_upload(
+    dataset = import_uploaded_file(
         session=session,
+        settings=settings,
         project=access.project,
         user=access.user,
-        name=name or file.filename or "",
-        stream=file.file,
-        filename=file.filename or "",
-        content_type=file.content_type,
-        size=upload_size(file),
-        max_bytes=settings.max_upload_bytes,
-        chunk_rows=settings.chunk_rows,
+        file=file,
+        name=name,
         id_column=id_column,
         ground_truth_column=ground_truth_column,
-        ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
+        ground_truth=ground_truth,
     )
     session.commit()
     featurization_queued(request.app.state, dataset.id, dataset.status)
