@@ -7,8 +7,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.engine.image import grid_links
-from app.engine.image.region_links import region_links
 from app.engine.image.masks import encode_png, item_labels_to_mask, mean_iou
+from app.engine.image.region_links import region_links
 from app.jobs.algorithms.base import ItemStructure
 
 
