@@ -272,8 +272,8 @@ def colour_classes(
     """``nodes`` grouped by a greedy colouring, and the offsets of each colour's group.
 
     Nodes of one colour share no edge, so a mean-field, Gibbs or ICM update of all of them at
-    once is exactly a sequence of single-node updates: the schedule stays a coordinate ascent
-    (or a valid Gibbs scan) and each colour's loop can run in parallel."""
+    once is exactly a sequence of single-node updates in any order: the schedule stays a
+    coordinate ascent (or a valid Gibbs scan), symmetric on a grid (the checkerboard)."""
     if nodes.shape[0] == 0:
         return nodes, np.zeros(1, dtype=np.int64)
     colour = _greedy_colours(nodes, nbr_ptr, nbr_idx)

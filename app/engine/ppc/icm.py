@@ -6,8 +6,8 @@ that a single-node change can often still improve under the joint log-score
     S(z) = sum_i a_{i z_i} + sum_{edges} J_ij [z_i = z_j]      (hard do-not-links: z_i != z_j)
 
 ICM sets each node to its best label given its neighbours until no node changes. Every change
-raises S, so it stops; nodes of one colour share no edge (``graph.colour_classes``), so each
-colour is updated in parallel with the same result as one node at a time. A node's current
+raises S, so it stops; nodes are visited colour by colour (``graph.colour_classes``), the same
+schedule as the mean field. A node's current
 label is never excluded by a hard do-not-link when the start satisfies them, so ICM keeps them.
 """
 

@@ -7,8 +7,9 @@ Fully factorised Q(Z) = prod_i Q_i(z_i), updated by coordinate ascent::
 with damping ``eta`` in (0, 1] and a coupling scale ``s`` in [0, 1] (1 is the model; smaller
 values are the annealing steps of ``fit.run_em``). The nodes are visited colour by colour
 (``graph.colour_classes``; the checkerboard on a 4-neighbour grid): nodes of one colour share
-no edge, so updating them together is the same as updating them one after the other, and each
-colour's loop runs in parallel. The ELBO restricted to Q_i is concave and the undamped update is
+no edge, so the order within a colour does not matter (a parallel loop per colour was measured
+and dropped: on the shared 2-core machine the second thread mostly waited for a busy core).
+The ELBO restricted to Q_i is concave and the undamped update is
 its maximiser, so every step, damped or not, never lowers the ELBO. Convergence is checked on
 the fixed-point residual max |softmax(...) - Q_i|, not on the damped step, so the tolerance
 means the same for every ``eta``.
