@@ -280,6 +280,10 @@ def test_overlapping_labels_stop_a_run_until_erased(page: Page, api: httpx.Clien
     expect(page.get_by_test_id("conflicts")).to_be_hidden()
     page.keyboard.press("Control+Enter")
     expect(canvas).to_have_attribute("data-run", re.compile(r"^\d+$"), timeout=120_000)
+    expect(page.get_by_test_id("stale")).to_be_hidden()
+    page.keyboard.press("b")
+    paint(page, [(10, 120), (30, 120)])
+    expect(page.get_by_test_id("stale")).to_be_visible()
 
 
 def test_labels_add_rename_recolour_and_keys(page: Page, api: httpx.Client) -> None:
@@ -357,3 +361,47 @@ def test_zoom_around_the_cursor_and_pan(page: Page, api: httpx.Client) -> None:
     expect(page.locator("#workspace")).to_have_attribute("data-tool", "pan")
     page.keyboard.press("f")
     expect(canvas).to_have_attribute("data-zoom", f"{before:.3f}")
+
+
+def test_an_exif_turned_jpeg_is_shown_in_the_servers_pixel_layout(
+    page: Page, api: httpx.Client
+) -> None:
+    """Browsers turn a JPEG by its EXIF orientation; the server's pixels (strokes, masks) are
+    the stored ones, unturned, so the workspace turns it back."""
+    raw = np.zeros((20, 40, 3), np.uint8)
+    raw[:, :20] = (230, 30, 30)  # left half red, right half blue in the stored pixels
+    raw[:, 20:] = (30, 30, 230)
+    image = Image.fromarray(raw)
+    exif = image.getexif()
+    exif[0x0112] = 6  # "shown turned 90 degrees clockwise"
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=100, exif=exif.tobytes())
+    response = api.post(
+        "/projects/1/datasets", files={"file": ("turned.jpg", buffer.getvalue(), "image/jpeg")}
+    )
+    response.raise_for_status()
+    sign_in(page)
+    open_workspace(page, int(response.json()["id"]))
+    assert near(screen_pixel(page, 5, 10)[:3], [230, 30, 30], tolerance=12)
+    assert near(screen_pixel(page, 35, 10)[:3], [30, 30, 230], tolerance=12)
+
+
+def test_a_viewer_sees_strokes_and_results_but_cannot_paint(page: Page, api: httpx.Client) -> None:
+    dataset_id = upload_image(api, "viewing")
+    api.post(
+        f"/datasets/{dataset_id}/annotations",
+        json={"kind": "scribble", "label": "sky", "strokes": [{"points": [[10, 10]], "radius": 4}]},
+    ).raise_for_status()
+    api.post("/users", json={"username": "image-viewer", "password": "viewer-password"})
+    api.put("/projects/1/members", json={"username": "image-viewer", "role": "viewer"})
+    sign_in(page, "image-viewer", "viewer-password")
+    open_workspace(page, dataset_id)
+    canvas = page.get_by_test_id("image-canvas")
+    expect(canvas).to_have_attribute("data-strokes", "1")
+    expect(page.locator("#workspace")).to_have_attribute("data-tool", "pan")
+    expect(page.get_by_role("button", name="Brush")).to_have_count(0)
+    expect(page.get_by_role("button", name="Run", exact=True)).to_have_count(0)
+    paint(page, [(60, 60), (100, 60)])  # pans instead
+    page.keyboard.press("Control+z")
+    expect(canvas).to_have_attribute("data-strokes", "1")
+    assert len(live_annotations(api, dataset_id)) == 1

@@ -28,7 +28,8 @@ export function createAnnotations(datasetId, { onReload = () => {}, onAdded = ()
         const annotation = await api(`/datasets/${datasetId}/annotations`, { method: 'POST', body });
         store.items.push(annotation);
         store.revision = annotation.revision;
-        store.canUndo = true; // redo stays as it was: the server keeps the undone ones
+        store.canUndo = true;
+        store.canRedo = false; // a new act forgets what was undone, on the server too
         await onAdded(annotation, store);
         return annotation;
       } catch (error) {

@@ -37,7 +37,9 @@ export function createTools({ view, root, canEdit, state, scribbles, linkLayer, 
     layer: linkLayer,
     candidates: () => annotations.live('scribble').filter((a) => !a.payload.erase).flatMap((a) => a.payload.strokes),
     kind: () => state.linkKind,
-    onPick: (n) => { $('#link-help').textContent = n ? 'Now click the other stroke (Esc lets go).' : LINK_HELP; },
+    onPick: (n) => {
+      if ($('#link-help')) $('#link-help').textContent = n ? 'Now click the other stroke (Esc lets go).' : LINK_HELP;
+    },
     onLink: (kind, a, b) => annotations.save(kind === 'same'
       ? { kind: 'must_link', strokes: [a, b] }
       : { kind: 'cannot_link', strokes_a: [a], strokes_b: [b] }),

@@ -6,8 +6,9 @@
 //   tools.js        the tool panel: brush.js (brush, eraser), links.js (link tool, link lines)
 //   labels.js       the label palette        annotations.js  server sync, undo / redo
 //   overlay.js      result overlay and mask exports;  png.js  exact cluster-mask decoding
+//   orientation.js  the picture in the server's pixel layout (EXIF-turned JPEGs)
 // and from the scatterplot workspace the page-independent run panel, palette, keys and ui.
-import { api } from '../workspace/api.js';
+import { api, apiBinary } from '../workspace/api.js';
 import { bindKeys } from '../workspace/keyboard.js';
 import { createRunPanel } from '../workspace/run-panel.js';
 import { $, bind, report, status } from '../workspace/ui.js';
@@ -15,6 +16,7 @@ import { createAnnotations } from './annotations.js';
 import { createCanvasView } from './canvas.js';
 import { createLabels } from './labels.js';
 import { createLinkLayer, strokeLinks } from './links.js';
+import { rawPicture } from './orientation.js';
 import { createOverlay, downloadClusterMask, downloadLabelMask, labelMaskBlob, loadMask } from './overlay.js';
 import { createScribbleLayer } from './strokes.js';
 import { createTools } from './tools.js';
@@ -226,10 +228,7 @@ async function followFeaturization() {
 }
 
 async function main() {
-  const image = new Image();
-  image.src = `/api/v1/datasets/${datasetId}/image`;
-  await image.decode();
-  picture.image = await createImageBitmap(image);
+  picture.image = await rawPicture(await apiBinary(`/datasets/${datasetId}/image`), width, height);
   const [dataset] = await Promise.all([
     api(`/datasets/${datasetId}`), annotations.load(), runPanel.loadAlgorithms(), runPanel.loadRuns(),
   ]);
@@ -243,5 +242,5 @@ async function main() {
   await followFeaturization();
 }
 
-window.imageWorkspace = { view, state, overlay, scribbles, labels, annotations, labelMaskBlob }; // debugging, tests
+window.imageWorkspace = { view, state, picture, overlay, scribbles, labels, annotations, labelMaskBlob }; // debugging, tests
 main().catch(report);
