@@ -35,13 +35,15 @@ def resolve_strokes(
         payload = record.payload
         resolved: dict[str, Any]
         if record.kind == SCRIBBLE:
-            kind = LABEL
-            resolved = {"items": under(payload["strokes"])}
-            if payload.get("erase"):
-                resolved["erase"] = True
+            items = under(payload["strokes"])
+            if items and not payload.get("erase"):
+                # Painting over earlier labels corrects them (as an eraser then a brush would),
+                # rather than contradicting them: the erase comes first under the same id.
+                out.append(AnnotationRecord(record.id, LABEL, {"items": items, "erase": True}))
+                kind, resolved = LABEL, {"items": items, "label": payload["label"]}
             else:
-                resolved["label"] = payload["label"]
-            keep = bool(resolved["items"])
+                kind, resolved = LABEL, {"items": items, "erase": True}
+            keep = bool(items)
         elif record.kind == MUST_LINK:
             kind, resolved = MUST_LINK, {"items": under(payload["strokes"])}
             keep = len(resolved["items"]) >= 2

@@ -157,3 +157,23 @@ def test_erase_and_stroke_links(
     assert client.post(url, json=link, headers=admin_headers).status_code == 201
     pairs = client.get(side, headers=admin_headers).json()["cannot_link"]
     assert len(pairs) == 5 * 5  # a radius-1 disc covers 5 pixels
+
+
+def test_painting_over_a_label_corrects_it(
+    client: TestClient, admin_headers: dict[str, str], image_id: int
+) -> None:
+    """A later scribble wins where it overlaps an earlier one, without a conflict."""
+    url = f"/api/v1/datasets/{image_id}/annotations"
+    over = scribble("disc", [[100, 10], [110, 30]])  # over the background scribble
+    assert client.post(url, json=over, headers=admin_headers).status_code == 201
+    side = client.get(f"/api/v1/datasets/{image_id}/side-information", headers=admin_headers)
+    assert side.json()["conflicts"] == []
+    labeled = side.json()["labeled_items"]
+    corner = 10 * WIDTH + 100  # pixel (x, y) = (100, 10), under both scribbles
+    assert corner in labeled["disc"] and corner not in labeled["background"]
+    response = client.post(
+        "/api/v1/runs",
+        json={"dataset_id": image_id, "algorithm": "ppc", "params": {}},
+        headers=admin_headers,
+    )
+    assert response.status_code == 202, response.text
