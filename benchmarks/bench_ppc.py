@@ -33,21 +33,14 @@ from sklearn.mixture import GaussianMixture
 
 from app.engine import PPC, confidence_to_weight, grid_links, neighbour_disagreement
 from benchmarks.protocol_ppc import accuracy, matching, texture_mosaic
+from benchmarks.toy_data import gaussian_mixture
 
 ITERATIONS = 10
 REPEATS = 3
 
 
 def blobs(n: int, d: int, k: int, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=4.0, size=(k, d))
-    component = rng.integers(0, k, size=n)
-    X = np.empty((n, d))
-    for c in range(k):
-        rows = component == c
-        shape = rng.normal(scale=0.5, size=(d, d)) + np.eye(d)
-        X[rows] = centres[c] + rng.normal(size=(int(rows.sum()), d)) @ shape.T
-    return X
+    return gaussian_mixture(n, d, k, seed)[0]
 
 
 def best_time(fit: object) -> float:

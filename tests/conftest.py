@@ -5,10 +5,12 @@ Each test starts from empty tables plus the bootstrap admin. Tables are emptied 
 test rather than rolled back, because background work (the job runner) opens its own sessions.
 """
 
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select, text
@@ -122,3 +124,18 @@ def row_counts(session: Session) -> dict[str, int]:
         table.name: session.scalar(select(func.count()).select_from(table)) or 0
         for table in Base.metadata.sorted_tables
     }
+
+
+def upload_npy(
+    client: TestClient, project_id: int, headers: dict[str, str], array: np.ndarray
+) -> int:
+    """Upload `array` as an NPY dataset; its id."""
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    response = client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": ("d.npy", buffer.getvalue(), "application/octet-stream")},
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+    return int(response.json()["id"])

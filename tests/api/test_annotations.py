@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.db.models import Role
-from tests.conftest import row_counts
+from tests.conftest import row_counts, upload_npy
 
 pytestmark = pytest.mark.db
 
@@ -17,14 +17,7 @@ FEATURES = np.array([[0.0, 0.0], [1.0, 0.5], [2.0, 1.0], [8.0, 9.0], [9.0, 8.5],
 
 @pytest.fixture
 def dataset_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
-    buffer = io.BytesIO()
-    np.save(buffer, FEATURES)
-    response = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("d.npy", buffer.getvalue(), "application/octet-stream")},
-        headers=admin_headers,
-    )
-    return int(response.json()["id"])
+    return upload_npy(client, project_id, admin_headers, FEATURES)
 
 
 def post(client: TestClient, dataset_id: int, headers: dict[str, str], **body: object):  # type: ignore[no-untyped-def]

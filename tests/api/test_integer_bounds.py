@@ -3,15 +3,13 @@ path id, a query parameter or a request-body field gets 422 naming the field, wr
 and the published OpenAPI states the bounds (2**53 - 1 at most, which every JSON client reads
 exactly)."""
 
-import io
-
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.api.schemas.common import MAX_ID, MAX_INT
-from tests.conftest import row_counts
+from tests.conftest import row_counts, upload_npy
 
 pytestmark = pytest.mark.db
 
@@ -24,15 +22,7 @@ def at_most(bound: int) -> str:
 
 @pytest.fixture
 def dataset_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
-    buffer = io.BytesIO()
-    np.save(buffer, np.arange(12.0).reshape(6, 2))
-    response = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("d.npy", buffer.getvalue(), "application/octet-stream")},
-        headers=admin_headers,
-    )
-    assert response.status_code == 201, response.text
-    return int(response.json()["id"])
+    return upload_npy(client, project_id, admin_headers, np.arange(12.0).reshape(6, 2))
 
 
 def assert_refused(response, field: str, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -11,25 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from tests.conftest import row_counts
+from tests.conftest import row_counts, upload_npy
 
 pytestmark = pytest.mark.db
 
 SEED_MAX = 2**32 - 1
-
-
-def upload_npy(
-    client: TestClient, project_id: int, headers: dict[str, str], array: np.ndarray
-) -> int:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    response = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("d.npy", buffer.getvalue(), "application/octet-stream")},
-        headers=headers,
-    )
-    assert response.status_code == 201, response.text
-    return int(response.json()["id"])
 
 
 @pytest.fixture
