@@ -3,8 +3,8 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Dialect, MetaData
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy import DateTime, Dialect, ForeignKey, MetaData
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 NAMING_CONVENTION = {
@@ -23,6 +23,22 @@ NEVER_REUSE_IDS: dict[str, Any] = {"sqlite_autoincrement": True}
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class AddressedById:
+    """A row addressed by its id from outside (URLs, workers); ids are never reused."""
+
+    __table_args__ = NEVER_REUSE_IDS
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+
+
+class PartOfDataset(AddressedById):
+    """A row that belongs to one dataset and goes with it."""
+
+    dataset_id: Mapped[int] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE"), index=True
+    )
 
 
 def utcnow() -> datetime:

@@ -5,14 +5,12 @@ from datetime import datetime
 from sqlalchemy import Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
+from app.db.base import AddressedById, Base, UTCDateTime, utcnow
 
 
-class User(Base):
+class User(AddressedById, Base):
     __tablename__ = "users"
-    __table_args__ = NEVER_REUSE_IDS
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -24,7 +22,7 @@ class User(Base):
     )
 
 
-class ApiToken(Base):
+class ApiToken(AddressedById, Base):
     """A bearer secret. Only its SHA-256 is stored; `prefix` lets a user recognise it in a list.
 
     `kind` is `api` (named, long-lived, made by the user), `access` (from the OAuth2 password
@@ -32,9 +30,7 @@ class ApiToken(Base):
     """
 
     __tablename__ = "api_tokens"
-    __table_args__ = NEVER_REUSE_IDS
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(100))
     kind: Mapped[str] = mapped_column(String(16))

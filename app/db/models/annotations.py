@@ -11,17 +11,12 @@ from typing import Any
 from sqlalchemy import JSON, Float, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
+from app.db.base import Base, PartOfDataset, UTCDateTime, utcnow
 
 
-class Annotation(Base):
+class Annotation(PartOfDataset, Base):
     __tablename__ = "annotations"
-    __table_args__ = NEVER_REUSE_IDS
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(
-        ForeignKey("datasets.id", ondelete="CASCADE"), index=True
-    )
     kind: Mapped[str] = mapped_column(String(32))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     confidence: Mapped[float | None] = mapped_column(Float)

@@ -13,14 +13,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
+from app.db.base import AddressedById, Base, UTCDateTime, utcnow
 
 
-class Dataset(Base):
+class Dataset(AddressedById, Base):
     __tablename__ = "datasets"
-    __table_args__ = NEVER_REUSE_IDS
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(
         ForeignKey("projects.id", ondelete="CASCADE"), index=True
     )

@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
+from app.db.base import AddressedById, Base, UTCDateTime, utcnow
 
 
 class Role(enum.StrEnum):
@@ -25,11 +25,9 @@ class Role(enum.StrEnum):
 ROLE_RANK = {Role.viewer: 0, Role.editor: 1, Role.owner: 2}
 
 
-class Project(Base):
+class Project(AddressedById, Base):
     __tablename__ = "projects"
-    __table_args__ = NEVER_REUSE_IDS
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))

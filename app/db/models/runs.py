@@ -15,17 +15,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
+from app.db.base import Base, PartOfDataset, UTCDateTime, utcnow
 
 
-class Run(Base):
+class Run(PartOfDataset, Base):
     __tablename__ = "runs"
-    __table_args__ = NEVER_REUSE_IDS
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(
-        ForeignKey("datasets.id", ondelete="CASCADE"), index=True
-    )
     algorithm: Mapped[str] = mapped_column(String(32))
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     annotation_revision: Mapped[int] = mapped_column(Integer)

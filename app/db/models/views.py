@@ -4,20 +4,15 @@
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, String
+from sqlalchemy import JSON, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import NEVER_REUSE_IDS, Base, UTCDateTime, utcnow
+from app.db.base import Base, PartOfDataset, UTCDateTime, utcnow
 
 
-class View(Base):
+class View(PartOfDataset, Base):
     __tablename__ = "views"
-    __table_args__ = NEVER_REUSE_IDS
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(
-        ForeignKey("datasets.id", ondelete="CASCADE"), index=True
-    )
     name: Mapped[str] = mapped_column(String(200))
     method: Mapped[str] = mapped_column(String(16))  # pca | features | umap
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
