@@ -29,6 +29,7 @@ from app.services.ingest.detect import detect_format
 from app.services.ingest.image_file import parse_image
 from app.services.ingest.npy_array import parse_npy
 from app.services.ingest.parsed import ParsedImage, ParsedTable
+from app.services.paging import page
 from app.store import chunks, dataset_arrays
 from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, IMAGE, ITEM_IDS, PIXEL_GROUND_TRUTH
 
@@ -243,9 +244,7 @@ def list_datasets(
     *, session: Session, project: Project, limit: int, offset: int
 ) -> tuple[list[Dataset], int]:
     query = select(Dataset).where(Dataset.project_id == project.id)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.scalars(query.order_by(Dataset.id).limit(limit).offset(offset)).all()
-    return list(rows), total
+    return page(session, query, Dataset.id, limit, offset)
 
 
 def delete_dataset(*, session: Session, dataset: Dataset) -> None:

@@ -13,6 +13,7 @@ from app.db.models import Dataset, Run, RunResult, User
 from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
 from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput, NotFound, TooManyRequests
+from app.services.paging import page
 from app.services.side_information import compile_for_dataset
 from app.store import chunks, dataset_arrays
 from app.store.side_information_blob import to_npz
@@ -136,9 +137,7 @@ def list_runs(
     *, session: Session, dataset: Dataset, limit: int, offset: int
 ) -> tuple[list[Run], int]:
     query = select(Run).where(Run.dataset_id == dataset.id)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.scalars(query.order_by(Run.id.desc()).limit(limit).offset(offset)).all()
-    return list(rows), total
+    return page(session, query, Run.id.desc(), limit, offset)
 
 
 def request_cancel(*, session: Session, run: Run) -> Run:

@@ -43,12 +43,20 @@ def _small_run(client: TestClient, project_id: int, headers: dict[str, str]) -> 
     return wait(client, headers, response.json()["id"], timeout=60)
 
 
+def _running(
+    client: TestClient, project_id: int, headers: dict[str, str], name: str
+) -> tuple[int, int]:
+    """A long run that has started: (dataset id, run id)."""
+    dataset = _big(client, project_id, headers, name)
+    run_id = start(client, headers, dataset, "cec", **LONG).json()["id"]
+    wait(client, headers, run_id, until={"running"})
+    return dataset, run_id
+
+
 def test_deleting_a_dataset_stops_its_run_and_its_id_is_never_reused(
     client: TestClient, project_id: int, admin_headers: dict[str, str]
 ) -> None:
-    doomed = _big(client, project_id, admin_headers, "doomed")
-    old = start(client, admin_headers, doomed, "cec", **LONG).json()["id"]
-    wait(client, admin_headers, old, until={"running"})
+    doomed, old = _running(client, project_id, admin_headers, "doomed")
     deleted = client.delete(f"/api/v1/datasets/{doomed}", headers=admin_headers)
     assert deleted.status_code == 204
     assert _workers_idle(client, timeout=15), "the deleted run's worker kept computing"
@@ -63,9 +71,7 @@ def test_deleting_a_dataset_stops_its_run_and_its_id_is_never_reused(
 def test_deleting_a_project_stops_its_runs(
     client: TestClient, project_id: int, admin_headers: dict[str, str]
 ) -> None:
-    dataset = _big(client, project_id, admin_headers, "in-project")
-    run_id = start(client, admin_headers, dataset, "cec", **LONG).json()["id"]
-    wait(client, admin_headers, run_id, until={"running"})
+    _running(client, project_id, admin_headers, "in-project")
     assert client.delete(f"/api/v1/projects/{project_id}", headers=admin_headers).status_code == 204
     assert _workers_idle(client, timeout=15)
 
@@ -73,9 +79,7 @@ def test_deleting_a_project_stops_its_runs(
 def test_a_worker_writes_only_to_the_run_it_claimed(
     client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session
 ) -> None:
-    dataset = _big(client, project_id, admin_headers, "claimed")
-    run_id = start(client, admin_headers, dataset, "cec", **LONG).json()["id"]
-    wait(client, admin_headers, run_id, until={"running"})
+    _, run_id = _running(client, project_id, admin_headers, "claimed")
     # Another claim takes the row over (as after a restart's recovery): the first worker must
     # notice at its next progress write, stop, and write nothing more.
     session.execute(
