@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -69,3 +70,27 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def signed_in_page(server: LiveServer, playwright: Any) -> tuple[Any, Any, str]:
+    """Debian's Chromium, a page signed in as the admin, and the server's origin."""
+    browser = playwright.chromium.launch(
+        executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
+    )
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    origin = server.base.removesuffix("/api/v1")
+    page.goto(f"{origin}/login")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{origin}/projects")
+    return browser, page, origin

@@ -22,15 +22,8 @@ import numpy as np
 from PIL import Image
 from playwright.sync_api import Page, expect, sync_playwright
 
-from benchmarks._server import PASSWORD, LiveServer, live_server
+from benchmarks._server import LiveServer, live_server, signed_in_page
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SIZE = 1024
 LEFT = (40.0, 60.0, 440.0, 960.0)  # label 1 paints here
 RIGHT = (600.0, 60.0, 980.0, 960.0)  # label 2 here
@@ -156,16 +149,7 @@ def main() -> None:
     rows = []
     with live_server() as server, sync_playwright() as playwright:
         dataset_id = upload(server)
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
-        )
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        origin = server.base.removesuffix("/api/v1")
-        page.goto(f"{origin}/login")
-        page.fill("input[name=username]", "admin")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{origin}/projects")
+        browser, page, origin = signed_in_page(server, playwright)
         page.goto(f"{origin}/datasets/{dataset_id}/workspace")
         expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=60_000)
         page.fill("#radius", str(args.radius))

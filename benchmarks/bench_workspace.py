@@ -16,15 +16,7 @@ import httpx
 import numpy as np
 from playwright.sync_api import sync_playwright
 
-from benchmarks._server import PASSWORD, live_server
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from benchmarks._server import live_server, signed_in_page
 
 
 def upload(base: str, headers: dict[str, str], n: int) -> int:
@@ -50,16 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     with live_server() as server, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
-        )
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        origin = server.base.removesuffix("/api/v1")
-        page.goto(f"{origin}/login")
-        page.fill("input[name=username]", "admin")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{origin}/projects")
+        browser, page, origin = signed_in_page(server, playwright)
         for n in args.sizes:
             dataset_id = upload(server.base, server.headers, n)
             started = time.perf_counter()
