@@ -32,6 +32,24 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_until_serving(
+    base: str, server: subprocess.Popen[bytes], timeout: float = 120, log: Path | None = None
+) -> None:
+    """Until `{base}/health` answers 200; RuntimeError (with the log) if the server exits or
+    takes longer than `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            detail = log.read_text() if log is not None else ""
+            raise RuntimeError(f"the server did not start\n{detail}")
+        time.sleep(0.2)
+
+
 @contextmanager
 def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveServer]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-"))
@@ -52,16 +70,7 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
     )
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.2)
+        wait_until_serving(base, server)
         token = httpx.post(
             f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
         ).json()["access_token"]

@@ -7,7 +7,8 @@ test rather than rolled back, because background work (the job runner) opens its
 
 import io
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -139,3 +140,12 @@ def upload_npy(
     )
     assert response.status_code == 201, response.text
     return int(response.json()["id"])
+
+
+def run_concurrently(target: Callable[[], None], n: int) -> None:
+    """Call `target` from `n` threads at once and wait for all of them."""
+    threads = [threading.Thread(target=target) for _ in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

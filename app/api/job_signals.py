@@ -3,7 +3,11 @@ cancelled or deleted, featurizations queued."""
 
 from collections.abc import Iterable
 
+from sqlalchemy.orm import Session
 from starlette.datastructures import State
+
+from app.db.models import Dataset
+from app.services import datasets, runs
 
 
 def runs_changed(state: State, run_ids: Iterable[int], *, stop: bool) -> None:
@@ -19,3 +23,12 @@ def featurization_queued(state: State, dataset_id: int, status: str) -> None:
     """Submit a dataset's queued featurization (once its request has committed)."""
     if status == "featurizing":
         state.executor.submit_featurization(dataset_id)
+
+
+def delete_dataset_stopping_runs(state: State, session: Session, dataset: Dataset) -> None:
+    """Delete a dataset with what was made from it, commit, and stop its queued and running
+    runs (their workers would otherwise notice only at their next progress write)."""
+    active = runs.active_run_ids(session=session, dataset_id=dataset.id)
+    datasets.delete_dataset(session=session, dataset=dataset)
+    session.commit()
+    runs_changed(state, active, stop=True)

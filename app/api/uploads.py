@@ -1,10 +1,13 @@
 """Helpers for multipart uploads shared by the API and the pages."""
 
+from dataclasses import dataclass
+
 from fastapi import UploadFile
 from sqlalchemy.orm import Session
 
+from app.api.deps import ProjectAccess
 from app.config import Settings
-from app.db.models import Dataset, Project, User
+from app.db.models import Dataset
 from app.services import datasets
 
 
@@ -18,23 +21,29 @@ def upload_size(file: UploadFile) -> int:
     return size
 
 
+@dataclass(frozen=True)
+class UploadForm:
+    """The text fields of an upload, as the form and the API both take them."""
+
+    name: str | None
+    id_column: str | None
+    ground_truth_column: str | None
+
+
 def import_uploaded_file(
-    *,
     session: Session,
     settings: Settings,
-    project: Project,
-    user: User,
+    access: ProjectAccess,
     file: UploadFile,
-    name: str | None,
-    id_column: str | None,
-    ground_truth_column: str | None,
+    form: UploadForm,
     ground_truth: UploadFile | None = None,
 ) -> Dataset:
     """A multipart upload (the form's or the API's) through the dataset import use case."""
+    name, id_column, ground_truth_column = form.name, form.id_column, form.ground_truth_column
     return datasets.import_upload(
         session=session,
-        project=project,
-        user=user,
+        project=access.project,
+        user=access.user,
         name=name or file.filename or "",
         stream=file.file,
         filename=file.filename or "",

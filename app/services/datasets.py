@@ -278,16 +278,10 @@ def read_items(
         else [str(i) for i in range(start, stop)]
     )
     truth: list[str | None] = [None] * (stop - start)
-    if dataset.ground_truth_classes is not None:
-        codes = chunks.read_array(
-            session=session,
-            dataset_id=dataset.id,
-            kind=GROUND_TRUTH,
-            dtype="int32",
-            n_columns=None,
-            start=start,
-            stop=stop,
-        )
+    codes = dataset_arrays.load_ground_truth(
+        session=session, dataset=dataset, start=start, stop=stop
+    )
+    if codes is not None and dataset.ground_truth_classes is not None:
         classes = dataset.ground_truth_classes
         truth = [classes[c] if c >= 0 else None for c in codes.tolist()]
     return [

@@ -36,12 +36,20 @@ def load_features(*, session: Session, dataset: Dataset) -> NDArray:
     return np.concatenate(blocks) if blocks else np.empty((0, dataset.n_features))
 
 
-def load_ground_truth(*, session: Session, dataset: Dataset) -> NDArray[np.int32] | None:
-    """Class codes per item (-1 = unknown), or None when the dataset has no ground truth."""
+def load_ground_truth(
+    *, session: Session, dataset: Dataset, start: int = 0, stop: int | None = None
+) -> NDArray[np.int32] | None:
+    """Class codes of items [start, stop) (-1 = unknown), or None without a ground truth."""
     if dataset.ground_truth_classes is None:
         return None
     return chunks.read_array(
-        session=session, dataset_id=dataset.id, kind=GROUND_TRUTH, dtype="int32", n_columns=None
+        session=session,
+        dataset_id=dataset.id,
+        kind=GROUND_TRUTH,
+        dtype="int32",
+        n_columns=None,
+        start=start,
+        stop=stop,
     )
 
 

@@ -14,10 +14,10 @@ from app.api.deps import (
     SettingsDep,
     ViewerAccess,
 )
-from app.api.job_signals import featurization_queued, runs_changed
-from app.api.uploads import import_uploaded_file
+from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
+from app.api.uploads import UploadForm, import_uploaded_file
 from app.db.models import Role
-from app.services import accounts, datasets, projects, runs
+from app.services import accounts, datasets, projects
 from app.services.errors import ServiceError, TooManyRequests
 from app.services.login_throttle import ThrottlePolicy
 from app.web.security import WORKSPACE_CONTENT_SECURITY_POLICY
@@ -165,16 +165,8 @@ def upload_dataset(
     id_column: Annotated[str, Form()] = "",
 ) -> Response:
     try:
-        dataset = import_uploaded_file(
-            session=session,
-            settings=settings,
-            project=access.project,
-            user=access.user,
-            file=file,
-            name=name,
-            id_column=id_column,
-            ground_truth_column=ground_truth_column,
-        )
+        form = UploadForm(name, id_column, ground_truth_column)
+        dataset = import_uploaded_file(session, settings, access, file, form)
     except ServiceError as exc:
         session.rollback()
         context = _project_context(session, access)
@@ -237,8 +229,5 @@ def workspace_page(dataset_id: int, request: Request, access: ViewerAccess) -> H
 def delete_dataset(
     dataset_id: int, request: Request, session: SessionDep, access: OwnerAccess
 ) -> RedirectResponse:
-    active = runs.active_run_ids(session=session, dataset_id=dataset_id)
-    datasets.delete_dataset(session=session, dataset=access.require_dataset())
-    session.commit()
-    runs_changed(request.app.state, active, stop=True)
+    delete_dataset_stopping_runs(request.app.state, session, access.require_dataset())
     return RedirectResponse(f"/projects/{access.project.id}", status_code=303)

@@ -17,7 +17,7 @@ from app.services import login_throttle
 from app.services.errors import TooManyRequests
 from app.services.login_throttle import ThrottlePolicy
 from tests.api.test_runs import LONG, start, upload_csv, wait
-from tests.conftest import ADMIN_PASSWORD, PASSWORD, row_counts, token_headers
+from tests.conftest import ADMIN_PASSWORD, PASSWORD, row_counts, run_concurrently, token_headers
 
 pytestmark = pytest.mark.db
 
@@ -124,11 +124,7 @@ def test_concurrent_requests_cannot_overshoot_the_run_limit(
         with lock:
             statuses.append(code)
 
-    threads = [threading.Thread(target=post) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_concurrently(post, 6)
     assert sorted(statuses) == [202, 202, 429, 429, 429, 429]
     listed = client.get(f"/api/v1/datasets/{big_id}/runs", headers=admin_headers).json()
     assert listed["total"] == 2
@@ -223,11 +219,7 @@ def test_failures_from_concurrent_threads_all_count(client: TestClient, settings
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=fail) for _ in range(12)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_concurrently(fail, 12)
     assert errors == []
     with factory() as session:
         row = session.scalars(select(LoginThrottle)).one()

@@ -73,6 +73,15 @@ def wait(
         time.sleep(0.05)
 
 
+def run_to_end(
+    client: TestClient, headers: dict[str, str], dataset_id: int, algorithm: str, **params: object
+) -> dict:  # type: ignore[type-arg]
+    """Start a run and wait for its end."""
+    return wait(
+        client, headers, start(client, headers, dataset_id, algorithm, **params).json()["id"]
+    )
+
+
 @pytest.fixture
 def iris_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
     iris = load_iris()
@@ -162,11 +171,7 @@ def test_each_algorithm_runs_and_finds_the_blobs(
         headers=admin_headers,
         json={"kind": "must_link", "items": [int(i) for i in np.flatnonzero(y == 0)[:5]]},
     )
-    run = wait(
-        client,
-        admin_headers,
-        start(client, admin_headers, dataset_id, algorithm, **params).json()["id"],
-    )
+    run = run_to_end(client, admin_headers, dataset_id, algorithm, **params)
     assert run["status"] == "succeeded", run["error"]
     metrics = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()[
         "metrics"
@@ -254,11 +259,7 @@ def test_a_run_whose_engine_raises_fails_with_a_readable_error(
     for a, b in ([0], [1, 2]), ([1], [2]):
         link = {"kind": "cannot_link", "items_a": a, "items_b": b}
         assert client.post(url, json=link, headers=admin_headers).status_code == 201
-    run = wait(
-        client,
-        admin_headers,
-        start(client, admin_headers, dataset_id, "ppc", n_components=2).json()["id"],
-    )
+    run = run_to_end(client, admin_headers, dataset_id, "ppc", n_components=2)
     assert run["status"] == "failed"
     assert run["error"].startswith("ValueError: ")
     assert "increase n_components" in run["error"]
@@ -277,21 +278,16 @@ def test_restart_marks_running_runs_interrupted_and_resumes_queued_ones(
     # Simulate a crash: one run left running, one left queued, then a fresh server process.
     template = session.get(Run, queued["id"])
     assert template is not None
-    crashed = Run(
-        dataset_id=iris_id,
-        algorithm="cec",
-        params=template.params,
-        annotation_revision=0,
-        status="running",
-        side_information=template.side_information,
-    )
-    waiting = Run(
-        dataset_id=iris_id,
-        algorithm="cec",
-        params=template.params,
-        annotation_revision=0,
-        status="queued",
-        side_information=template.side_information,
+    crashed, waiting = (
+        Run(
+            dataset_id=iris_id,
+            algorithm="cec",
+            params=template.params,
+            annotation_revision=0,
+            status=status,
+            side_information=template.side_information,
+        )
+        for status in ("running", "queued")
     )
     session.add_all([crashed, waiting])
     session.commit()
@@ -385,11 +381,7 @@ def test_c3l_takes_a_boundary_or_two_label_categories(
         client.post(
             url, json={"kind": "label", "items": items, "label": name}, headers=admin_headers
         )
-    learned = wait(
-        client,
-        admin_headers,
-        start(client, admin_headers, dataset_id, "c3l", n_clusters=4, n_init=2).json()["id"],
-    )
+    learned = run_to_end(client, admin_headers, dataset_id, "c3l", n_clusters=4, n_init=2)
     assert learned["status"] == "succeeded", learned["error"]
     views = client.get(f"/api/v1/datasets/{dataset_id}/views", headers=admin_headers).json()
     feature_view = client.post(
@@ -406,11 +398,7 @@ def test_c3l_takes_a_boundary_or_two_label_categories(
             "labels": ["west", "east"],
         },
     )
-    drawn = wait(
-        client,
-        admin_headers,
-        start(client, admin_headers, dataset_id, "c3l", n_clusters=4, n_init=2).json()["id"],
-    )
+    drawn = run_to_end(client, admin_headers, dataset_id, "c3l", n_clusters=4, n_init=2)
     assert drawn["status"] == "succeeded", drawn["error"]
     result = client.get(f"/api/v1/runs/{drawn['id']}/result", headers=admin_headers).json()
     labels = np.array(result["labels"])

@@ -1,18 +1,17 @@
 """SIGTERM stops a server promptly even with a long run and an open progress stream, and the
 run it interrupted is recorded as such (before: the server blocked for over 120 s)."""
 
-import io
 import signal
 import threading
 import time
 from pathlib import Path
 
 import httpx
-import numpy as np
 from sklearn.datasets import make_blobs
 from sqlalchemy import create_engine, text
 
 from benchmarks._server import live_server
+from tests.conftest import upload_npy
 
 
 def test_sigterm_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path) -> None:
@@ -21,18 +20,13 @@ def test_sigterm_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path) 
         base, headers = server.base, server.headers
         project = httpx.post(f"{base}/projects", json={"name": "P"}, headers=headers).json()
         x, _ = make_blobs(n_samples=20_000, centers=40, n_features=8, random_state=0)
-        buffer = io.BytesIO()
-        np.save(buffer, x)
-        dataset = httpx.post(
-            f"{base}/projects/{project['id']}/datasets",
-            files={"file": ("x.npy", buffer.getvalue(), "application/octet-stream")},
-            headers=headers,
-            timeout=60,
-        ).json()
+        origin = base.removesuffix("/api/v1")
+        with httpx.Client(base_url=origin, timeout=60) as client:
+            dataset_id = upload_npy(client, project["id"], headers, x)  # type: ignore[arg-type]
         params = {"n_clusters": 80, "n_init": 100, "max_iter": 1000, "min_cluster_fraction": 0}
         run = httpx.post(
             f"{base}/runs",
-            json={"dataset_id": dataset["id"], "algorithm": "cec", "params": params},
+            json={"dataset_id": dataset_id, "algorithm": "cec", "params": params},
             headers=headers,
         ).json()
         while httpx.get(f"{base}/runs/{run['id']}", headers=headers).json()["status"] != "running":

@@ -44,6 +44,14 @@ def _data(seed: int = 0, n: int = 30, d: int = 2) -> tuple[np.ndarray, np.ndarra
     return X, y
 
 
+def _random_start(covariance: str, seed: int, n: int, k: int, beta: float):  # type: ignore[no-untyped-def]
+    """Data, a random partition into k clusters (seeded by seed - 1), and its state."""
+    family = FAMILIES[covariance]
+    X, y = _data(seed=seed, n=n)
+    assign = np.random.default_rng(seed - 1).integers(0, k, size=n).astype(np.int64)
+    return family, X, y, assign, _state(X, assign, y, k, family, beta)
+
+
 @pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
 @pytest.mark.parametrize("beta", [0.0, 0.8])
 def test_move_deltas_equal_cost_differences(covariance: str, beta: float) -> None:
@@ -68,10 +76,7 @@ def test_move_deltas_equal_cost_differences(covariance: str, beta: float) -> Non
 
 @pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
 def test_pruned_deltas_pick_the_same_move(covariance: str) -> None:
-    family = FAMILIES[covariance]
-    X, y = _data(seed=1, n=40)
-    assign = np.random.default_rng(0).integers(0, 4, size=40).astype(np.int64)
-    state = _state(X, assign, y, 4, family, 1.0)
+    family, X, y, assign, state = _random_start(covariance, seed=1, n=40, k=4, beta=1.0)
     exact, pruned = np.empty(4), np.empty(4)
     u = np.empty(X.shape[1])
     for i in range(40):
@@ -101,10 +106,7 @@ def _sweep(
 @pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
 def test_tracked_energy_matches_scratch_after_a_sweep(covariance: str) -> None:
     """T1: the incrementally tracked statistics give the from-scratch cost."""
-    family = FAMILIES[covariance]
-    X, y = _data(seed=2, n=60)
-    assign = np.random.default_rng(1).integers(0, 3, size=60).astype(np.int64)
-    state = _state(X, assign, y, 3, family, 0.7)
+    family, X, y, assign, state = _random_start(covariance, seed=2, n=60, k=3, beta=0.7)
     moves = _sweep(X, assign, y, state, family, 0.7, 3.0)
     assert moves > 0
     tracked = total_energy(state)

@@ -13,7 +13,7 @@ from app.api.deps import (
     SettingsDep,
     ViewerAccess,
 )
-from app.api.job_signals import featurization_queued, runs_changed
+from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
 from app.api.schemas.common import ERROR_RESPONSES, Id, Index, OptionalName
 from app.api.schemas.datasets import (
     DatasetRead,
@@ -22,10 +22,10 @@ from app.api.schemas.datasets import (
     ItemRead,
     ItemsPage,
 )
-from app.api.uploads import import_uploaded_file
+from app.api.uploads import UploadForm, import_uploaded_file
 from app.db.session import session_scope
 from app.jobs.recipe import RecipeParams
-from app.services import datasets, runs
+from app.services import datasets
 from app.services.errors import InvalidInput
 from app.services.npy_export import npy_stream
 from app.store import chunks, dataset_arrays
@@ -80,17 +80,8 @@ def create_dataset(
 ) -> DatasetRead:
     """Upload a dataset. The whole file is validated before anything is stored. An image is
     then featurized in the background (`status`: `featurizing` -> `ready` or `failed`)."""
-    dataset = import_uploaded_file(
-        session=session,
-        settings=settings,
-        project=access.project,
-        user=access.user,
-        file=file,
-        name=name,
-        id_column=id_column,
-        ground_truth_column=ground_truth_column,
-        ground_truth=ground_truth,
-    )
+    form = UploadForm(name, id_column, ground_truth_column)
+    dataset = import_uploaded_file(session, settings, access, file, form, ground_truth)
     session.commit()
     featurization_queued(request.app.state, dataset.id, dataset.status)
     return DatasetRead.model_validate(dataset)
@@ -135,10 +126,7 @@ def delete_dataset(
     dataset_id: Id, request: Request, session: SessionDep, access: OwnerAccess
 ) -> Response:
     """Delete a dataset with everything made from it; its queued and running runs stop."""
-    active = runs.active_run_ids(session=session, dataset_id=dataset_id)
-    datasets.delete_dataset(session=session, dataset=access.require_dataset())
-    session.commit()
-    runs_changed(request.app.state, active, stop=True)
+    delete_dataset_stopping_runs(request.app.state, session, access.require_dataset())
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

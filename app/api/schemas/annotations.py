@@ -4,7 +4,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from app.api.schemas.common import FiniteFloat, Id, Index, Name, RequestBody
+from app.api.schemas.common import DatasetPartRead, FiniteFloat, Id, Index, Name, RequestBody
 
 ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
 Label = Annotated[Name, Field(min_length=1, max_length=100)]
@@ -140,11 +140,7 @@ AnnotationCreate = Annotated[
 ]
 
 
-class AnnotationRead(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    id: int
-    dataset_id: int
+class AnnotationRead(DatasetPartRead):
     kind: str
     payload: dict[str, Any]
     confidence: float | None

@@ -97,3 +97,12 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
 }
 # For the routes that limit how often or how much (with a Retry-After header).
 RATE_LIMITED: dict[int | str, dict[str, object]] = {429: {"model": ErrorRead}}
+
+
+class DatasetPartRead(BaseModel):
+    """Read from the ORM: something that belongs to a dataset (an annotation, a view, a run)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    dataset_id: int

@@ -1,9 +1,9 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from app.api.schemas.common import Id, RequestBody
+from app.api.schemas.common import DatasetPartRead, Id, RequestBody
 
 
 class RunCreate(RequestBody):
@@ -14,11 +14,7 @@ class RunCreate(RequestBody):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class RunRead(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    id: int
-    dataset_id: int
+class RunRead(DatasetPartRead):
     algorithm: str
     params: dict[str, Any]
     annotation_revision: int

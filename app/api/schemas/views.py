@@ -1,9 +1,9 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from app.api.schemas.common import Index, RequestBody
+from app.api.schemas.common import DatasetPartRead, Index, RequestBody
 
 FeatureRef = Annotated[str, Field(max_length=1000)] | Index
 
@@ -14,11 +14,7 @@ class ViewCreate(RequestBody):
     y: FeatureRef | None = Field(default=None, description="Feature name or index (features)")
 
 
-class ViewRead(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    id: int
-    dataset_id: int
+class ViewRead(DatasetPartRead):
     name: str
     method: str
     params: dict[str, Any]
