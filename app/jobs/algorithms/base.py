@@ -89,6 +89,16 @@ class Algorithm:
         return [c.as_dict() for c in info.conflicts if set(c.needs) <= used]
 
 
+def link_kwargs(must: NDArray[np.integer], cannot: NDArray[np.integer]) -> dict[str, Any]:
+    """`must_link` / `cannot_link` fit arguments, for the kinds that have pairs."""
+    kwargs: dict[str, Any] = {}
+    if len(must):
+        kwargs["must_link"] = must.astype(np.int64)
+    if len(cannot):
+        kwargs["cannot_link"] = cannot.astype(np.int64)
+    return kwargs
+
+
 def hard_pairs(pairs: NDArray[np.int64], confidence: NDArray[np.float64]) -> NDArray[np.int64]:
     return pairs[confidence >= 1.0]
 

@@ -14,6 +14,7 @@ from app.jobs.algorithms.base import (
     Progress,
     clusters_for,
     hard_pairs,
+    link_kwargs,
 )
 from app.jobs.algorithms.cec import DEFAULT_CLUSTERS, CECParams
 from app.sideinfo import SideInformation
@@ -48,12 +49,7 @@ def plan_c4s(
         random_state=params.random_state,
         progress=progress,
     )
-    kwargs = {}
-    if len(must):
-        kwargs["must_link"] = must.astype(np.int64)
-    if len(cannot):
-        kwargs["cannot_link"] = cannot.astype(np.int64)
-    return FitPlan(estimator, kwargs)
+    return FitPlan(estimator, link_kwargs(must, cannot))
 
 
 C4S_ALGORITHM = Algorithm(

@@ -18,6 +18,7 @@ from app.jobs.algorithms.base import (
     at_most_items,
     clusters_for,
     hard_pairs,
+    link_kwargs,
 )
 from app.sideinfo import SideInformation
 
@@ -59,12 +60,7 @@ def plan_smic(
     )
     must = hard_pairs(info.must_link, info.must_link_confidence)
     cannot = hard_pairs(info.cannot_link, info.cannot_link_confidence)
-    kwargs = {}
-    if len(must):
-        kwargs["must_link"] = must
-    if len(cannot):
-        kwargs["cannot_link"] = cannot
-    return FitPlan(estimator, kwargs)
+    return FitPlan(estimator, link_kwargs(must, cannot))
 
 
 SMIC_ALGORITHM = Algorithm(
