@@ -16,8 +16,9 @@ from sklearn.mixture import GaussianMixture
 from app.engine import PPC, grid_links, grid_neighbour_pairs
 from app.engine.image.region_links import region_adjacency, region_links, region_means
 from app.engine.ppc.fit import _Chain, infer
-from app.engine.ppc.graph import build_graph, check_labels, check_relations, colour_classes
+from app.engine.ppc.graph import build_graph, colour_classes
 from app.engine.ppc.icm import icm
+from app.engine.ppc.relations import check_labels, check_relations
 from benchmarks.bench_ppc import region_image, scribbles, two_region_image
 from benchmarks.protocol_ppc import accuracy, matching
 from tests.engine.test_ppc_oracles import brute_force, options

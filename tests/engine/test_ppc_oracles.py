@@ -22,7 +22,6 @@ from app.engine.ppc.graph import (
     TREE,
     RelationGraph,
     build_graph,
-    check_relations,
 )
 from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
 from app.engine.ppc.prior import (
@@ -33,6 +32,7 @@ from app.engine.ppc.prior import (
     pi_objective,
     simplex_grid,
 )
+from app.engine.ppc.relations import check_relations
 
 Array = NDArray[np.float64]
 

@@ -30,15 +30,10 @@ from app.engine.core.families import DIAGONAL, FAMILIES, FULL
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
-from app.engine.ppc.graph import (
-    E_STEPS,
-    RelationGraph,
-    build_graph,
-    check_labels,
-    check_relations,
-)
+from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 from app.engine.ppc.prior import PI_UPDATES
+from app.engine.ppc.relations import check_labels, check_relations
 from app.engine.ppc.start import INITS, kmeans_start, random_start
 
 FloatArray = NDArray[np.float64]

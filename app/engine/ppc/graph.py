@@ -25,12 +25,7 @@ from numpy.typing import NDArray
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from app.engine.ppc.relations import (  # noqa: F401  (re-exported: graph is their old home)
-    Relations,
-    check_labels,
-    check_relations,
-    chunklets,
-)
+from app.engine.ppc.relations import Relations, chunklets
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
