@@ -1,7 +1,6 @@
 """Images as items: featurization (pixels or superpixels), scribble strokes onto items,
 continuity links (pixel grid or superpixel adjacency), label masks and their scores."""
 
-from app.engine.image.adjacency import region_adjacency, superpixel_links
 from app.engine.image.featurize import (
     Featurization,
     FittedReduction,
@@ -11,6 +10,7 @@ from app.engine.image.featurize import (
 )
 from app.engine.image.grid_links import grid_links, grid_neighbour_pairs, neighbour_disagreement
 from app.engine.image.masks import decode_index_png, encode_png, item_labels_to_mask, mean_iou
+from app.engine.image.region_links import region_adjacency, region_links
 from app.engine.image.strokes import items_under, rasterize_strokes
 
 __all__ = [
@@ -29,5 +29,5 @@ __all__ = [
     "neighbour_disagreement",
     "rasterize_strokes",
     "region_adjacency",
-    "superpixel_links",
+    "region_links",
 ]

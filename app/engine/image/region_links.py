@@ -43,12 +43,18 @@ def region_adjacency(segments: ArrayLike) -> tuple[IntArray, IntArray]:
 
 def region_links(segments: ArrayLike, weight: float) -> tuple[IntArray, FloatArray]:
     """``(pairs, weights)`` for ``PPC.fit`` on regions: adjacent regions linked with weight
-    ``weight * boundary / mean boundary`` (the paper's W per ordered pair, as ``grid_links``)."""
-    if not np.isfinite(weight):
-        raise ValueError(f"weight must be a finite number, got {weight!r}")
+    ``weight * boundary / mean boundary`` (the paper's W per ordered pair, as ``grid_links``),
+    or all hard (+inf). For pixel items (one region per pixel) every boundary is 1 and the
+    links are ``grid_links``'s pairs with the same weights."""
+    if isinstance(weight, bool) or not isinstance(weight, int | float | np.floating):
+        raise ValueError(f"weight must be a number or +inf, got {weight!r}")
+    if not np.isfinite(weight) and weight != np.inf:
+        raise ValueError(f"weight must be a number or +inf, got {weight!r}")
     pairs, boundary = region_adjacency(segments)
     if pairs.shape[0] == 0:
         return pairs, np.empty(0)
+    if weight == np.inf:
+        return pairs, np.full(pairs.shape[0], np.inf)
     return pairs, float(weight) * boundary / boundary.mean()
 
 
