@@ -11,6 +11,7 @@ from app.api.routes import (
     projects,
     runs,
     side_information,
+    suggestions,
     tokens,
     users,
     views,
@@ -29,5 +30,6 @@ for module in (
     side_information,
     algorithms,
     runs,
+    suggestions,
 ):
     api_router.include_router(module.router)

@@ -1,0 +1,21 @@
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class SuggestionRead(BaseModel):
+    kind: Literal["pair", "item"] = Field(
+        description="pair: are these two items the same thing? item: which label has it?"
+    )
+    items: list[int] = Field(description="Row positions: two for a pair, one for an item")
+    clusters: list[int] = Field(description="The two clusters of the run the question is about")
+    score: float = Field(description="Higher is more useful; comparable within one response")
+    reason: str
+
+
+class SuggestionsRead(BaseModel):
+    run_id: int = Field(description="The finished run the questions reason from")
+    run_revision: int = Field(description="Annotation revision the run was fitted on")
+    revision: int = Field(description="Annotation revision the questions take into account")
+    stale: bool = Field(description="The run predates the latest annotations")
+    items: list[SuggestionRead]

@@ -1,0 +1,106 @@
+"""How sure a clustering is about each item: Gaussian posteriors refitted to its clusters.
+
+Any method's result is a partition; a Gaussian per cluster (weight = its share of the items,
+mean and covariance of its members) turns the partition into a model that says, for every item,
+how strongly each cluster claims it. The same rule serves every method, SMIC's kernel model
+included, so questions never depend on which method produced the result.
+
+Small clusters in many dimensions have singular covariances, so each one is shrunk toward the
+diagonal of the pooled within-cluster covariance with weight d / (n_c + d): a cluster of a few
+points is mostly the pooled shape, a large one mostly its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+# Relative floor on the pooled variances: a constant feature gets a tiny variance, not zero.
+_VARIANCE_FLOOR = 1e-9
+
+
+@dataclass(frozen=True)
+class ClusterPosteriors:
+    """Per item: the clusters ranked by how strongly they claim it."""
+
+    cluster_ids: IntArray  # (k,) the partition's cluster ids, sorted
+    posteriors: FloatArray  # (n, k) P(cluster | item), rows sum to 1
+    log_density: FloatArray  # (n, k) log w_c N(x; m_c, S_c)
+    means: FloatArray  # (k, d)
+
+    def top_two(self) -> tuple[IntArray, IntArray, FloatArray, FloatArray]:
+        """Column indices of each item's first and second cluster and their posteriors (with one
+        cluster the second is the first, with posterior 0)."""
+        order = np.argsort(-self.posteriors, axis=1, kind="stable")
+        first = order[:, 0]
+        second = order[:, 1] if order.shape[1] > 1 else order[:, 0]
+        rows = np.arange(self.posteriors.shape[0])
+        p_first = self.posteriors[rows, first]
+        p_second = self.posteriors[rows, second] if order.shape[1] > 1 else np.zeros(rows.size)
+        return first, second, p_first, p_second
+
+    def margin_uncertainty(self) -> FloatArray:
+        """1 - (p_first - p_second): 0 for an item one cluster owns, 1 for a perfect tie."""
+        _, _, p_first, p_second = self.top_two()
+        return np.asarray(1.0 - (p_first - p_second), dtype=np.float64)
+
+
+def cluster_posteriors(X: ArrayLike, partition: ArrayLike) -> ClusterPosteriors:
+    """Refit a Gaussian to every cluster of ``partition`` (ids >= 0; -1 = unassigned items,
+    which get posteriors but shape no cluster) and return every item's posteriors."""
+    data = np.asarray(X, dtype=np.float64)
+    labels = np.asarray(partition).astype(np.int64)
+    if data.ndim != 2 or data.shape[0] != labels.shape[0]:
+        raise ValueError(
+            f"X must be (n, d) with one cluster id per row; got X {data.shape}, "
+            f"partition {labels.shape}"
+        )
+    if not np.isfinite(data).all():
+        raise ValueError("X must be finite")
+    cluster_ids = np.unique(labels[labels >= 0])
+    if cluster_ids.size == 0:
+        raise ValueError("the partition has no cluster")
+    n, d = data.shape
+    assigned = labels >= 0
+    centred = np.empty_like(data[assigned])
+    means = np.empty((cluster_ids.size, d))
+    sizes = np.empty(cluster_ids.size)
+    for column, cluster in enumerate(cluster_ids):
+        members = labels[assigned] == cluster
+        means[column] = data[assigned][members].mean(axis=0)
+        centred[members] = data[assigned][members] - means[column]
+        sizes[column] = members.sum()
+    pooled = (centred**2).sum(axis=0) / max(centred.shape[0] - cluster_ids.size, 1)
+    pooled = np.maximum(pooled, _VARIANCE_FLOOR * max(float(pooled.max()), 1.0))
+    log_weights = np.log(sizes / sizes.sum())
+    log_density = np.empty((n, cluster_ids.size))
+    for column, cluster in enumerate(cluster_ids):
+        members = labels == cluster
+        own = np.cov(data[members], rowvar=False, bias=True).reshape(d, d)
+        shrink = d / (sizes[column] + d)
+        covariance = (1.0 - shrink) * own + shrink * np.diag(pooled)
+        log_density[:, column] = log_weights[column] + _log_gaussian(
+            data, means[column], covariance
+        )
+    shifted = log_density - log_density.max(axis=1, keepdims=True)
+    with np.errstate(under="ignore"):
+        weights = np.exp(shifted)
+    posteriors = weights / weights.sum(axis=1, keepdims=True)
+    return ClusterPosteriors(cluster_ids, posteriors, log_density, means)
+
+
+def _log_gaussian(data: FloatArray, mean: FloatArray, covariance: FloatArray) -> FloatArray:
+    d = data.shape[1]
+    # The pooled diagonal keeps the shrunk covariance positive definite; eigh is safe for it.
+    values, vectors = np.linalg.eigh(covariance)
+    values = np.maximum(values, _VARIANCE_FLOOR * max(float(values.max()), 1.0))
+    projected = (data - mean) @ vectors
+    mahalanobis = (projected**2 / values).sum(axis=1)
+    return np.asarray(
+        -0.5 * (mahalanobis + np.log(values).sum() + d * np.log(2 * np.pi)), dtype=np.float64
+    )

@@ -1,0 +1,242 @@
+"""The questions whose answers would most change a fitted clustering.
+
+The rule (documented in README "Suggestions"), deterministic for a given partition and side
+information:
+
+1. Every item gets Gaussian posteriors over the result's clusters (``cluster_posteriors``) and an
+   uncertainty ``u = 1 - (p_first - p_second)``: 0 where one cluster owns the item, 1 on a tie.
+2. What the expert already said groups items into *components* (must-links joined transitively,
+   items with the same label joined) and marks pairs of components *different* (a cannot-link
+   between them, or two different labels). A question whose answer is already implied is never
+   asked.
+3. Each cluster has an *anchor*: the item the expert already knows best there (one of the largest
+   component lying mostly in the cluster), else the cluster's most typical item (highest
+   density).
+4. Item questions (``kind=items``): unlabeled items by decreasing ``u``.
+   Pair questions (``kind=pairs``): for an unresolved item (its component is a single unlabeled
+   item), "is it the same as the anchor of its first cluster?" (of its second cluster when the
+   first is already known to be different), scored by ``u``; and for two clusters whose
+   anchors are not yet related, "are these anchors the same?", scored by the clusters' overlap
+   (the posterior mass they share, relative to the smaller one). The first questions a fresh
+   result asks are therefore mostly anchor pairs, which lay a cannot-link skeleton across the
+   clusters (the "explore" step of the active-learning literature), then boundary items (the
+   "consolidate" step).
+5. A batch is chosen greedily, best score first, where every question already chosen about the
+   same pair of clusters halves a candidate's score, so one boundary does not take the whole
+   batch. Ties break by item index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from app.engine.active.posteriors import ClusterPosteriors, cluster_posteriors
+
+IntArray = NDArray[np.int64]
+
+SAME_PAIR_DISCOUNT = 0.5  # per question already chosen for the same pair of clusters
+BOUNDARY_CANDIDATES_PER_QUESTION = 4
+
+
+@dataclass(frozen=True)
+class Question:
+    kind: str  # "pair" (same or different?) | "item" (which label?)
+    items: tuple[int, ...]
+    score: float
+    reason: str
+    clusters: tuple[int, int]  # the two cluster ids the question is about
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """What the expert already said, as components and pairs of different components."""
+
+    component: IntArray  # (n,) component id per item
+    sizes: IntArray  # items per component
+    labeled: NDArray[np.bool_]  # per component: does it carry a label?
+    different: frozenset[tuple[int, int]]  # (low, high) component ids known to differ
+
+    def related(self, i: int, j: int) -> bool:
+        a, b = int(self.component[i]), int(self.component[j])
+        return a == b or (min(a, b), max(a, b)) in self.different
+
+
+def knowledge(
+    n_items: int,
+    labels: ArrayLike | None = None,
+    must_link: ArrayLike | None = None,
+    cannot_link: ArrayLike | None = None,
+) -> Knowledge:
+    """Components and known differences from labels (-1 = none), must-links and cannot-links."""
+    known = np.full(n_items, -1, dtype=np.int64) if labels is None else np.asarray(labels)
+    if known.shape != (n_items,):
+        raise ValueError(f"labels must have one entry per item ({n_items}), got {known.shape}")
+    edges = [_pairs(must_link, n_items, "must_link")]
+    for label in np.unique(known[known >= 0]):
+        members = np.flatnonzero(known == label)
+        edges.append(np.column_stack([members[:-1], members[1:]]))
+    joined = np.concatenate(edges)
+    graph = coo_matrix(
+        (np.ones(joined.shape[0], dtype=np.int8), (joined[:, 0], joined[:, 1])),
+        shape=(n_items, n_items),
+    )
+    _, component = connected_components(graph, directed=False)
+    component = component.astype(np.int64)
+    sizes = np.bincount(component).astype(np.int64)
+    labeled = np.zeros(sizes.size, dtype=bool)
+    labeled[component[known >= 0]] = True
+    different: set[tuple[int, int]] = set()
+    for i, j in _pairs(cannot_link, n_items, "cannot_link"):
+        a, b = int(component[i]), int(component[j])
+        different.add((min(a, b), max(a, b)))
+    label_of = {int(component[i]): int(known[i]) for i in np.flatnonzero(known >= 0)}
+    components = sorted(label_of)
+    for x, a in enumerate(components):
+        for b in components[x + 1 :]:
+            if label_of[a] != label_of[b]:
+                different.add((a, b))
+    return Knowledge(component, sizes, labeled, frozenset(different))
+
+
+def suggest_items(
+    X: ArrayLike, partition: ArrayLike, n: int, known: Knowledge | None = None
+) -> list[Question]:
+    """The ``n`` items whose label would help most (rule 4)."""
+    model = cluster_posteriors(X, partition)
+    facts = known or knowledge(model.posteriors.shape[0])
+    first, second, p_first, p_second = model.top_two()
+    uncertainty = model.margin_uncertainty()
+    candidates = []
+    for i in np.lexsort((np.arange(uncertainty.size), -uncertainty)):
+        if facts.labeled[facts.component[i]]:
+            continue
+        a, b = model.cluster_ids[first[i]], model.cluster_ids[second[i]]
+        reason = (
+            f"item {i} lies between clusters {a} and {b} "
+            f"(posterior {p_first[i]:.2f} vs {p_second[i]:.2f})"
+        )
+        candidates.append(Question("item", (int(i),), float(uncertainty[i]), reason, (a, b)))
+    return _spread(candidates, n)
+
+
+def suggest_pairs(
+    X: ArrayLike, partition: ArrayLike, n: int, known: Knowledge | None = None
+) -> list[Question]:
+    """The ``n`` "same or different?" questions whose answers would most change the fit."""
+    model = cluster_posteriors(X, partition)
+    labels = np.asarray(partition).astype(np.int64)
+    facts = known or knowledge(labels.size)
+    anchors = _anchors(model, labels, facts)
+    candidates = _anchor_questions(model, anchors, facts)
+    candidates += _boundary_questions(model, anchors, facts, n)
+    return _spread(candidates, n)
+
+
+def _anchors(model: ClusterPosteriors, labels: IntArray, facts: Knowledge) -> list[int]:
+    """Rule 3: per cluster, an item of its largest known component, else its most typical."""
+    anchors = []
+    for column, cluster in enumerate(model.cluster_ids):
+        members = np.flatnonzero(labels == cluster)
+        comps, counts = np.unique(facts.component[members], return_counts=True)
+        # A component "lies mostly in" the cluster when over half its items are there.
+        mostly = counts * 2 > facts.sizes[comps]
+        known = comps[mostly & (facts.sizes[comps] >= 2)]
+        pool = members
+        if known.size:
+            largest = known[np.argmax(facts.sizes[known])]
+            pool = members[facts.component[members] == largest]
+        typicality = model.log_density[pool, column]
+        anchors.append(int(pool[np.argmax(typicality)]))
+    return anchors
+
+
+def _anchor_questions(
+    model: ClusterPosteriors, anchors: list[int], facts: Knowledge
+) -> list[Question]:
+    k = len(anchors)
+    if k < 2:
+        return []
+    # Posterior mass each pair of clusters shares (one n x k slab at a time: n may be 1M).
+    shared = np.array(
+        [np.minimum(model.posteriors[:, [a]], model.posteriors).sum(0) for a in range(k)]
+    )
+    mass = model.posteriors.sum(axis=0)
+    questions = []
+    for a in range(k):
+        for b in range(a + 1, k):
+            if facts.related(anchors[a], anchors[b]):
+                continue
+            overlap = float(shared[a, b] / max(min(mass[a], mass[b]), 1e-12))
+            ids = (int(model.cluster_ids[a]), int(model.cluster_ids[b]))
+            reason = (
+                f"are clusters {ids[0]} and {ids[1]} one group? items {anchors[a]} and "
+                f"{anchors[b]} are typical of each (overlap {overlap:.2f})"
+            )
+            # An unrelated anchor pair outranks boundary items: until the expert has said
+            # whether two clusters differ, no boundary between them is worth refining.
+            questions.append(Question("pair", (anchors[a], anchors[b]), 1.0 + overlap, reason, ids))
+    return questions
+
+
+def _boundary_questions(
+    model: ClusterPosteriors, anchors: list[int], facts: Knowledge, n: int
+) -> list[Question]:
+    first, second, p_first, p_second = model.top_two()
+    uncertainty = model.margin_uncertainty()
+    anchor_set = set(anchors)
+    questions: list[Question] = []
+    # Most uncertain first; a batch of n never needs more than a few n per pair of clusters.
+    enough = BOUNDARY_CANDIDATES_PER_QUESTION * n * max(len(anchors) ** 2, 1)
+    for i in np.lexsort((np.arange(uncertainty.size), -uncertainty)):
+        if len(questions) >= enough:
+            break
+        component = facts.component[i]
+        if facts.sizes[component] > 1 or facts.labeled[component] or i in anchor_set:
+            continue  # already tied to what the expert said
+        for column, p in ((first[i], p_first[i]), (second[i], p_second[i])):
+            anchor = anchors[column]
+            if facts.related(i, anchor):
+                continue
+            other = second[i] if column == first[i] else first[i]
+            ids = (int(model.cluster_ids[column]), int(model.cluster_ids[other]))
+            reason = (
+                f"item {i} lies between clusters {ids[0]} and {ids[1]} (posterior "
+                f"{p:.2f} for {ids[0]}); is it the same as item {anchor}, typical of {ids[0]}?"
+            )
+            questions.append(Question("pair", (int(i), anchor), float(uncertainty[i]), reason, ids))
+            break
+    return questions
+
+
+def _spread(candidates: list[Question], n: int) -> list[Question]:
+    """Rule 5: greedily the best question, where each one already chosen for the same pair of
+    clusters halves a candidate's score (so one boundary does not take the whole batch)."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    pending = sorted(candidates, key=lambda q: (-q.score, q.items))
+    chosen: list[Question] = []
+    per_pair: dict[tuple[int, int], int] = {}
+    while pending and len(chosen) < n:
+        discounted = [q.score * SAME_PAIR_DISCOUNT ** per_pair.get(_pair(q), 0) for q in pending]
+        best = pending.pop(int(np.argmax(discounted)))  # first maximum: ties keep the order
+        per_pair[_pair(best)] = per_pair.get(_pair(best), 0) + 1
+        chosen.append(best)
+    return chosen
+
+
+def _pair(question: Question) -> tuple[int, int]:
+    return min(question.clusters), max(question.clusters)
+
+
+def _pairs(pairs: ArrayLike | None, n_items: int, name: str) -> IntArray:
+    if pairs is None:
+        return np.empty((0, 2), dtype=np.int64)
+    array = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if array.size and (array.min() < 0 or array.max() >= n_items):
+        raise ValueError(f"{name} names an item outside 0..{n_items - 1}")
+    return array

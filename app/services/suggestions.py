@@ -1,0 +1,69 @@
+"""The questions the engine asks next, from a dataset's latest finished run and what the expert
+has said since (the rule: app/engine/active/questions.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, Run
+from app.engine.active import Question, knowledge, suggest_items, suggest_pairs
+from app.services.datasets import require_ready
+from app.services.errors import Conflict, NotFound
+from app.services.runs import get_result, result_labels
+from app.services.side_information import compile_for_dataset
+from app.store.dataset_arrays import load_features
+
+Kind = Literal["pairs", "items"]
+
+
+@dataclass(frozen=True)
+class Suggestions:
+    run: Run
+    revision: int  # the annotations the questions already take into account
+    questions: list[Question]
+
+
+def reasoning_run(*, session: Session, dataset: Dataset, run_id: int | None) -> Run:
+    """The run to reason from: the one asked for, else the dataset's latest that succeeded."""
+    if run_id is not None:
+        run = session.get(Run, run_id)
+        if run is None or run.dataset_id != dataset.id:
+            raise NotFound(f"dataset {dataset.id} has no run with id {run_id}")
+        if run.status != "succeeded":
+            raise Conflict(f"run {run_id} is {run.status}; questions need a finished run")
+        return run
+    latest = session.scalars(
+        select(Run)
+        .where(Run.dataset_id == dataset.id, Run.status == "succeeded")
+        .order_by(Run.id.desc())
+        .limit(1)
+    ).first()
+    if latest is None:
+        raise Conflict(
+            f"dataset {dataset.id} has no finished run to reason from; run a method first"
+        )
+    return latest
+
+
+def suggest(
+    *, session: Session, dataset: Dataset, kind: Kind, n: int, run_id: int | None = None
+) -> Suggestions:
+    require_ready(dataset)
+    run = reasoning_run(session=session, dataset=dataset, run_id=run_id)
+    partition = result_labels(get_result(session=session, run=run))
+    features = load_features(session=session, dataset=dataset)
+    info = compile_for_dataset(session=session, dataset=dataset)
+    # Only hard relations settle a question; a soft one is still worth confirming.
+    hard_must = info.must_link[info.must_link_confidence >= 1.0]
+    hard_cannot = info.cannot_link[info.cannot_link_confidence >= 1.0]
+    facts = knowledge(
+        dataset.n_items, labels=info.labels, must_link=hard_must, cannot_link=hard_cannot
+    )
+    ask = suggest_pairs if kind == "pairs" else suggest_items
+    questions = ask(np.asarray(features, dtype=np.float64), partition, n, facts)
+    return Suggestions(run=run, revision=info.revision, questions=questions)

@@ -1,0 +1,157 @@
+"""Active questions against the constrained-clustering library's NPU and MinMax, and random pairs.
+
+A simulated expert answers "same or different?" from the true classes. Every strategy's answers
+go to the same clusterer (PPC with hard relations, k = number of classes, defaults), so the
+curves compare the questions, not the clusterers. Ours asks ``--batch`` questions at a time from
+the latest fit (``app.engine.active.suggest_pairs``, the rule behind
+``GET /datasets/{id}/suggestions``), then refits; the library's strategies run once per budget
+with their own internal clusterer (PCKMeans), as the library is used. Each strategy's answers
+count one query each; the library's strategies add the constraints their neighbourhoods imply,
+and PPC infers the same from hard relations (must-links contract, cannot-links exclude).
+
+Data: iris, wine, breast cancer, digits; standardised, PCA to 10 dimensions where wider (the
+protocol of bench_constraints). Prints mean ARI over ``--draws`` per budget.
+
+    .venv/bin/python -m benchmarks.bench_active [--data iris wine] [--draws 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+from sklearn.decomposition import PCA
+from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import StandardScaler
+
+from app.engine import PPC
+from app.engine.active import knowledge, suggest_pairs
+
+with np.errstate():  # the library sets np.seterr("raise") on import; keep ours as it was
+    from active_semi_clustering.active.pairwise_constraints import NPU, MinMax
+    from active_semi_clustering.active.pairwise_constraints.example_oracle import ExampleOracle
+    from active_semi_clustering.semi_supervised.pairwise_constraints import PCKMeans
+
+BUDGETS = (10, 25, 50, 100)
+LOADERS = {
+    "iris": load_iris,
+    "wine": load_wine,
+    "breast_cancer": load_breast_cancer,
+    "digits": load_digits,
+}
+Pairs = tuple[NDArray[np.int64], NDArray[np.int64]]  # (must-links, cannot-links)
+
+
+def dataset(name: str) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    X, y = LOADERS[name](return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    if X.shape[1] > 10:
+        X = PCA(10, random_state=0).fit_transform(X)
+    return np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.int64)
+
+
+def cluster(X: NDArray[np.float64], k: int, links: Pairs, seed: int) -> NDArray[np.int64]:
+    must, cannot = links
+    pairs = np.concatenate([must.reshape(-1, 2), cannot.reshape(-1, 2)])
+    weights = np.concatenate([np.full(len(must), np.inf), np.full(len(cannot), -np.inf)])
+    model = PPC(k, random_state=seed)
+    if len(pairs):
+        model.fit(X, pairs=pairs, weights=weights)
+    else:
+        model.fit(X)
+    return np.asarray(model.labels_, dtype=np.int64)
+
+
+def answer(y: NDArray[np.int64], asked: list[tuple[int, int]]) -> Pairs:
+    same = [p for p in asked if y[p[0]] == y[p[1]]]
+    different = [p for p in asked if y[p[0]] != y[p[1]]]
+    return (
+        np.array(same, dtype=np.int64).reshape(-1, 2),
+        np.array(different, dtype=np.int64).reshape(-1, 2),
+    )
+
+
+def ours(X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int, batch: int) -> list[float]:
+    asked: list[tuple[int, int]] = []
+    scores = []
+    labels = cluster(X, k, answer(y, asked), seed)
+    for budget in BUDGETS:
+        while len(asked) < budget:
+            must, cannot = answer(y, asked)
+            facts = knowledge(len(y), must_link=must, cannot_link=cannot)
+            n = min(batch, budget - len(asked))
+            questions = suggest_pairs(X, labels, n, facts)
+            if not questions:
+                break
+            asked += [(q.items[0], q.items[1]) for q in questions]
+            labels = cluster(X, k, answer(y, asked), seed)
+        scores.append(adjusted_rand_score(y, labels))
+    return scores
+
+
+def random_pairs(X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    scores = []
+    for budget in BUDGETS:
+        asked = []
+        while len(asked) < budget:
+            i, j = rng.choice(len(y), 2, replace=False)
+            asked.append((int(i), int(j)))
+        scores.append(adjusted_rand_score(y, cluster(X, k, answer(y, asked), seed)))
+    return scores
+
+
+def library(strategy: Callable[[int], object]) -> Callable[..., list[float]]:
+    def run(X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int) -> list[float]:
+        scores = []
+        for budget in BUDGETS:
+            np.random.seed(seed)  # the library draws from NumPy's global generator
+            with np.errstate(all="ignore"):
+                chooser = strategy(k)
+                chooser.fit(X, oracle=ExampleOracle(y, max_queries_cnt=budget))  # type: ignore[attr-defined]
+            ml, cl = chooser.pairwise_constraints_  # type: ignore[attr-defined]
+            links = (
+                np.array(ml, dtype=np.int64).reshape(-1, 2),
+                np.array(cl, dtype=np.int64).reshape(-1, 2),
+            )
+            scores.append(adjusted_rand_score(y, cluster(X, k, links, seed)))
+        return scores
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", nargs="+", default=list(LOADERS), choices=list(LOADERS))
+    parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=5, help="our questions per refit")
+    parser.add_argument(
+        "--strategies", nargs="+", default=["ours", "random", "NPU", "MinMax"]
+    )
+    args = parser.parse_args()
+    strategies: dict[str, Callable[..., list[float]]] = {
+        "ours": lambda X, y, k, s: ours(X, y, k, s, args.batch),
+        "random": random_pairs,
+        "NPU": library(lambda k: NPU(clusterer=PCKMeans(n_clusters=k))),
+        "MinMax": library(lambda k: MinMax(n_clusters=k)),
+    }
+    header = "| data | strategy | " + " | ".join(f"ARI@{b}" for b in BUDGETS) + " | time s |"
+    print(header)
+    print("|" + "---|" * (len(BUDGETS) + 3))
+    for name in args.data:
+        X, y = dataset(name)
+        k = len(np.unique(y))
+        for strategy in args.strategies:
+            started = time.perf_counter()
+            curves = np.array([strategies[strategy](X, y, k, seed) for seed in range(args.draws)])
+            seconds = (time.perf_counter() - started) / args.draws
+            cells = " | ".join(f"{v:.3f}" for v in curves.mean(axis=0))
+            print(f"| {name} | {strategy} | {cells} | {seconds:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Active questions: posteriors against scipy, knowledge against brute force, and the rule's
+promises (nothing implied is asked, anchors first, most uncertain first, deterministic)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from app.engine.active import cluster_posteriors, knowledge, suggest_items, suggest_pairs
+
+
+def _blobs(seed: int = 0, n: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])
+    y = np.repeat(np.arange(3), n)
+    return centres[y] + rng.standard_normal((3 * n, 2)), y
+
+
+def test_posteriors_follow_the_documented_gaussians() -> None:
+    X, y = _blobs()
+    model = cluster_posteriors(X, y)
+    d = X.shape[1]
+    resid = np.concatenate([X[y == c] - X[y == c].mean(0) for c in range(3)])
+    pooled = (resid**2).sum(0) / (len(X) - 3)
+    logs = []
+    for c in range(3):
+        members = X[y == c]
+        shrink = d / (len(members) + d)
+        cov = (1 - shrink) * np.cov(members, rowvar=False, bias=True) + shrink * np.diag(pooled)
+        logs.append(
+            np.log(len(members) / len(X)) + multivariate_normal(members.mean(0), cov).logpdf(X)
+        )
+    expected = np.exp(np.array(logs).T - np.max(logs, axis=0)[:, None])
+    expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(model.posteriors, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(model.posteriors.sum(1), 1.0)
+
+
+def test_posteriors_survive_singular_clusters_in_many_dimensions() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((30, 12))
+    X[:, 5] = 3.0  # a constant feature
+    partition = np.repeat([0, 1, 2], 10)  # 10 points in 12 dimensions per cluster
+    model = cluster_posteriors(X, partition)
+    assert np.isfinite(model.posteriors).all()
+
+
+def test_knowledge_matches_brute_force_components() -> None:
+    labels = np.array([0, -1, 0, 1, -1, -1, 1])
+    must = np.array([[1, 4]])
+    cannot = np.array([[4, 5], [0, 5]])
+    facts = knowledge(7, labels=labels, must_link=must, cannot_link=cannot)
+    same = {
+        (i, j)
+        for i, j in itertools.combinations(range(7), 2)
+        if facts.component[i] == facts.component[j]
+    }
+    assert same == {(0, 2), (1, 4), (3, 6)}
+    assert facts.labeled[facts.component[[0, 3]]].all() and not facts.labeled[facts.component[1]]
+    assert facts.related(4, 5) and facts.related(2, 5)  # cannot-links reach whole components
+    assert facts.related(0, 3) and facts.related(2, 6)  # different labels differ
+    assert facts.related(1, 5)  # 1 is must-linked to 4, which cannot go with 5
+    assert not facts.related(1, 3) and not facts.related(0, 1)
+
+
+def test_fresh_result_asks_the_anchor_skeleton_first() -> None:
+    X, y = _blobs()
+    questions = suggest_pairs(X, y, 3)
+    assert [q.kind for q in questions] == ["pair"] * 3
+    clusters = {tuple(sorted(q.clusters)) for q in questions}
+    assert clusters == {(0, 1), (0, 2), (1, 2)}
+    for q in questions:  # each anchor is typical: inside its own cluster
+        assert y[q.items[0]] != y[q.items[1]]
+
+
+def test_no_question_has_an_implied_answer() -> None:
+    X, y = _blobs(seed=2, n=12)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        labels = np.where(rng.random(len(y)) < 0.2, y, -1)
+        pairs = rng.choice(len(y), size=(6, 2))
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        same = pairs[y[pairs[:, 0]] == y[pairs[:, 1]]]
+        different = pairs[y[pairs[:, 0]] != y[pairs[:, 1]]]
+        facts = knowledge(len(y), labels=labels, must_link=same, cannot_link=different)
+        for q in suggest_pairs(X, y, 10, facts):
+            assert not facts.related(*q.items), q
+        for q in suggest_items(X, y, 10, facts):
+            assert not facts.labeled[facts.component[q.items[0]]]
+
+
+def test_boundary_items_come_most_uncertain_first() -> None:
+    X, y = _blobs()
+    X = np.vstack([X, [[2.0, 0.0]]])  # halfway between clusters 0 and 1
+    partition = np.r_[y, 0]
+    uncertainty = cluster_posteriors(X, partition).margin_uncertainty()
+    items = suggest_items(X, partition, 5)
+    assert items[0].items == (int(np.argmax(uncertainty)),)
+    assert (120,) in [q.items for q in items] and all(set(q.clusters) <= {0, 1, 2} for q in items)
+    # Once the skeleton is known, pair questions ask about uncertain items against anchors.
+    facts = knowledge(len(partition), labels=np.r_[y, -1])
+    pairs = suggest_pairs(X, partition, 1, facts)
+    first = pairs[0].items[0]
+    assert uncertainty[first] == uncertainty[facts.labeled[facts.component] == 0].max()
+    assert y[pairs[0].items[1]] in pairs[0].clusters  # the anchor is a labeled item of a cluster
+
+
+def test_deterministic_and_bounded() -> None:
+    X, y = _blobs(seed=4)
+    assert suggest_pairs(X, y, 7) == suggest_pairs(X, y, 7)
+    assert len(suggest_items(X, y, 5)) == 5
+    with pytest.raises(ValueError, match="n must be at least 1"):
+        suggest_pairs(X, y, 0)
+    with pytest.raises(ValueError, match="the partition has no cluster"):
+        suggest_items(X, np.full(len(y), -1), 3)
+    with pytest.raises(ValueError, match="must_link names an item outside"):
+        knowledge(3, must_link=[[0, 3]])
