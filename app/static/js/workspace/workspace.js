@@ -6,8 +6,10 @@
 //   annotations.js  annotation list, undo / redo, conflicts
 //   run-panel.js    algorithm form, run, progress, result loading (page-independent)
 //   results.js      cluster table, stale marker, comparison, exports
+//   ask.js          the engine's next question ("Ask me")
 //   palette.js, keyboard.js, ui.js, api.js   page-independent helpers
 import { api, apiBinary } from './api.js';
+import { afterLabel, askShortcuts, bindAsk, refreshQuestions } from './ask.js';
 import { bindAnnotationControls, onSideInformation, refreshAnnotations, showConflicts, undoRedo } from './annotations.js';
 import { bindKeys } from './keyboard.js';
 import { bindResults, listRuns, renderClusterTable, renderStale } from './results.js';
@@ -32,6 +34,7 @@ const runPanel = createRunPanel({
     await recolour();
     renderClusterTable();
     renderStale();
+    refreshQuestions();
   },
 });
 
@@ -56,11 +59,15 @@ const shortcuts = {
 };
 if (canEdit) {
   for (const key of '123456789') {
-    shortcuts[key] = () => {
+    shortcuts[key] = async () => {
       const name = categoryByKey(key);
-      if (name) labelSelection(name);
+      if (name) {
+        await labelSelection(name);
+        await afterLabel();
+      }
     };
   }
+  Object.assign(shortcuts, askShortcuts());
 }
 
 async function main() {
@@ -85,6 +92,7 @@ async function main() {
   bindAnnotationControls();
   runPanel.bindControls();
   bindResults();
+  if (canEdit) bindAsk();
   bindKeys(shortcuts);
   setMode('pan');
   root.dataset.ready = 'true';
