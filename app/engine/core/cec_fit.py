@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.families import family_covariances, min_cluster_points
 from app.engine.core.hartigan import dissolve_invalid, hartigan_sweep, mark_all_changed, new_clock
-from app.engine.core.seeding import initial_partition
+from app.engine.core.seeding import initial_partition, label_seeded_partition
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -75,9 +75,13 @@ def _start(
     rng: np.random.RandomState,
     work: FloatArray,
 ) -> tuple[IntArray, ClusterState]:
-    """Initial partition with invalid clusters already removed."""
+    """Initial partition with invalid clusters already removed; with labels (and beta > 0)
+    k-means++ starts from the categories' means (``label_seeded_partition``)."""
     n, d = X.shape
-    assign = initial_partition(X, n_clusters, init, rng)
+    if init == "k-means++" and beta > 0.0 and 1 <= n_categories <= n_clusters:
+        assign = label_seeded_partition(X, categories, n_categories, n_clusters, rng)
+    else:
+        assign = initial_partition(X, n_clusters, init, rng)
     state = new_state(n_clusters, d, n_categories)
     state.alive[:] = np.bincount(assign, minlength=n_clusters) > 0
     recompute_state(X, assign, categories, state, family, float(n), beta)

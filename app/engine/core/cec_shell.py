@@ -100,10 +100,14 @@ def warn_unless_converged(
 
 
 def predict_components(estimator: Any, X: ArrayLike) -> tuple[FloatArray, IntArray]:
-    """Validated X and the fitted Gaussian picked for each row by the CEC rule
-    argmax_i p_i N(x; m_i, S_i) (first index on ties)."""
+    """Validated X (in the fit's principal components if it set ``projection_``) and the fitted
+    Gaussian picked for each row by the CEC rule argmax_i p_i N(x; m_i, S_i) (first index on
+    ties)."""
     check_is_fitted(estimator)
     data = validate_data(estimator, X, dtype=np.float64, reset=False)
+    projection = getattr(estimator, "projection_", None)
+    if projection is not None:
+        data = np.ascontiguousarray(projection.transform(data))
     family = FAMILIES[estimator.covariance]
     return data, assign_by_density(
         data, estimator.weights_, estimator.means_, estimator.covariances_, family

@@ -1,0 +1,81 @@
+"""CEC-IB starts from the labels: one centre per category at its labeled points' mean."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine
+from sklearn.metrics import adjusted_rand_score
+
+from app.engine import CEC, CECIB
+from app.engine.core.seeding import label_seeded_partition
+
+
+def _whiten_by_hand(X: np.ndarray) -> np.ndarray:
+    centred = X - X.mean(axis=0)
+    chol = np.linalg.cholesky(np.cov(centred.T, bias=True))
+    return centred @ np.linalg.inv(chol).T
+
+
+def test_one_centre_per_category_at_its_labeled_mean() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)) * [1.0, 10.0, 0.1]
+    categories = np.full(40, -1)
+    categories[[0, 5, 9]] = 0
+    categories[[1, 2]] = 1
+    Z = _whiten_by_hand(X)
+    centres = np.array([Z[categories == j].mean(axis=0) for j in (0, 1)])
+    expected = ((Z[:, None, :] - centres[None]) ** 2).sum(axis=2).argmin(axis=1)
+    got = label_seeded_partition(X, categories, 2, 2, np.random.RandomState(0))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_extra_centres_take_points_from_the_category_clusters() -> None:
+    """k > categories: the categories keep their centres; the extra ones (drawn points) take
+    over the points nearer to them, so every category cluster only holds points nearer to
+    its own labeled mean than to the other's."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 2))
+    categories = np.where(np.arange(60) < 4, np.arange(60) % 2, -1)
+    got = label_seeded_partition(X, categories, 2, 5, np.random.RandomState(2))
+    assert np.unique(got).shape[0] == 5
+    Z = _whiten_by_hand(X)
+    centres = np.array([Z[categories == c].mean(axis=0) for c in range(2)])
+    for c in range(2):
+        own = ((Z[got == c] - centres[c]) ** 2).sum(axis=1)
+        other = ((Z[got == c] - centres[1 - c]) ** 2).sum(axis=1)
+        assert np.all(own <= other + 1e-9)
+
+
+def test_the_start_ignores_affine_maps_of_the_data() -> None:
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(80, 3))
+    categories = np.where(np.arange(80) % 8 == 0, np.arange(80) % 3, -1)
+    A = rng.normal(size=(3, 3))
+    a = label_seeded_partition(X, categories, 3, 6, np.random.RandomState(5))
+    b = label_seeded_partition(X @ A.T + 4.0, categories, 3, 6, np.random.RandomState(5))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_beta_zero_starts_like_plain_cec() -> None:
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(150, 2)) + np.repeat([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]], 50, axis=0)
+    y = np.where(np.arange(150) % 5 == 0, np.arange(150) // 50, -1)
+    ib = CECIB(5, beta=0.0, n_init=2, random_state=3).fit(X, y=y)
+    np.testing.assert_array_equal(ib.labels_, CEC(5, n_init=2, random_state=3).fit(X).labels_)
+
+
+@pytest.mark.slow
+def test_ten_percent_labels_recover_wine() -> None:
+    """The issue's failing case on the features as the API passes them (no scaling): with 10% of
+    the wines labeled and one cluster per category, ARI 0.90 on average over three labelings
+    (docs/cec-ib.md; SeededKMeans and ConstrainedKMeans reach 0.37 and 0.40 on these features,
+    0.89 and 0.90 after standardising). The floor leaves room for the spread over labelings."""
+    X, truth = load_wine(return_X_y=True)
+    scores = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        y = np.full(truth.shape[0], -1)
+        chosen = rng.choice(truth.shape[0], round(0.1 * truth.shape[0]), replace=False)
+        y[chosen] = truth[chosen]
+        model = CECIB(3, random_state=0).fit(X, y=y)
+        scores.append(adjusted_rand_score(truth, model.labels_))
+    assert np.mean(scores) > 0.85
