@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from app.engine import CEC, CECIB
-from app.engine.cec.projection import MAX_COMPONENTS
+from app.engine import C3L, CEC, CECIB
+from app.engine.core.projection import MAX_COMPONENTS
 
 
 def _blobs(seed: int, d: int = 3) -> np.ndarray:
@@ -51,3 +51,16 @@ def test_at_most_max_components_are_kept() -> None:
 def test_identical_points_are_still_a_clear_error() -> None:
     with pytest.raises(ValueError, match="same point"):
         CEC(2).fit(np.ones((10, 3)))
+
+
+def test_c3l_clusters_singular_data_in_the_same_way() -> None:
+    X = _blobs(2)
+    scores = X[:, 0] - np.median(X[:, 0])
+    padded = np.c_[X, np.zeros(120)]
+    plain = C3L(3, n_init=2, random_state=0).fit(X, side_scores=scores)
+    with pytest.warns(UserWarning, match="singular"):
+        wide = C3L(3, n_init=2, random_state=0).fit(padded, side_scores=scores)
+    np.testing.assert_array_equal(wide.labels_, plain.labels_)
+    np.testing.assert_array_equal(
+        wide.predict(padded, side_scores=scores), plain.predict(X, scores)
+    )

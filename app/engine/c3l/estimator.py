@@ -27,6 +27,7 @@ from app.engine.core.cec_fit import MOVE_TOL
 from app.engine.core.cec_shell import check_cec_settings, store_gaussian_fit
 from app.engine.core.density import weighted_log_densities
 from app.engine.core.families import FAMILIES
+from app.engine.core.projection import fit_space, predict_space
 from app.engine.core.validation import check_choice, check_real
 
 Progress = Callable[[int, float], object]
@@ -112,7 +113,7 @@ class C3L(ClusterMixin, BaseEstimator):
             raise ValueError("leakage must be > 0: no Gaussian has zero mass across a boundary")
         init = check_choice("init", self.init, INITS)
         result = fit_c3l(
-            settings.data,
+            fit_space(self, settings.data, settings.family),
             scores,
             n_clusters=settings.n_clusters,
             q=leakage_quantile(leakage),
@@ -137,7 +138,7 @@ class C3L(ClusterMixin, BaseEstimator):
         argmax_i p_i N(x; m_i, S_i) N(score; mu_i, s_i^2) (the side factor with its leakage
         constraint)."""
         check_is_fitted(self)
-        data = validate_data(self, X, dtype=np.float64, reset=False)
+        data = predict_space(self, validate_data(self, X, dtype=np.float64, reset=False))
         scores = check_side_scores(side_scores, data.shape[0])
         family = FAMILIES[self.covariance]
         log_density = weighted_log_densities(

@@ -12,14 +12,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.decomposition import PCA
 from sklearn.utils import check_random_state
 
-from app.engine.cec.projection import covariance_is_singular, principal_projection
 from app.engine.core.cec_fit import fit_cec
 from app.engine.core.cec_shell import check_cec_settings, predict_components, store_gaussian_fit
+from app.engine.core.projection import fit_space
 from app.engine.core.validation import check_choice, check_partial_labels
-from app.engine.fit_warnings import warn_fit
 
 FloatArray = NDArray[np.float64]
 Progress = Callable[[int, float], object]
@@ -43,19 +41,7 @@ class _CECBase(ClusterMixin, BaseEstimator):
         settings = check_cec_settings(self, X)
         init = check_choice("init", self.init, INITS)
         categories, n_categories = check_partial_labels(y, settings.data.shape[0])
-        data = settings.data
-        self.projection_: PCA | None = None
-        if covariance_is_singular(data, settings.family):
-            self.projection_ = principal_projection(data)
-            data = np.ascontiguousarray(self.projection_.transform(data))
-            warn_fit(
-                self,
-                f"the covariance of X is singular (constant or linearly dependent features), so "
-                f"{type(self).__name__} clustered its {data.shape[1]} leading principal "
-                "components; means_ and covariances_ are in that space (projection_)",
-                UserWarning,
-                stacklevel=3,
-            )
+        data = fit_space(self, settings.data, settings.family, depth=2)
         result = fit_cec(
             data,
             categories,

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine.core.density import assign_by_density
 from app.engine.core.families import FAMILIES, FULL
+from app.engine.core.projection import predict_space
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 
@@ -105,9 +106,7 @@ def predict_components(estimator: Any, X: ArrayLike) -> tuple[FloatArray, IntArr
     ties)."""
     check_is_fitted(estimator)
     data = validate_data(estimator, X, dtype=np.float64, reset=False)
-    projection = getattr(estimator, "projection_", None)
-    if projection is not None:
-        data = np.ascontiguousarray(projection.transform(data))
+    data = predict_space(estimator, data)
     family = FAMILIES[estimator.covariance]
     return data, assign_by_density(
         data, estimator.weights_, estimator.means_, estimator.covariances_, family

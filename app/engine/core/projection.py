@@ -10,12 +10,15 @@ varies, at most ``MAX_COMPONENTS`` of them, and clusters there; see docs/cec-ib.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.decomposition import PCA
 
 from app.engine.core.cec_fit import SingularDataError
 from app.engine.core.families import family_entropy
+from app.engine.fit_warnings import warn_fit
 
 FloatArray = NDArray[np.float64]
 
@@ -43,3 +46,29 @@ def principal_projection(X: FloatArray) -> PCA:
     if rank == 0:
         raise SingularDataError("all rows of X are the same point, so no cluster has a finite cost")
     return PCA(n_components=min(rank, MAX_COMPONENTS), svd_solver="full").fit(X)
+
+
+def fit_space(estimator: Any, data: FloatArray, family: int, *, depth: int = 1) -> FloatArray:
+    """``data``, or its leading principal components when its covariance is singular (then
+    ``estimator.projection_`` is that PCA, else None, and the fit warns). ``depth``: calls
+    between the user's ``fit`` and this one, so the warning points at the user's line."""
+    estimator.projection_ = None
+    if not covariance_is_singular(data, family):
+        return data
+    estimator.projection_ = principal_projection(data)
+    projected = np.ascontiguousarray(estimator.projection_.transform(data))
+    warn_fit(
+        estimator,
+        f"the covariance of X is singular (constant or linearly dependent features), so "
+        f"{type(estimator).__name__} clustered its {projected.shape[1]} leading principal "
+        "components; means_ and covariances_ are in that space (projection_)",
+        UserWarning,
+        stacklevel=2 + depth,
+    )
+    return projected
+
+
+def predict_space(estimator: Any, data: FloatArray) -> FloatArray:
+    """Validated rows mapped as the fit mapped X (its ``projection_``, if any)."""
+    projection = getattr(estimator, "projection_", None)
+    return data if projection is None else np.ascontiguousarray(projection.transform(data))
