@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from app.db.base import utcnow
 from app.db.models import Annotation, Dataset, User, View
 from app.engine.image.strokes import rasterize_strokes
-from app.services.errors import Conflict, InvalidInput
+from app.services.errors import Conflict, InvalidInput, NotFound
 from app.sideinfo.model import (
     BOUNDARY,
     CANNOT_LINK,
@@ -163,12 +163,7 @@ def create_annotation(
     if confidence is not None and kind not in (MUST_LINK, CANNOT_LINK):
         raise InvalidInput("only must-link and cannot-link annotations take a confidence")
     revision = _next_revision(session, dataset)
-    # A new act empties the redo stack.
-    session.execute(
-        update(Annotation)
-        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_revision.is_not(None))
-        .values(deleted_revision=None)
-    )
+    _empty_redo_stack(session, dataset)  # a new act
     annotation = Annotation(
         dataset_id=dataset.id,
         kind=kind,
@@ -226,6 +221,7 @@ def undo(*, session: Session, dataset: Dataset) -> Annotation:
         raise Conflict("nothing to undo: the dataset has no live annotations")
     latest.deleted_revision = _next_revision(session, dataset)
     latest.deleted_at = utcnow()
+    _set_replaced_live(session, latest, live=True)  # undoing an edit brings the original back
     session.flush()
     return latest
 
@@ -242,8 +238,89 @@ def redo(*, session: Session, dataset: Dataset) -> Annotation:
     _next_revision(session, dataset)
     undone.deleted_at = None
     undone.deleted_revision = None
+    _set_replaced_live(session, undone, live=False)
     session.flush()
     return undone
+
+
+# An edit is a new annotation that names the one it replaces in its payload; the replaced one
+# is soft-deleted (never on the redo stack) and comes back when the edit is undone.
+REPLACES = "replaces"
+
+
+def _set_replaced_live(session: Session, annotation: Annotation, *, live: bool) -> None:
+    replaced_id = annotation.payload.get(REPLACES)
+    replaced = session.get(Annotation, replaced_id) if replaced_id is not None else None
+    if replaced is not None:
+        replaced.deleted_at = None if live else utcnow()
+        replaced.deleted_revision = None
+
+
+def _live_annotation(session: Session, dataset: Dataset, annotation_id: int) -> Annotation:
+    annotation = session.get(Annotation, annotation_id)
+    if annotation is None or annotation.dataset_id != dataset.id:
+        raise NotFound(f"dataset {dataset.id} has no annotation with id {annotation_id}")
+    if annotation.deleted_at is not None:
+        raise Conflict(f"annotation {annotation_id} is already deleted")
+    return annotation
+
+
+def _empty_redo_stack(session: Session, dataset: Dataset) -> None:
+    session.execute(
+        update(Annotation)
+        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_revision.is_not(None))
+        .values(deleted_revision=None)
+    )
+
+
+def delete_annotation(*, session: Session, dataset: Dataset, annotation_id: int) -> Annotation:
+    """Soft-delete one annotation (any, not only the newest). A new act: it empties the redo
+    stack; the row stays in the history (`include_deleted=true`)."""
+    annotation = _live_annotation(session, dataset, annotation_id)
+    _next_revision(session, dataset)
+    _empty_redo_stack(session, dataset)
+    annotation.deleted_at = utcnow()
+    annotation.deleted_revision = None
+    session.flush()
+    return annotation
+
+
+def edit_annotation(
+    *,
+    session: Session,
+    dataset: Dataset,
+    user: User,
+    annotation_id: int,
+    label: str | None,
+    confidence: float | None,
+) -> Annotation:
+    """Rename a label (label and scribble annotations) or change a link's confidence: a new
+    annotation replaces the old one in one revision; undo brings the old one back."""
+    old = _live_annotation(session, dataset, annotation_id)
+    if label is None and confidence is None:
+        raise InvalidInput("nothing to change: give a new label or a new confidence")
+    payload = {k: v for k, v in old.payload.items() if k != REPLACES}
+    if label is not None:
+        if "label" not in payload:
+            raise InvalidInput(f"a {old.kind} annotation has no label to rename")
+        payload["label"] = _label(label, "label")
+    if confidence is not None and old.kind not in (MUST_LINK, CANNOT_LINK):
+        raise InvalidInput("only must-link and cannot-link annotations take a confidence")
+    revision = _next_revision(session, dataset)
+    _empty_redo_stack(session, dataset)
+    old.deleted_at = utcnow()
+    old.deleted_revision = None
+    new = Annotation(
+        dataset_id=dataset.id,
+        kind=old.kind,
+        payload={**payload, REPLACES: old.id},
+        confidence=old.confidence if confidence is None else confidence,
+        revision=revision,
+        author_id=user.id,
+    )
+    session.add(new)
+    session.flush()
+    return new
 
 
 def live_records(*, session: Session, dataset: Dataset) -> list[AnnotationRecord]:

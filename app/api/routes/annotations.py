@@ -5,6 +5,7 @@ from fastapi import APIRouter, Body, Query, status
 from app.api.deps import EditorAccess, SessionDep, ViewerAccess
 from app.api.schemas.annotations import (
     AnnotationCreate,
+    AnnotationEdit,
     AnnotationRead,
     AnnotationsPage,
     UndoRedoRead,
@@ -87,3 +88,41 @@ def redo_annotation(dataset_id: Id, session: SessionDep, access: EditorAccess) -
     return UndoRedoRead(
         annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
     )
+
+
+@router.delete("/{annotation_id}", response_model=UndoRedoRead)
+def delete_annotation(
+    dataset_id: Id, annotation_id: Id, session: SessionDep, access: EditorAccess
+) -> UndoRedoRead:
+    """Delete one annotation, not only the newest. A new act (it empties the redo stack); the
+    annotation stays in the history (`include_deleted=true`)."""
+    dataset = access.require_dataset()
+    annotation = annotations.delete_annotation(
+        session=session, dataset=dataset, annotation_id=annotation_id
+    )
+    session.commit()
+    return UndoRedoRead(
+        annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
+    )
+
+
+@router.patch("/{annotation_id}", response_model=AnnotationRead)
+def edit_annotation(
+    dataset_id: Id,
+    annotation_id: Id,
+    edit: AnnotationEdit,
+    session: SessionDep,
+    access: EditorAccess,
+) -> AnnotationRead:
+    """Rename a label or change a link's confidence. The edit is a new annotation whose payload
+    names the one it `replaces`; undoing the edit brings the old annotation back."""
+    annotation = annotations.edit_annotation(
+        session=session,
+        dataset=access.require_dataset(),
+        user=access.user,
+        annotation_id=annotation_id,
+        label=edit.label,
+        confidence=edit.confidence,
+    )
+    session.commit()
+    return AnnotationRead.model_validate(annotation)

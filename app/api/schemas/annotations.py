@@ -160,6 +160,13 @@ class AnnotationsPage(BaseModel):
     can_redo: bool
 
 
+class AnnotationEdit(RequestBody):
+    """What an edit may change; the edit replaces the annotation (undo brings the old back)."""
+
+    label: Label | None = Field(default=None, description="New label (label, scribble)")
+    confidence: Confidence = Field(default=None, description="New confidence (links)")
+
+
 class UndoRedoRead(BaseModel):
     annotation: AnnotationRead
     revision: int
