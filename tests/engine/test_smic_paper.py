@@ -44,14 +44,28 @@ def _toy_ari(name: str, normalize: str) -> np.ndarray:
     return np.array(scores)
 
 
+@pytest.mark.parametrize(
+    ("name", "low", "high"),
+    [
+        ("four_blobs", 0.95, 1.0),
+        ("circle_gaussian", 0.95, 1.0),
+        ("double_spirals", 0.95, 1.0),
+        ("high_low_densities", 0.6, 0.9),  # paper 0.773: overlapping classes
+    ],
+)
+def test_defaults_hold_from_draw_to_draw(name: str, low: float, high: float) -> None:
+    # Issue 19: with SMIC(c, random_state=seed) the 5-draw mean holds (docs/smic.md table).
+    assert low <= _toy_ari(name, "auto").mean() <= high
+
+
 def test_literal_kernel_reproduces_blobs() -> None:
     assert _toy_ari("four_blobs", "none").mean() >= 0.95  # paper: 1
 
 
 def test_literal_kernel_reproduces_spirals_on_most_draws() -> None:
     ari = _toy_ari("double_spirals", "none")
-    # Paper: 1. Exact on 3 of these 5 draws; the other draws fail because one arm's first two
-    # eigenvectors outrank the other arm's Perron root (both arms are near-equal paths).
+    # Paper: 1. Exact on 3 of these 5 draws; on the other two no t in 1..10 separates the arms
+    # with this kernel (its eigenvectors localise on high-degree stretches of one arm).
     assert np.count_nonzero(ari >= 0.99) >= 3
 
 

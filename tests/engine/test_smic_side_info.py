@@ -35,8 +35,8 @@ def test_constraints_rescue_circle_and_gaussian_where_unsupervised_smic_fails() 
         ml, cl = _pairs(y, 40, rng, True), _pairs(y, 40, rng, False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            base = SMIC(2, random_state=seed).fit(X)
-            side = SMIC(2, random_state=seed).fit(X, must_link=ml, cannot_link=cl)
+            base = SMIC(2, normalize="none", random_state=seed).fit(X)
+            side = SMIC(2, normalize="none", random_state=seed).fit(X, must_link=ml, cannot_link=cl)
         plain.append(adjusted_rand_score(y, base.labels_))
         guided.append(adjusted_rand_score(y, side.labels_))
         assert side.n_constraint_violations_ == count_violations(

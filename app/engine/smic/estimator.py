@@ -8,7 +8,6 @@ orchestrates the pure functions of the `_smic_*` modules and stores the fitted s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -17,54 +16,20 @@ from sklearn.utils import check_array, check_random_state
 from threadpoolctl import threadpool_limits
 
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
-from app.engine.smic.constraints import (
-    Constraints,
-    compile_constraints,
-    count_violations,
-    edit_kernel,
-)
-from app.engine.smic.kernel import (
-    local_scaling_kernel,
-    nearest_neighbors,
-    normalize_symmetric,
-    zero_scale_points,
-)
-from app.engine.smic.lsmi import (
-    DEFAULT_DELTAS,
-    DEFAULT_GAMMAS,
-    LSMIDesign,
-    LSMIResult,
-    lsmi_cv,
-    make_design,
-)
-from app.engine.smic.spectral import Assignment, assign, near_ties, top_eigenpairs
+from app.engine.smic.constraints import compile_constraints
+from app.engine.smic.kernel import local_scaling_kernel, nearest_neighbors, zero_scale_points
+from app.engine.smic.lsmi import DEFAULT_DELTAS, DEFAULT_GAMMAS, make_design
+from app.engine.smic.search import Candidate, Problem, search
+from app.engine.smic.selection import Selection, near_tolerance
+from app.engine.smic.spectral import near_ties
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 Progress = Callable[[int, float], bool]
 
-NORMALIZE_OPTIONS = ("none", "symmetric")
+NORMALIZE_OPTIONS = ("auto", "none", "symmetric")
+KERNELS = ("none", "symmetric")
 EIGEN_SOLVERS = ("arpack", "dense")
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    """Everything SMIC produced for one kernel parameter t."""
-
-    t: int
-    eigenvalues: FloatArray
-    result: Assignment
-    lsmi: LSMIResult
-    violations: int
-
-    @property
-    def smi(self) -> float:
-        return self.lsmi.value
-
-    def rank(self) -> tuple[int, float, int]:
-        # Fewest violated constraints first (always 0 without side information), then the
-        # largest LSMI, then the smallest t (A10).
-        return (self.violations, -self.smi, self.t)
 
 
 class SMIC(ClusterMixin, BaseEstimator):
@@ -80,9 +45,10 @@ class SMIC(ClusterMixin, BaseEstimator):
         points are skipped.
     max_neighbors : int
         Largest candidate t for "auto" (paper: 10).
-    normalize : "none" or "symmetric"
+    normalize : "auto", "none" or "symmetric"
         "none" is eq. 7 as printed. "symmetric" uses D^{-1/2} K D^{-1/2}, which reproduces all
-        four toy results of the paper (spec A12); the printed kernel reproduces two.
+        four toy results of the paper (spec A12); the printed kernel reproduces two. "auto"
+        (default) tries both for every t and lets LSMI choose (docs/smic.md).
     standardize : bool
         Centre and scale every feature to unit variance first (the paper's experiments; a
         constant feature is only centred).
@@ -97,18 +63,21 @@ class SMIC(ClusterMixin, BaseEstimator):
     random_state : int, RandomState or None
         Seeds the LSMI centres and folds (drawn once for every t) and the ARPACK start vector.
     progress : callable(iteration, cost) -> bool, optional
-        Called after each candidate t with iteration = 1, 2, ... and cost = -LSMI(t). Returning
-        False stops the search; the fitted state is then the best candidate evaluated so far.
+        Called after each candidate (kernel, t) with iteration = 1, 2, ... and cost = -LSMI.
+        Returning False stops the search; the fitted state is then chosen among the candidates
+        evaluated so far.
 
     Side information (an extension, not part of the paper): ``fit(X, must_link, cannot_link)``
     closes must-links into chunklets, sets the kernel to 1 inside every chunklet and to 0
-    between cannot-linked chunklets, and ranks candidates t first by the number of violated
-    constraints, then by LSMI.
+    between cannot-linked chunklets, and ranks candidates first by the number of violated
+    constraints, then by LSMI (near-ties: the labels most candidates share, selection.py).
 
     Attributes
     ----------
     labels_ : (n,) int array. n_neighbors_ : chosen t. smi_ : LSMI of labels_ (chosen value).
-    lsmi_curve_ : dict t -> LSMI of every evaluated candidate. lsmi_params_ : (gamma, delta)
+    normalize_ : chosen kernel ("none" or "symmetric"). lsmi_curve_ : dict t -> LSMI of every
+    evaluated t for the chosen kernel; lsmi_curves_ : the same per kernel.
+    selection_support_ : candidates giving labels_. lsmi_params_ : (gamma, delta)
     chosen by CV for labels_. eigenvalues_ : (c,) top eigenvalues, descending.
     posterior_ : (n, c) raw n * p(y | x_i), column means = prior (rows need not sum to 1).
     unclaimed_ : (n,) bool, points with every posterior 0 (put in cluster 0).
@@ -121,7 +90,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         *,
         n_neighbors: int | str = "auto",
         max_neighbors: int = 10,
-        normalize: str = "none",
+        normalize: str = "auto",
         standardize: bool = True,
         class_prior: ArrayLike | None = None,
         n_basis: int = 200,
@@ -230,61 +199,42 @@ class SMIC(ClusterMixin, BaseEstimator):
                 local_scaling_kernel(idx, dist, candidates[-1])
             candidates = usable
 
-        best: _Candidate | None = None
-        curve: dict[int, float] = {}
-        scores: dict[bytes, LSMIResult] = {}  # neighbouring t often give identical labels
+        problem = Problem(
+            idx, dist, constraints, prior, v0, design, gammas, deltas, str(self.eigen_solver)
+        )
+        kernels = KERNELS if self.normalize == "auto" else (str(self.normalize),)
         # LSMI works on b_y x b_y matrices (b_y <= 200): threaded BLAS only adds spin-waiting,
         # which cost 5-20x wall time on a busy 2-core machine (measured).
         with threadpool_limits(limits=1, user_api="blas"):
-            for step, t in enumerate(candidates, start=1):
-                cand = self._fit_one(
-                    t, idx, dist, constraints, prior, v0, scores, design, gammas, deltas
-                )
-                curve[t] = cand.smi
-                if best is None or cand.rank() < best.rank():
-                    best = cand
-                if self.progress is not None and self.progress(step, -cand.smi) is False:
-                    break
-        assert best is not None
-        self._store(best, curve, data.shape[1])
+            done, selection = search(
+                problem, candidates, kernels, int(self.n_clusters), self.progress
+            )
+        self._store(done, selection, data.shape[1])
         return self
 
-    def _fit_one(
-        self,
-        t: int,
-        idx: IntArray,
-        dist: FloatArray,
-        constraints: Constraints,
-        prior: FloatArray,
-        v0: FloatArray,
-        scores: dict[bytes, LSMIResult],
-        design: LSMIDesign,
-        gammas: FloatArray,
-        deltas: FloatArray,
-    ) -> _Candidate:
+    def _store(self, done: list[Candidate], selection: Selection, n_features: int) -> None:
         c = int(self.n_clusters)
-        K = edit_kernel(local_scaling_kernel(idx, dist, t), constraints)
-        if self.normalize == "symmetric":
-            K = normalize_symmetric(K)
-        # One extra eigenvalue shows whether lambda_c is tied with lambda_{c+1} (A5).
-        k = min(c + 1, K.shape[0])
-        vals, vecs = top_eigenpairs(K, k, str(self.eigen_solver), v0)
-        result = assign(vecs[:, :c], prior)
-        key = result.labels.tobytes()
-        if key not in scores:
-            scores[key] = lsmi_cv(design, result.labels, gammas, deltas)
-        lsmi = scores[key]
-        return _Candidate(t, vals, result, lsmi, count_violations(result.labels, constraints))
-
-    def _store(self, best: _Candidate, curve: dict[int, float], n_features: int) -> None:
-        c = int(self.n_clusters)
-        ties = near_ties(best.eigenvalues)
+        best = done[selection.chosen]
+        if selection.rival is not None:
+            rival = done[selection.rival]
+            warn_fit(
+                self,
+                f"model selection is ambiguous: LSMI {best.smi:.4f} (n_neighbors={best.t}, "
+                f"normalize={best.normalize!r}, the labels of {selection.support} candidate(s)) "
+                f"and {rival.smi:.4f} (n_neighbors={rival.t}, normalize={rival.normalize!r}) "
+                f"differ by less than {near_tolerance(c):.4g} (0.5% of the largest possible "
+                f"LSMI, (c - 1) / 2), but their labels agree only to ARI "
+                f"{selection.rival_ari:.2f}; the first was kept because more candidates give "
+                "its labels or its LSMI is higher. Compare both with a fixed n_neighbors.",
+                UserWarning,
+                stacklevel=3,
+            )
+        ties = near_ties(best.eigenvalues, best.eigenvectors)
         if ties.size and int(ties[0]) < c:
             warn_fit(
                 self,
                 f"eigenvalues {int(ties[0]) + 1} and {int(ties[0]) + 2} of the kernel for "
-                f"n_neighbors={best.t} are tied (e.g. a disconnected graph with the degree-"
-                "normalised kernel); the labels then depend on the eigensolver",
+                f"n_neighbors={best.t} are tied; the labels then depend on the eigensolver",
                 UserWarning,
                 stacklevel=3,
             )
@@ -296,10 +246,16 @@ class SMIC(ClusterMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=3,
             )
+        curves: dict[str, dict[int, float]] = {}
+        for cand in done:
+            curves.setdefault(cand.normalize, {})[cand.t] = cand.smi
         self.labels_ = best.result.labels.astype(np.int64)
         self.n_neighbors_ = best.t
+        self.normalize_ = best.normalize
         self.smi_ = best.smi
-        self.lsmi_curve_ = curve
+        self.lsmi_curve_ = curves[best.normalize]
+        self.lsmi_curves_ = curves
+        self.selection_support_ = selection.support
         self.lsmi_params_ = (best.lsmi.gamma, best.lsmi.delta)
         self.eigenvalues_ = best.eigenvalues[:c]
         self.posterior_ = best.result.posterior

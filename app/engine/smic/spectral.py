@@ -8,6 +8,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from numpy.typing import NDArray
+from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 FloatArray = NDArray[np.float64]
@@ -16,6 +17,11 @@ BoolArray = NDArray[np.bool_]
 
 # A5: relative gaps below this make the eigenbasis, and so the labels, solver-dependent.
 TIE_RTOL = 1e-10
+# Graphs with more components than this are solved as a whole: they leave points unclaimed
+# whatever the basis, and a loop over thousands of tiny components (t = 1) would dominate.
+MAX_SPLIT_COMPONENTS = 64
+# Components up to this size go to the dense solver (cheaper than ARPACK's setup).
+DENSE_COMPONENT = 400
 
 
 def top_eigenpairs(
@@ -23,9 +29,48 @@ def top_eigenpairs(
 ) -> tuple[FloatArray, FloatArray]:
     """The k largest *algebraic* eigenvalues of symmetric K, descending, with eigenvectors (A3).
 
-    K is not PSD, so 'LA' (not MATLAB's default 'LM') is the right selection. ARPACK needs
-    k < n; smaller problems go to the dense solver.
+    On a graph with a few connected components every component is solved on its own, so each
+    eigenvector lives on one component. The spectrum is the same (K is block-diagonal), but
+    where eigenvalues of different components tie (the degree-normalised kernel has the
+    eigenvalue 1 once per component) the basis is no longer an arbitrary rotation chosen by
+    the solver: a rotation mixes components, and clipping it does not separate them (A5).
+    Ties between components are ordered by component (lowest point index first).
     """
+    n_comp, comp = connected_components(K, directed=False)
+    if 1 < n_comp <= MAX_SPLIT_COMPONENTS:
+        return _per_component(K, k, solver, v0, comp.astype(np.intp), n_comp)
+    return _whole(K, k, solver, v0)
+
+
+def _per_component(
+    K: sp.csr_matrix, k: int, solver: str, v0: FloatArray, comp: IntArray, n_comp: int
+) -> tuple[FloatArray, FloatArray]:
+    n = K.shape[0]
+    values: list[float] = []
+    order_keys: list[tuple[float, int, int]] = []
+    columns: list[tuple[IntArray, FloatArray]] = []
+    # connected_components numbers components by their lowest point index.
+    for cid in range(n_comp):
+        members = np.flatnonzero(comp == cid).astype(np.intp)
+        sub = sp.csr_matrix(K[members][:, members])
+        kk = min(k, members.size)
+        sub_solver = "dense" if members.size <= DENSE_COMPONENT else solver
+        vals, vecs = _whole(sub, kk, sub_solver, v0[members])
+        for j in range(kk):
+            order_keys.append((-float(vals[j]), cid, j))
+            values.append(float(vals[j]))
+            columns.append((members, vecs[:, j]))
+    top = sorted(range(len(values)), key=lambda i: order_keys[i])[:k]
+    out_vecs = np.zeros((n, len(top)))
+    for col, i in enumerate(top):
+        members, vec = columns[i]
+        out_vecs[members, col] = vec
+    return np.array([values[i] for i in top]), out_vecs
+
+
+def _whole(K: sp.csr_matrix, k: int, solver: str, v0: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """K is not PSD, so 'LA' (not MATLAB's default 'LM') is the right selection. ARPACK needs
+    k < n; smaller problems go to the dense solver."""
     n = K.shape[0]
     if solver == "dense" or k >= n - 1:
         dense = K.toarray()
@@ -48,14 +93,20 @@ def top_eigenpairs(
     return np.asarray(vals[order], dtype=np.float64), np.asarray(vecs[:, order], dtype=np.float64)
 
 
-def near_ties(eigenvalues: FloatArray) -> IntArray:
-    """Indices y with lambda_y and lambda_{y+1} equal to relative tolerance TIE_RTOL (A5)."""
+def near_ties(eigenvalues: FloatArray, eigenvectors: FloatArray | None = None) -> IntArray:
+    """Indices y with lambda_y and lambda_{y+1} equal to relative tolerance TIE_RTOL (A5).
+
+    With eigenvectors given, a tie between vectors on disjoint supports (different graph
+    components, see top_eigenpairs) is not reported: that basis is not solver-dependent.
+    """
     vals = np.asarray(eigenvalues, dtype=np.float64)
     gaps = np.abs(np.diff(vals))
     scale = np.maximum(np.abs(vals[:-1]), np.abs(vals[1:]))
-    return np.flatnonzero(gaps <= TIE_RTOL * np.maximum(scale, np.finfo(float).tiny)).astype(
-        np.intp
-    )
+    tied = np.flatnonzero(gaps <= TIE_RTOL * np.maximum(scale, np.finfo(float).tiny))
+    if eigenvectors is not None and tied.size:
+        support = eigenvectors != 0.0
+        tied = tied[[bool(np.any(support[:, y] & support[:, y + 1])) for y in tied]]
+    return tied.astype(np.intp)
 
 
 @dataclass(frozen=True)
