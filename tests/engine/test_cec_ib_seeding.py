@@ -6,7 +6,7 @@ from sklearn.datasets import load_wine
 from sklearn.metrics import adjusted_rand_score
 
 from app.engine import CEC, CECIB
-from app.engine.core.seeding import label_seeded_partition
+from app.engine.core.label_seeding import label_seeded_partition
 
 
 def _whiten_by_hand(X: np.ndarray) -> np.ndarray:
@@ -79,3 +79,25 @@ def test_ten_percent_labels_recover_wine() -> None:
         model = CECIB(3, random_state=0).fit(X, y=y)
         scores.append(adjusted_rand_score(truth, model.labels_))
     assert np.mean(scores) > 0.85
+
+
+def test_the_refined_start_is_a_k_means_fixed_point_in_whitened_space() -> None:
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(90, 2)) + np.repeat([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]], 30, axis=0)
+    categories = np.where(np.arange(90) % 10 == 0, np.arange(90) // 30, -1)
+    got = label_seeded_partition(X, categories, 3, 3, np.random.RandomState(0), refine=True)
+    Z = _whiten_by_hand(X)
+    centres = np.array([Z[got == c].mean(axis=0) for c in range(3)])
+    nearest = ((Z[:, None, :] - centres[None]) ** 2).sum(axis=2).argmin(axis=1)
+    np.testing.assert_array_equal(nearest, got)
+
+
+def test_one_cluster_per_category_needs_only_the_two_labeled_starts() -> None:
+    """Both labeled starts are deterministic when k equals the number of categories, so more
+    restarts would repeat them: n_init = 2 and 10 give the same fit."""
+    X, truth = load_wine(return_X_y=True)
+    y = np.where(np.arange(truth.shape[0]) % 10 == 0, truth, -1)
+    a = CECIB(3, n_init=2, random_state=0).fit(X, y=y)
+    b = CECIB(3, n_init=10, random_state=5).fit(X, y=y)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.energy_ == b.energy_

@@ -62,5 +62,5 @@ def test_c3l_clusters_singular_data_in_the_same_way() -> None:
         wide = C3L(3, n_init=2, random_state=0).fit(padded, side_scores=scores)
     np.testing.assert_array_equal(wide.labels_, plain.labels_)
     np.testing.assert_array_equal(
-        wide.predict(padded, side_scores=scores), plain.predict(X, scores)
+        wide.predict(padded, side_scores=scores), plain.predict(X, side_scores=scores)
     )

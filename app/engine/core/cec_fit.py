@@ -18,7 +18,8 @@ from numpy.typing import NDArray
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.families import family_covariances, min_cluster_points
 from app.engine.core.hartigan import dissolve_invalid, hartigan_sweep, mark_all_changed, new_clock
-from app.engine.core.seeding import initial_partition, label_seeded_partition
+from app.engine.core.label_seeding import label_seeded_partition
+from app.engine.core.seeding import initial_partition
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -63,6 +64,12 @@ def min_cluster_size(n: int, d: int, family: int, min_cluster_fraction: float) -
     return max(min_cluster_fraction * n, float(min_cluster_points(family, d)))
 
 
+def seeds_from_labels(init: str, beta: float, n_categories: int, n_clusters: int) -> bool:
+    """Whether k-means++ starts from the labels: only when they count (beta > 0) and every
+    category can have a cluster of its own."""
+    return init == "k-means++" and beta > 0.0 and 1 <= n_categories <= n_clusters
+
+
 def _start(
     X: FloatArray,
     categories: IntArray,
@@ -74,12 +81,16 @@ def _start(
     init: str,
     rng: np.random.RandomState,
     work: FloatArray,
+    restart: int,
 ) -> tuple[IntArray, ClusterState]:
-    """Initial partition with invalid clusters already removed; with labels (and beta > 0)
-    k-means++ starts from the categories' means (``label_seeded_partition``)."""
+    """Initial partition with invalid clusters already removed; with labels, k-means++ starts
+    from the categories' means (``label_seeding``)."""
     n, d = X.shape
-    if init == "k-means++" and beta > 0.0 and 1 <= n_categories <= n_clusters:
-        assign = label_seeded_partition(X, categories, n_categories, n_clusters, rng)
+    if seeds_from_labels(init, beta, n_categories, n_clusters):
+        # One cluster per category: the second start is the Lloyd-refined one (both are
+        # deterministic). With extra clusters every start draws its own extra centres.
+        refine = restart % 2 == 1 and n_clusters == n_categories
+        assign = label_seeded_partition(X, categories, n_categories, n_clusters, rng, refine=refine)
     else:
         assign = initial_partition(X, n_clusters, init, rng)
     state = new_state(n_clusters, d, n_categories)
@@ -113,13 +124,14 @@ def _run(
     rng: np.random.RandomState,
     progress: Progress | None,
     first_iteration: int,
+    restart: int,
 ) -> tuple[_Run, bool]:
     """One restart; returns the run and whether ``progress`` asked to stop."""
     n, d = X.shape
     work = np.empty(3 * d)
     delta = np.empty(n_clusters)
     assign, state = _start(
-        X, categories, n_categories, n_clusters, family, beta, min_size, init, rng, work
+        X, categories, n_categories, n_clusters, family, beta, min_size, init, rng, work, restart
     )
     clock = new_clock(n, n_clusters)
     history: list[float] = []
@@ -195,7 +207,9 @@ def fit_cec(
     best: _Run | None = None
     iteration = 0
     stop = False
-    for _ in range(n_init):
+    if seeds_from_labels(init, beta, n_categories, n_clusters) and n_clusters == n_categories:
+        n_init = min(n_init, 2)  # both labeled starts are deterministic; more would repeat them
+    for restart in range(n_init):
         run, stop = _run(
             X,
             categories,
@@ -209,6 +223,7 @@ def fit_cec(
             rng=rng,
             progress=progress,
             first_iteration=iteration,
+            restart=restart,
         )
         iteration += run.n_iter
         if best is None or run.energy < best.energy:

@@ -5,8 +5,7 @@ random, then D^2 sampling on squared Euclidean distance, never a duplicate seed.
 goes to its nearest seed. The random numbers come from the caller's numpy generator, so the
 kernels are deterministic.
 
-With labels, ``label_seeded_partition`` starts CEC-IB where SeededKMeans starts: one centre per
-label category at the mean of its labeled points (docs/cec-ib.md, "Starting from the labels").
+CEC-IB with labels starts from them instead (``label_seeding.py``).
 """
 
 from __future__ import annotations
@@ -92,57 +91,6 @@ def assign_nearest_centre(X: FloatArray, centres: FloatArray, assign: IntArray) 
 def assign_nearest_seed(X: FloatArray, seeds: IntArray, assign: IntArray) -> None:
     """``assign[i]`` = position in ``seeds`` of the seed nearest to row i (first on ties)."""
     assign_nearest_centre(X, np.ascontiguousarray(X[seeds]), assign)
-
-
-def whitened(X: FloatArray) -> FloatArray:
-    """X mapped so that its covariance is the identity (Z = (X - m) L^{-T} with S = L L^T);
-    affine maps of X then change Z by an orthogonal map only. A singular S falls back to
-    features scaled to unit variance (constant ones left as they are)."""
-    centred = X - X.mean(axis=0)
-    try:
-        chol = np.linalg.cholesky(centred.T @ centred / X.shape[0])
-        return np.ascontiguousarray(np.linalg.solve(chol, centred.T).T)
-    except np.linalg.LinAlgError:
-        scale = centred.std(axis=0)
-        scale[scale == 0.0] = 1.0
-        return np.ascontiguousarray(centred / scale)
-
-
-def label_seeded_partition(
-    X: FloatArray,
-    categories: IntArray,
-    n_categories: int,
-    n_clusters: int,
-    rng: np.random.RandomState,
-) -> IntArray:
-    """A start consistent with the labels: cluster j < n_categories begins at the mean of the
-    points labeled j and holds them; the other n_clusters - n_categories centres are drawn by
-    D^2 sampling against the centres so far (k-means++ continued). Unlabeled points go to the
-    nearest centre. Distances are measured after whitening (``whitened``), since CEC's energy
-    changes only by a constant under affine maps of X, and the start should not change at all.
-
-    Needs 1 <= n_categories <= n_clusters and every category present in ``categories``.
-    """
-    Z = whitened(X)
-    centres = np.empty((n_clusters, X.shape[1]))
-    labeled = categories >= 0
-    sums = np.zeros((n_categories, X.shape[1]))
-    np.add.at(sums, categories[labeled], Z[labeled])
-    centres[:n_categories] = (
-        sums / np.bincount(categories[labeled], minlength=n_categories)[:, None]
-    )
-    dist = np.full(X.shape[0], np.inf)
-    for j in range(n_categories):
-        dist = np.minimum(dist, ((Z - centres[j]) ** 2).sum(axis=1))
-    found = n_categories
-    while found < n_clusters and dist.sum() > 0.0:
-        chosen = int(np.searchsorted(np.cumsum(dist), rng.uniform() * dist.sum(), side="right"))
-        centres[found] = Z[min(chosen, Z.shape[0] - 1)]
-        dist = np.minimum(dist, ((Z - centres[found]) ** 2).sum(axis=1))
-        found += 1
-    assign = np.empty(X.shape[0], dtype=np.int64)
-    assign_nearest_centre(Z, centres[:found], assign)
-    return assign
 
 
 def initial_partition(
