@@ -7,6 +7,7 @@ from app.api.routes import (
     annotations,
     auth,
     datasets,
+    exports,
     health,
     projects,
     runs,
@@ -31,5 +32,6 @@ for module in (
     algorithms,
     runs,
     suggestions,
+    exports,
 ):
     api_router.include_router(module.router)

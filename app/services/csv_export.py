@@ -2,8 +2,8 @@
 
 A text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return is read by
 spreadsheet tools as a formula (CSV injection, OWASP); such cells get a leading single quote, which
-the tools show as text. Numbers are written as they are, so a cluster -1 stays -1. The workspace's
-client-side export does the same (app/static/js/workspace/csv.js).
+the tools show as text. Numbers are written as they are, so a cluster -1 stays -1. Every CSV the
+app offers (run results, the workspace's labels and clusters) is written here.
 """
 
 import csv

@@ -1,21 +1,16 @@
 """CSV exports are safe to open in a spreadsheet: a text cell starting with = + - @ tab or
 carriage return gets a leading single quote (OWASP CSV injection); numbers are written as they
-are. The server's run-result CSV and the workspace's client-side CSV use one helper each."""
+are. The run-result CSV and the workspace's labels-and-clusters CSV are both written by the server
+with one helper."""
 
 import csv
 import io
-import json
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.services.csv_export import csv_text, spreadsheet_safe
-
-CSV_JS = Path(__file__).resolve().parents[2] / "app/static/js/workspace/csv.js"
 
 DANGEROUS = {
     '=HYPERLINK("http://x","y")': '\'=HYPERLINK("http://x","y")',
@@ -111,22 +106,29 @@ def test_the_run_result_csv_quotes_formula_ids_and_keeps_numbers(
     assert [row[0] for row in rows[1:]] == [str(i) for i in range(len(ids))]
     assert [int(row[2]) for row in rows[1:]] == labels
 
-
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js to run the ES module")
-def test_the_workspace_csv_helper_escapes_the_same_way() -> None:
-    """The workspace builds its labels-and-clusters CSV in the browser with csv.js."""
-    cases = [[i, text, -1] for i, text in enumerate([*DANGEROUS, *HARMLESS, 'a,"b"'])]
-    script = (
-        f"import {{ csvLine }} from {json.dumps(CSV_JS.as_uri())};"
-        f"const rows = {json.dumps(cases)};"
-        "process.stdout.write(JSON.stringify(rows.map(csvLine)));"
+    # The workspace's export: the same ids, each item's label (formula-quoted too) and cluster.
+    dataset_id = upload.json()["id"]
+    client.post(
+        f"/api/v1/datasets/{dataset_id}/annotations",
+        json={"kind": "label", "items": [1, 2], "label": "=cmd"},
+        headers=admin_headers,
     )
-    done = subprocess.run(
-        ["node", "--input-type=module", "-e", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+    export = client.get(
+        f"/api/v1/datasets/{dataset_id}/labels-clusters.csv?run_id={run.json()['id']}",
+        headers=admin_headers,
     )
-    lines = json.loads(done.stdout)
-    assert lines == [csv_text([], [case]).strip("\r\n") for case in cases]
+    assert export.status_code == 200 and export.headers["content-type"].startswith("text/csv")
+    assert "attachment" in export.headers["content-disposition"]
+    table = list(csv.reader(io.StringIO(export.text)))
+    assert table[0] == ["item", "id", "label", "cluster"]
+    assert [row[1] for row in table[1:]] == [row[1] for row in rows[1:]]
+    assert [row[2] for row in table[1:]] == ["", "'=cmd", "'=cmd", "", "", "", "", ""]
+    assert [int(row[3]) for row in table[1:]] == labels
+    without_run = client.get(
+        f"/api/v1/datasets/{dataset_id}/labels-clusters.csv", headers=admin_headers
+    )
+    assert {row[3] for row in csv.reader(io.StringIO(without_run.text))} == {"cluster", ""}
+    other = client.get(
+        f"/api/v1/datasets/{dataset_id}/labels-clusters.csv?run_id=999999", headers=admin_headers
+    )
+    assert other.status_code == 404

@@ -8,8 +8,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
 from benchmarks._server import wait_until_serving
 
@@ -88,6 +89,46 @@ def page(browser: Browser, live_server: str) -> Iterator[Page]:
     yield tab
     context.close()
     assert errors == [], f"JavaScript console errors: {errors}"
+
+
+def upload_table(live_server: str, name: str, rows: list[list[float]]) -> int:
+    """A dataset of a test module's own (the live server and its demo data are shared); rows of
+    two features a, b."""
+    csv = "a,b\n" + "\n".join(f"{u:.6f},{v:.6f}" for u, v in rows)
+    with httpx.Client(base_url=f"{live_server}/api/v1", timeout=30) as api:
+        token = api.post("/auth/token", data={"username": "admin", "password": ADMIN_PASSWORD})
+        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+        projects = api.get("/projects", headers=headers).json()["items"]
+        created = api.post(
+            f"/projects/{projects[0]['id']}/datasets",
+            files={"file": (f"{name}.csv", csv.encode(), "text/csv")},
+            headers=headers,
+        )
+        assert created.status_code == 201, created.text
+        return int(created.json()["id"])
+
+
+def open_dataset_workspace(page: Page, dataset_id: int) -> None:
+    sign_in(page)
+    page.goto(f"/datasets/{dataset_id}/workspace")
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+
+
+def lasso(page: Page, x0: float, x1: float) -> None:
+    """Drag a lasso around the vertical band x0..x1 (fractions of the plot's width)."""
+    box = page.get_by_test_id("plot").bounding_box()
+    assert box is not None
+    left, right = box["x"] + x0 * box["width"], box["x"] + x1 * box["width"]
+    top, bottom = box["y"] + 0.02 * box["height"], box["y"] + 0.98 * box["height"]
+    page.mouse.move(left, top)
+    page.mouse.down()
+    for x, y in [(right, top), (right, bottom), (left, bottom), (left, top + 5)]:
+        page.mouse.move(x, y, steps=12)
+    page.mouse.up()
+
+
+def selected(page: Page) -> int:
+    return int(page.get_by_test_id("selection-count").inner_text())
 
 
 def sign_in(page: Page, username: str = "admin", password: str = ADMIN_PASSWORD) -> None:

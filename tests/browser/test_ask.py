@@ -2,38 +2,18 @@
 or skip it with the keyboard, answers are ordinary annotations (undo works), and in item mode
 1-9 label the asked item."""
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 from sklearn.datasets import make_blobs
 
-from tests.browser.conftest import ADMIN_PASSWORD, sign_in
+from tests.browser.conftest import open_dataset_workspace, upload_table
 
 pytestmark = pytest.mark.browser
 
 
-def _upload_blobs(live_server: str) -> int:
-    """A dataset of this module's own (the live server and its demo data are shared)."""
-    x, _ = make_blobs(120, centers=3, cluster_std=2.0, random_state=7)
-    csv = "a,b\n" + "\n".join(f"{u:.6f},{v:.6f}" for u, v in x.tolist())
-    with httpx.Client(base_url=f"{live_server}/api/v1", timeout=30) as api:
-        token = api.post("/auth/token", data={"username": "admin", "password": ADMIN_PASSWORD})
-        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
-        projects = api.get("/projects", headers=headers).json()["items"]
-        created = api.post(
-            f"/projects/{projects[0]['id']}/datasets",
-            files={"file": ("ask-blobs.csv", csv.encode(), "text/csv")},
-            headers=headers,
-        )
-        assert created.status_code == 201, created.text
-        return int(created.json()["id"])
-
-
 def test_ask_me_answers_with_keys_and_undo(page: Page, live_server: str) -> None:
-    dataset_id = _upload_blobs(live_server)
-    sign_in(page)
-    page.goto(f"/datasets/{dataset_id}/workspace")
-    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+    x, _ = make_blobs(120, centers=3, cluster_std=2.0, random_state=7)
+    open_dataset_workspace(page, upload_table(live_server, "ask-blobs", x.tolist()))
     page.select_option("#algorithm", "cec")
     page.fill("[data-param=n_clusters]", "3")
     page.get_by_role("button", name="Run", exact=True).click()

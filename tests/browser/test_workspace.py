@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import screenshot, sign_in
+from tests.browser.conftest import lasso, screenshot, selected, sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -16,23 +16,6 @@ def open_workspace(page: Page, dataset: str) -> None:
     page.get_by_role("link", name=dataset, exact=True).click()
     page.get_by_role("link", name="Open workspace").click()
     expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
-
-
-def lasso(page: Page, x0: float, x1: float) -> None:
-    """Drag a lasso around the vertical band x0..x1 (fractions of the plot's width)."""
-    box = page.get_by_test_id("plot").bounding_box()
-    assert box is not None
-    left, right = box["x"] + x0 * box["width"], box["x"] + x1 * box["width"]
-    top, bottom = box["y"] + 0.02 * box["height"], box["y"] + 0.98 * box["height"]
-    page.mouse.move(left, top)
-    page.mouse.down()
-    for x, y in [(right, top), (right, bottom), (left, bottom), (left, top + 5)]:
-        page.mouse.move(x, y, steps=12)
-    page.mouse.up()
-
-
-def selected(page: Page) -> int:
-    return int(page.get_by_test_id("selection-count").inner_text())
 
 
 def test_annotate_run_and_undo_in_the_workspace(page: Page, live_server: str) -> None:
@@ -172,9 +155,9 @@ def test_hover_compare_two_runs_and_export(page: Page) -> None:
     with page.expect_download() as download:
         page.get_by_role("button", name="Labels & clusters (CSV)").click()
     lines = download.value.path().read_text().splitlines()
-    assert lines[0] == "item,label,cluster"
+    assert lines[0] == "item,id,label,cluster"  # the id column, as the run's own CSV has it
     assert len(lines) == 1 + 1797
-    assert lines[1].startswith("0,,") and lines[1].split(",")[2].isdigit()
+    assert lines[1].startswith("0,0,,") and lines[1].split(",")[3].isdigit()
     with page.expect_download() as download:
         page.get_by_role("button", name="Annotations (JSON)").click()
     assert download.value.path().read_text().strip() == "[]"

@@ -1,7 +1,7 @@
 // The annotations: the list with its conflicts, adding, undo / redo, and the side information
 // the server compiles from them.
 import { allPages, api } from './api.js';
-import { datasetId, plot, state } from './state.js';
+import { canEdit, datasetId, plot, state } from './state.js';
 import { $, bind, report, status } from './ui.js';
 
 const MAX_DRAWN_LINKS = 3000;
@@ -14,11 +14,50 @@ export function onSideInformation(listener) {
   listeners.push(listener);
 }
 
-function linksToDraw() {
+function centroid(items) {
+  let x = 0;
+  let y = 0;
+  for (const i of items) {
+    x += plot.x[i];
+    y += plot.y[i];
+  }
+  return [x / items.length, y / items.length];
+}
+
+// Must-links as the chain the server compiles (k - 1 lines join k items); a cannot-link
+// between two sets as one line between their centres with its count, never every A x B pair.
+function linksToDraw(annotations) {
   const links = [];
-  for (const [a, b] of state.side.must_link) links.push({ a, b, kind: 'must' });
-  for (const [a, b] of state.side.cannot_link) links.push({ a, b, kind: 'cannot' });
-  return links.slice(0, MAX_DRAWN_LINKS);
+  for (const [a, b] of state.side.must_link.slice(0, MAX_DRAWN_LINKS)) {
+    links.push({ from: [plot.x[a], plot.y[a]], to: [plot.x[b], plot.y[b]], kind: 'must' });
+  }
+  for (const annotation of annotations) {
+    const { items_a: a, items_b: b } = annotation.payload;
+    if (annotation.kind !== 'cannot_link' || !a || !b) continue;
+    const count = a.length * b.length;
+    links.push({
+      from: centroid(a),
+      to: centroid(b),
+      kind: 'cannot',
+      text: count > 1 ? `${a.length}×${b.length}` : '',
+    });
+  }
+  return links;
+}
+
+// Boundaries are drawn in the view they were drawn in; other views do not show them.
+export function boundariesToDraw() {
+  const viewId = Number($('#view-select').value);
+  return state.annotations
+    .filter((a) => a.kind === 'boundary' && a.payload.view_id === viewId)
+    .map((a) => ({ points: a.payload.points }));
+}
+
+export function redrawAnnotations() {
+  if (!state.side) return;
+  plot.links = linksToDraw(state.annotations);
+  plot.boundaries = boundariesToDraw();
+  plot.drawOverlay();
 }
 
 export async function refreshAnnotations() {
@@ -32,15 +71,12 @@ export async function refreshAnnotations() {
   state.annotations = annotations;
   state.conflicts = side.conflicts;
   state.dataset.revision = side.revision;
-  plot.links = linksToDraw();
-  plot.boundaries = annotations
-    .filter((a) => a.kind === 'boundary')
-    .map((a) => ({ points: a.payload.points }));
   renderAnnotations();
   for (const listener of listeners) await listener();
+  redrawAnnotations(); // after the listeners: a recolour must not leave an undone line drawn
 }
 
-function describe(annotation) {
+export function describe(annotation) {
   const p = annotation.payload;
   switch (annotation.kind) {
     case 'label': return `label “${p.label}”: ${p.items.length} item(s)`;
@@ -62,6 +98,7 @@ function renderAnnotations() {
     if (annotation.confidence !== null && annotation.confidence < 1) li.textContent += ` (confidence ${annotation.confidence})`;
     if (inConflict.has(annotation.id)) li.classList.add('conflict');
     li.addEventListener('click', () => selectAnnotationItems(annotation));
+    if (canEdit) li.append(...editControls(annotation, li));
     list.append(li);
   }
   $('#annotation-count').textContent = `${state.annotations.length} live · revision ${state.side.revision}`;
@@ -86,6 +123,73 @@ function renderAnnotations() {
 export function showConflicts(conflicts) {
   state.conflicts = conflicts;
   renderAnnotations();
+}
+
+// ---- editing one annotation -----------------------------------------------------------
+
+function iconButton(text, title, onClick) {
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'link icon';
+  button.textContent = text;
+  button.title = title;
+  button.setAttribute('aria-label', title);
+  button.addEventListener('click', (event) => {
+    event.stopPropagation(); // not a click on the row (which selects the items)
+    onClick();
+  });
+  return button;
+}
+
+function editable(annotation) {
+  if (annotation.kind === 'must_link' || annotation.kind === 'cannot_link') return 'confidence';
+  return 'label' in annotation.payload ? 'label' : null;
+}
+
+function editControls(annotation, li) {
+  const controls = [iconButton('×', `delete #${annotation.id}`, () => removeAnnotation(annotation))];
+  const field = editable(annotation);
+  if (field) controls.unshift(iconButton('✎', `edit #${annotation.id}`, () => startEdit(annotation, li, field)));
+  return controls;
+}
+
+function startEdit(annotation, li, field) {
+  const input = document.createElement('input');
+  input.className = 'inline-edit';
+  input.setAttribute('aria-label', `new ${field} for #${annotation.id}`);
+  input.value = field === 'label' ? annotation.payload.label : String(annotation.confidence ?? 1);
+  li.replaceChildren(input);
+  input.addEventListener('click', (event) => event.stopPropagation());
+  input.addEventListener('keydown', (event) => {
+    event.stopPropagation(); // typing is text, not shortcuts
+    if (event.key === 'Escape') renderAnnotations();
+    if (event.key !== 'Enter') return;
+    const value = input.value.trim();
+    const body = field === 'label' ? { label: value } : { confidence: Number(value) };
+    saveEdit(annotation, body);
+  });
+  input.focus();
+  input.select();
+}
+
+async function saveEdit(annotation, body) {
+  try {
+    const edited = await api(`/datasets/${datasetId}/annotations/${annotation.id}`, { method: 'PATCH', body });
+    await refreshAnnotations();
+    status(`Edited #${annotation.id}: now #${edited.id} ${describe(edited)}.`);
+  } catch (error) {
+    report(error);
+  }
+}
+
+async function removeAnnotation(annotation) {
+  try {
+    await api(`/datasets/${datasetId}/annotations/${annotation.id}`, { method: 'DELETE' });
+    await refreshAnnotations();
+    status(`Deleted #${annotation.id} ${describe(annotation)}.`);
+  } catch (error) {
+    report(error);
+  }
 }
 
 function selectAnnotationItems(annotation) {

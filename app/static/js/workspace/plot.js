@@ -31,8 +31,9 @@ export class Plot {
     this.overlay = overlay;
     this.x = new Float32Array(0);
     this.y = new Float32Array(0);
-    this.links = [];
+    this.links = []; // { from: [x, y], to: [x, y], kind, text } in data coordinates
     this.boundaries = [];
+    this.show = { links: true, boundaries: true };
     this.draft = null;
     const { width, height } = canvas.getBoundingClientRect();
     this.scatterplot = createScatterplot({
@@ -133,9 +134,9 @@ export class Plot {
     const svg = this.overlay;
     const ns = 'http://www.w3.org/2000/svg';
     svg.replaceChildren();
-    for (const { a, b, kind } of this.links) {
-      const [x1, y1] = this.toScreen(a);
-      const [x2, y2] = this.toScreen(b);
+    for (const { from, to, kind, text } of this.show.links ? this.links : []) {
+      const [x1, y1] = [this.xScale(from[0]), this.yScale(from[1])];
+      const [x2, y2] = [this.xScale(to[0]), this.yScale(to[1])];
       const line = document.createElementNS(ns, 'line');
       line.setAttribute('x1', x1);
       line.setAttribute('y1', y1);
@@ -143,8 +144,16 @@ export class Plot {
       line.setAttribute('y2', y2);
       line.setAttribute('class', `link ${kind}`);
       svg.append(line);
+      if (text) {
+        const label = document.createElementNS(ns, 'text');
+        label.setAttribute('x', (x1 + x2) / 2);
+        label.setAttribute('y', (y1 + y2) / 2 - 4);
+        label.setAttribute('class', `link-count ${kind}`);
+        label.textContent = text;
+        svg.append(label);
+      }
     }
-    const polylines = [...this.boundaries];
+    const polylines = this.show.boundaries ? [...this.boundaries] : [];
     if (this.draft) polylines.push({ points: this.draft, draft: true });
     for (const { points, draft } of polylines) {
       const path = document.createElementNS(ns, 'polyline');

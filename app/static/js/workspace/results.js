@@ -1,10 +1,10 @@
 // The shown run's result beside the run panel (cluster table, stale marker), comparing two
 // runs, and the exports.
 import { allPages } from './api.js';
-import { csvLine } from './csv.js';
 import { colourAt } from './palette.js';
 import { fillRunSelect, runLabels } from './run-panel.js';
-import { datasetId, plot, state } from './state.js';
+import { annotate } from './annotations.js';
+import { canEdit, datasetId, palette, plot, state } from './state.js';
 import { adjustedRandIndex, contingency } from './stats.js';
 import { $, bind, report, status } from './ui.js';
 
@@ -37,9 +37,70 @@ export function renderClusterTable() {
     tr.innerHTML = `<td><i class="swatch"></i>${c}</td><td class="num">${size}</td><td></td><td class="num">${violations[c]}</td>`;
     tr.querySelector('.swatch').style.background = colourAt(c);
     tr.children[2].textContent = labelsText;
-    tr.addEventListener('click', () => plot.select(labels.reduce((acc, v, i) => (v === c && acc.push(i), acc), [])));
+    tr.dataset.cluster = String(c);
+    tr.addEventListener('click', () => plot.select(members(c)));
+    if (canEdit) {
+      const accept = document.createElement('button');
+      accept.type = 'button';
+      accept.className = 'link icon';
+      accept.textContent = 'label…';
+      accept.title = `label every item of cluster ${c} (A)`;
+      accept.addEventListener('click', (event) => {
+        event.stopPropagation();
+        startAccept(c, composition[c]);
+      });
+      tr.children[2].append(' ', accept);
+    }
     body.append(tr);
   });
+}
+
+function members(cluster) {
+  const { labels } = state.shownRun;
+  const out = [];
+  for (let i = 0; i < labels.length; i += 1) if (labels[i] === cluster) out.push(i);
+  return out;
+}
+
+// ---- accept a cluster as a label ------------------------------------------------------
+
+// Names the cluster in place (its most common label, else "cluster c"); Enter labels all its
+// items in one annotation, Esc gives up.
+function startAccept(cluster, composition = {}) {
+  const cell = $(`#clusters tr[data-cluster="${cluster}"]`).children[2];
+  const input = document.createElement('input');
+  input.className = 'inline-edit';
+  input.setAttribute('aria-label', `label for cluster ${cluster}`);
+  const common = Object.entries(composition).sort((a, b) => b[1] - a[1])[0];
+  input.value = common ? common[0] : `cluster ${cluster}`;
+  cell.replaceChildren(input);
+  input.addEventListener('click', (event) => event.stopPropagation());
+  input.addEventListener('keydown', async (event) => {
+    event.stopPropagation(); // typing is text, not shortcuts
+    if (event.key === 'Escape') renderClusterTable();
+    if (event.key !== 'Enter') return;
+    const label = input.value.trim();
+    if (!label) return;
+    palette.colour(label);
+    await annotate({ kind: 'label', items: members(cluster), label });
+  });
+  input.focus();
+  input.select();
+}
+
+// "A": the cluster of the selected points (they must all be in one).
+export function acceptSelectedCluster() {
+  if (!state.shownRun || !state.selection.length) {
+    status('Show a run and select points of one cluster first.', 'error');
+    return;
+  }
+  const { labels } = state.shownRun;
+  const cluster = labels[state.selection[0]];
+  if (!state.selection.every((i) => labels[i] === cluster)) {
+    status('The selection spans several clusters: select points of one cluster.', 'error');
+    return;
+  }
+  startAccept(cluster);
 }
 
 // ---- comparison -----------------------------------------------------------------------
@@ -76,16 +137,14 @@ function download(name, text, type) {
   setTimeout(() => URL.revokeObjectURL(link.href), 1000);
 }
 
+// The server writes it (with the id column, as the run's own CSV): a million rows need not
+// pass through the page.
 function exportCsv() {
-  const n = plot.size;
-  const label = new Array(n).fill('');
-  if (state.side) {
-    for (const name of state.side.label_names) for (const i of state.side.labeled_items[name]) label[i] = name;
-  }
-  const clusters = state.shownRun ? state.shownRun.labels : null;
-  const lines = [csvLine(['item', 'label', 'cluster'])];
-  for (let i = 0; i < n; i += 1) lines.push(csvLine([i, label[i], clusters ? clusters[i] : '']));
-  download(`dataset-${datasetId}-labels-clusters.csv`, `${lines.join('\n')}\n`, 'text/csv');
+  const run = state.shownRun ? `?run_id=${state.shownRun.run.id}` : '';
+  const link = document.createElement('a');
+  link.href = `/api/v1/datasets/${datasetId}/labels-clusters.csv${run}`;
+  link.download = `dataset-${datasetId}-labels-clusters.csv`;
+  link.click();
 }
 
 async function exportAnnotations() {

@@ -39,15 +39,35 @@ function resultSummary(result) {
   return parts;
 }
 
-function showProgress(run) {
+// The sweep budget of a run: its own max_iter, else the algorithm's default (per restart).
+function sweepBudget(run, algorithms) {
+  const algorithm = algorithms.find((a) => a.id === run.algorithm);
+  const schema = algorithm && algorithm.parameters.properties.max_iter;
+  return (run.params && run.params.max_iter) || (schema && schema.default) || null;
+}
+
+// While running: the sweep (EM iteration) the engine reports, as a share of the most it may
+// take; a method usually converges well before, and the bar then jumps to 100%.
+function showProgress(run, algorithms = []) {
   const bar = $('#progress');
   bar.dataset.status = run.status;
   const done = FINISHED.includes(run.status);
-  $('#progress-bar').style.width = done ? '100%' : `${Math.min(95, 10 + 5 * (run.progress_iteration || 0))}%`;
-  const cost = run.progress_cost === null ? '–' : run.progress_cost.toFixed(4);
-  $('#progress-text').textContent = `run #${run.id} ${run.status} · iteration ${run.progress_iteration ?? 0} · cost ${cost}`
-    + (run.error ? ` · ${run.error}` : '');
-  $('#cancel-run').disabled = done;
+  const budget = sweepBudget(run, algorithms);
+  const sweep = run.progress_iteration ?? 0;
+  const percent = done ? 100 : (budget ? Math.min(99, Math.round((100 * sweep) / budget)) : 0);
+  $('#progress-bar').style.width = `${percent}%`;
+  bar.setAttribute('aria-valuenow', String(percent));
+  bar.dataset.percent = String(percent);
+  const parts = [`run #${run.id} ${run.status}`];
+  if (!done && run.status !== 'queued') {
+    parts.push(budget ? `${percent}% · sweep ${sweep} of at most ${budget}` : `sweep ${sweep}`);
+    if (run.progress_cost !== null) parts.push(`cost ${run.progress_cost.toFixed(4)}`);
+  }
+  if (done) parts.push('100%'); // the sweeps it took are in the result line below
+  if (run.error) parts.push(run.error);
+  $('#progress-text').textContent = parts.join(' · ');
+  const cancel = $('#cancel-run');
+  if (cancel) cancel.disabled = done;
 }
 
 function showResultLine(result) {
@@ -74,6 +94,8 @@ function showResultLine(result) {
 //   loadLabels  async (runId) => labels  what `labels` is: by default one cluster per item (NPY);
 //               an image page loads the full-resolution mask instead (items may be superpixels)
 //   defaultAlgorithm  the algorithm chosen first
+//   live        offer the "Live" switch: the page then calls annotationsChanged() after each
+//               annotation, and the panel re-runs (debounced, the previous run cancelled)
 export function createRunPanel({
   datasetId,
   canEdit,
@@ -85,6 +107,7 @@ export function createRunPanel({
   onResult = () => {},
   loadLabels = runLabels,
   defaultAlgorithm = 'cec-ib',
+  live = false,
 }) {
   const chosen = () => state.algorithms.find((a) => a.id === $('#algorithm').value);
 
@@ -118,7 +141,8 @@ export function createRunPanel({
         body: { dataset_id: datasetId, algorithm: $('#algorithm').value, params: state.readParams() },
       });
       state.activeRun = run.id;
-      showProgress(run);
+      state.activeStatus = run.status;
+      showProgress(run, state.algorithms);
       follow(run.id);
     } catch (error) {
       if (error.body && error.body.conflicts) onConflicts(error.body.conflicts);
@@ -130,14 +154,35 @@ export function createRunPanel({
     const source = new EventSource(`/api/v1/runs/${runId}/events`);
     source.addEventListener('progress', async (event) => {
       const run = JSON.parse(event.data);
-      showProgress(run);
+      if (state.activeRun !== run.id) return source.close(); // superseded (live re-run)
+      state.activeStatus = run.status;
+      showProgress(run, state.algorithms);
       if (FINISHED.includes(run.status)) {
         source.close();
         await loadRuns();
         if (run.status === 'succeeded') await showRun(run.id);
       }
+      return undefined;
     });
     source.onerror = () => source.close();
+  }
+
+  // ---- live: re-run after each annotation -----------------------------------------------
+  const LIVE_DELAY_MS = 400; // a burst of acts (a few quick labels) starts one run
+  let liveTimer = null;
+
+  async function rerun() {
+    const previous = state.activeRun;
+    if (previous !== undefined && !FINISHED.includes(state.activeStatus)) {
+      await api(`/runs/${previous}/cancel`, { method: 'POST' }).catch(() => {}); // may have ended
+    }
+    await start();
+  }
+
+  function annotationsChanged() {
+    if (!live || !canEdit || !$('#live').checked) return;
+    clearTimeout(liveTimer);
+    liveTimer = setTimeout(() => rerun().catch(report), LIVE_DELAY_MS);
   }
 
   async function loadRuns() {
@@ -145,6 +190,20 @@ export function createRunPanel({
     state.runs = page.items;
     fillRunSelect($('#run-select'), state.runs);
     onRuns(state.runs);
+  }
+
+  // On opening the page: the newest finished run is shown, and a run still going is followed.
+  async function resume() {
+    await loadRuns();
+    const active = state.runs.find((r) => !FINISHED.includes(r.status));
+    if (active) {
+      state.activeRun = active.id;
+      state.activeStatus = active.status;
+      showProgress(active, state.algorithms);
+      follow(active.id);
+    }
+    const latest = state.runs.find((r) => r.status === 'succeeded');
+    if (latest && !$('#run-select').value) await showRun(latest.id);
   }
 
   async function showRun(runId) {
@@ -155,6 +214,7 @@ export function createRunPanel({
       $('#run-select').value = String(runId);
       await onResult({ run, result, labels });
       showResultLine(result);
+      if (state.activeRun === undefined || state.activeRun === run.id) showProgress(run, state.algorithms);
     } catch (error) {
       report(error);
     }
@@ -162,6 +222,7 @@ export function createRunPanel({
 
   function bindControls() {
     bind('#algorithm', 'change', chooseAlgorithm);
+    if (live && canEdit) $('#live-box').hidden = false;
     if (canEdit) {
       bind('#run', 'click', start);
       bind('#cancel-run', 'click', () => api(`/runs/${state.activeRun}/cancel`, { method: 'POST' }));
@@ -169,5 +230,5 @@ export function createRunPanel({
     bind('#run-select', 'change', () => $('#run-select').value && showRun(Number($('#run-select').value)));
   }
 
-  return { state, loadAlgorithms, loadRuns, showRun, start, bindControls };
+  return { state, loadAlgorithms, loadRuns, resume, showRun, start, bindControls, annotationsChanged };
 }

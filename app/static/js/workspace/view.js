@@ -1,5 +1,6 @@
 // What the scatterplot shows: a view's coordinates, the colouring (labels, clusters of the
 // shown run or ground truth) with its legend, and the hover tooltip.
+import { redrawAnnotations } from './annotations.js';
 import { api, apiBinary } from './api.js';
 import { UNLABELED, colourAt, renderLegend } from './palette.js';
 import { datasetId, palette, plot, state } from './state.js';
@@ -9,7 +10,10 @@ export async function loadView(draw = true) {
   const viewId = $('#view-select').value;
   const coords = new Float32Array(await apiBinary(`/datasets/${datasetId}/views/${viewId}/coordinates`));
   await plot.setPoints(coords);
-  if (draw) await recolour();
+  if (draw) {
+    await recolour();
+    redrawAnnotations(); // links move with the points; boundaries belong to their view
+  }
 }
 
 export async function recolour() {
@@ -17,7 +21,7 @@ export async function recolour() {
   const n = plot.size;
   const values = new Int32Array(n);
   let colors = [UNLABELED];
-  if (mode === 'labels' && state.side) {
+  if (mode === 'labels' && state.side && $('#show-labels').checked) {
     colors = [UNLABELED, ...state.side.label_names.map(palette.colour)];
     state.side.label_names.forEach((name, code) => {
       for (const i of state.side.labeled_items[name]) values[i] = code + 1;
@@ -38,7 +42,7 @@ export async function recolour() {
 
 function legendNames(mode, colors) {
   let names = [];
-  if (mode === 'labels' && state.side) names = state.side.label_names;
+  if (mode === 'labels' && state.side && $('#show-labels').checked) names = state.side.label_names;
   if (mode === 'truth' && state.dataset.ground_truth_classes) names = state.dataset.ground_truth_classes;
   if (mode === 'clusters' && state.shownRun) names = colors.slice(1).map((_, j) => `cluster ${j}`);
   return names;
@@ -74,5 +78,12 @@ export function hideHover() {
 export function bindView() {
   bind('#view-select', 'change', () => loadView());
   bind('#color-by', 'change', recolour);
+  bind('#show-labels', 'change', recolour);
+  for (const layer of ['links', 'boundaries']) {
+    bind(`#show-${layer}`, 'change', (event) => {
+      plot.show[layer] = event.target.checked;
+      plot.drawOverlay();
+    });
+  }
   bind('#fit-view', 'click', () => plot.fitAll());
 }

@@ -12,13 +12,14 @@ import { api, apiBinary } from './api.js';
 import { afterLabel, askShortcuts, bindAsk, refreshQuestions } from './ask.js';
 import { bindAnnotationControls, onSideInformation, refreshAnnotations, showConflicts, undoRedo } from './annotations.js';
 import { bindKeys } from './keyboard.js';
-import { bindResults, listRuns, renderClusterTable, renderStale } from './results.js';
+import { toggleShortcutHelp } from './shortcut-help.js';
+import { acceptSelectedCluster, bindResults, listRuns, renderClusterTable, renderStale } from './results.js';
 import { createRunPanel } from './run-panel.js';
 import { canEdit, datasetId, plot, root, state } from './state.js';
 import {
   bindTools, categoryByKey, finishBoundary, labelSelection, renderCategories, setMode, setSelection, stopBoundary,
 } from './tools.js';
-import { $, report, status } from './ui.js';
+import { $, bind, report, status } from './ui.js';
 import { bindView, hideHover, loadView, recolour, showHover } from './view.js';
 
 const runPanel = createRunPanel({
@@ -28,6 +29,7 @@ const runPanel = createRunPanel({
   conflicts: () => state.conflicts,
   onConflicts: showConflicts,
   onRuns: listRuns,
+  live: true,
   onResult: async ({ run, result, labels }) => {
     state.shownRun = { run, labels, metrics: result.metrics };
     $('#color-by').value = 'clusters';
@@ -39,8 +41,12 @@ const runPanel = createRunPanel({
 });
 
 onSideInformation(renderStale);
-onSideInformation(() => ($('#color-by').value === 'labels' ? recolour() : plot.drawOverlay()));
+onSideInformation(async () => {
+  if ($('#color-by').value === 'labels') await recolour();
+});
 onSideInformation(renderCategories);
+onSideInformation(() => state.shownRun && renderClusterTable()); // label counts per cluster
+onSideInformation(() => runPanel.annotationsChanged());
 
 function escape() {
   if (state.drawing) stopBoundary();
@@ -56,7 +62,26 @@ const shortcuts = {
   escape,
   'ctrl+escape': escape, // Esc has always worked with Ctrl held, too
   enter: () => state.drawing && finishBoundary(),
+  '?': () => toggleShortcutHelp(SHORTCUT_HELP),
 };
+
+const SHORTCUT_HELP = [
+  ['Shift + drag', 'lasso (in any mode)'],
+  ['F', 'fit all points in view'],
+  ['Z', 'zoom to the selection'],
+  ['Esc', 'clear the selection, stop drawing a boundary, close this help'],
+  ['Ctrl+Enter', 'run the chosen method'],
+  ...(canEdit ? [
+    ['1 / 2 / … / 9', 'label the selection with that category (or the asked item)'],
+    ['A', 'label the whole cluster of the selected points (accept the cluster)'],
+    ['Enter', 'finish the boundary being drawn'],
+    ['S / D', 'answer the asked pair: same / different'],
+    ['Space', 'skip the asked question'],
+    ['Ctrl+Z', 'undo'],
+    ['Ctrl+Shift+Z', 'redo'],
+  ] : []),
+  ['?', 'show or hide this help'],
+];
 if (canEdit) {
   for (const key of '123456789') {
     shortcuts[key] = async () => {
@@ -68,6 +93,7 @@ if (canEdit) {
     };
   }
   Object.assign(shortcuts, askShortcuts());
+  shortcuts.a = acceptSelectedCluster;
 }
 
 async function main() {
@@ -85,7 +111,7 @@ async function main() {
 
   await loadView(false);
   await refreshAnnotations(); // draws the points, coloured by label
-  await runPanel.loadRuns();
+  await runPanel.resume(); // the newest result is shown, a run still going is followed
 
   bindView();
   bindTools();
@@ -93,6 +119,7 @@ async function main() {
   runPanel.bindControls();
   bindResults();
   if (canEdit) bindAsk();
+  bind('#show-shortcuts', 'click', () => toggleShortcutHelp(SHORTCUT_HELP));
   bindKeys(shortcuts);
   setMode('pan');
   root.dataset.ready = 'true';
