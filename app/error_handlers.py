@@ -69,11 +69,19 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        messages = [
-            f"{_location(tuple(err.get('loc', ())))}: {err.get('msg', 'invalid')}".lstrip(": ")
+        errors = [
+            {"loc": _location(tuple(err.get("loc", ()))), "msg": str(err.get("msg", "invalid"))}
             for err in _meaningful(list(exc.errors()))
         ]
-        detail = "; ".join(messages) or "invalid request"
+        detail = "; ".join(f"{e['loc']}: {e['msg']}".lstrip(": ") for e in errors)
         if is_page_request(request):
-            return error_page(request, 422, detail)
-        return error_response(422, detail, "validation_error")
+            return error_page(request, 422, detail or "invalid request")
+        # The same code as a refusal the data decides (InvalidInput); `errors` says where.
+        return error_response(422, detail or "invalid request", extra={"errors": errors})
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        # Starlette logs the exception and re-raises it after this answer is sent.
+        if is_page_request(request):
+            return error_page(request, 500, "internal server error")
+        return error_response(500, "internal server error", "internal_error")

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from app.api.openapi import install_openapi, operation_id
 from app.api.router import api_router
 from app.api.upload_limit import UploadLimitMiddleware
 from app.config import Settings, get_settings
@@ -18,6 +19,7 @@ from app.jobs.featurizer import pending_featurizations
 from app.jobs.run_events import RunEvents
 from app.jobs.runner import recover_interrupted_runs
 from app.services.bootstrap import bootstrap
+from app.web.docs import router as docs_router
 from app.web.pages import router as pages_router
 from app.web.security import OriginCheckMiddleware, SecurityHeadersMiddleware
 from app.web.templating import STATIC_DIR
@@ -52,6 +54,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Expert-guided semi-supervised clustering: datasets, side information, runs.",
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
+        docs_url=None,  # served from vendored files by app/web/docs.py
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -68,6 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)
     install_error_handlers(app)
     app.include_router(api_router)
+    install_openapi(app)
     app.include_router(pages_router)
+    app.include_router(docs_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app

@@ -16,3 +16,17 @@ for pkg in regl-scatterplot regl pub-sub-es dom-2d-camera camera-2d-simple gl-ma
 done
 node -e "const p=require('./node_modules/regl-scatterplot/package.json');console.log(p.name+'@'+p.version)" > "$out/VERSION"
 echo "built $out"
+
+# /docs and /redoc: the prebuilt bundles as published, served from here instead of a CDN.
+docs=app/static/vendor/swagger-ui
+rm -rf "$docs" && mkdir -p "$docs"
+cp node_modules/swagger-ui-dist/{swagger-ui-bundle.js,swagger-ui.css,LICENSE,NOTICE} "$docs/"
+node -e "const p=require('./node_modules/swagger-ui-dist/package.json');console.log(p.name+'@'+p.version)" > "$docs/VERSION"
+redoc=app/static/vendor/redoc
+rm -rf "$redoc" && mkdir -p "$redoc"
+cp node_modules/redoc/bundles/{redoc.standalone.js,redoc.standalone.js.LICENSE.txt} node_modules/redoc/LICENSE "$redoc/"
+node -e "const p=require('./node_modules/redoc/package.json');console.log(p.name+'@'+p.version)" > "$redoc/VERSION"
+# The bundles name source maps that are not shipped; drop the reference.
+sed -i '/^\/\/# sourceMappingURL=/d' "$docs/swagger-ui-bundle.js" "$redoc/redoc.standalone.js"
+sed -i 's#/\*\# sourceMappingURL=.*\*/##' "$docs/swagger-ui.css"
+echo "built $docs and $redoc"

@@ -1,4 +1,5 @@
-"""Every API error leaves as `{"detail": "...", "code": "..."}` with the right status."""
+"""Every API error leaves as `ErrorRead` (`{"detail": "...", "code": "...", ...}`) with the
+right status."""
 
 from fastapi.responses import JSONResponse
 
@@ -13,6 +14,7 @@ _CODES = {
     415: "unsupported_media_type",
     422: "invalid_input",
     429: "too_many_requests",
+    500: "internal_error",
 }
 
 

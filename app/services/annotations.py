@@ -15,6 +15,7 @@ from app.db.base import utcnow
 from app.db.models import Annotation, Dataset, User, View
 from app.engine.image.strokes import rasterize_strokes
 from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.item_ids import resolve_item_ids
 from app.sideinfo.model import (
     BOUNDARY,
     CANNOT_LINK,
@@ -159,6 +160,7 @@ def create_annotation(
     body: dict[str, Any],
     confidence: float | None,
 ) -> Annotation:
+    body = resolve_item_ids(session=session, dataset=dataset, body=body)
     payload = validate_payload(session=session, dataset=dataset, kind=kind, body=body)
     if confidence is not None and kind not in (MUST_LINK, CANNOT_LINK):
         raise InvalidInput("only must-link and cannot-link annotations take a confidence")

@@ -56,13 +56,12 @@ WORKSPACE_CONTENT_SECURITY_POLICY = _csp(
     script_src="'self' 'unsafe-eval'",
     worker_src="'self' blob:",
 )
-# FastAPI's /docs (Swagger UI) and /redoc: their page is one inline script and stylesheets from
-# jsDelivr (and Google Fonts for ReDoc). No user data is rendered into these pages.
+# /docs (Swagger UI) and /redoc (ReDoc), vendored and started by script files: scripts stay
+# 'self'. Both style their elements inline (React style attributes, ReDoc's styled-components)
+# and show data: images (Swagger UI's icons); ReDoc builds its search index in a blob: Worker.
 DOCS_CONTENT_SECURITY_POLICY = _csp(
-    script_src="'self' 'unsafe-inline' https://cdn.jsdelivr.net",
-    style_src="'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com",
-    img_src="'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly",
-    font_src="'self' https://fonts.gstatic.com",
+    style_src="'self' 'unsafe-inline'",
+    img_src="'self' data:",
     worker_src="'self' blob:",
 )
 _DOCS_PATHS = ("/docs", "/redoc")

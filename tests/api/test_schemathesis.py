@@ -104,12 +104,12 @@ def flatmap_path_parameters(
     return st.sampled_from([path_parameters, {**path_parameters, **seeded}])
 
 
-def _error_code(response: schemathesis.Response) -> str | None:
+def _refused_by_data(response: schemathesis.Response) -> bool:
     try:
         body = json.loads(response.content)
     except ValueError:
-        return None
-    return body.get("code") if isinstance(body, dict) else None
+        return False
+    return isinstance(body, dict) and body.get("code") == "invalid_input" and "errors" not in body
 
 
 @SCHEMA.hook
@@ -121,14 +121,15 @@ def filter_failure(
 ) -> bool:
     """Two kinds of refusal are right although the schema allows the request:
 
-    - 422 `invalid_input` is the server refusing what only the data decides (a file that is not
-      a CSV, an item past the dataset's last, an unknown algorithm or feature name); what the
-      schema can say is refused by validation, as 422 `validation_error`, and is still checked;
+    - 422 `invalid_input` without `errors` is the server refusing what only the data decides (a
+      file that is not a CSV, an item past the dataset's last, an unknown algorithm or feature
+      name); what the schema can say is refused by validation, with the `errors` it found, and
+      is still checked;
     - 404 "no user named ..." when adding a member to a project just created is about the user
       (as GitHub and GitLab answer), not about the project.
     """
     if isinstance(failure, RejectedPositiveData):
-        return not (response.status_code == 422 and _error_code(response) == "invalid_input")
+        return not (response.status_code == 422 and _refused_by_data(response))
     if isinstance(failure, EnsureResourceAvailability):
         return not (response.status_code == 404 and "no user named" in response.text)
     return True

@@ -1,8 +1,9 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, status
+from fastapi import APIRouter, Body, status
 
 from app.api.deps import EditorAccess, SessionDep, ViewerAccess
+from app.api.paging import Limit, Offset
 from app.api.schemas.annotations import (
     AnnotationCreate,
     AnnotationEdit,
@@ -10,7 +11,7 @@ from app.api.schemas.annotations import (
     AnnotationsPage,
     UndoRedoRead,
 )
-from app.api.schemas.common import ERROR_RESPONSES, Id, Index
+from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.services import annotations
 
 router = APIRouter(
@@ -45,8 +46,8 @@ def read_annotations(
     dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Index = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
     include_deleted: bool = False,
 ) -> AnnotationsPage:
     dataset = access.require_dataset()

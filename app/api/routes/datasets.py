@@ -14,7 +14,8 @@ from app.api.deps import (
     ViewerAccess,
 )
 from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
-from app.api.schemas.common import ERROR_RESPONSES, Id, Index, OptionalName
+from app.api.paging import MAX_ITEMS_LIMIT, Limit, Offset
+from app.api.schemas.common import ERROR_RESPONSES, Id, OptionalName
 from app.api.schemas.datasets import (
     DatasetRead,
     DatasetsPage,
@@ -32,7 +33,9 @@ from app.store import chunks, dataset_arrays
 
 router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
 
-Limit = Annotated[int, Query(ge=1, le=10_000)]
+ItemsLimit = Annotated[
+    int, Query(ge=1, le=MAX_ITEMS_LIMIT, description=f"Items a page, 1 to {MAX_ITEMS_LIMIT}")
+]
 
 
 @router.get("/projects/{project_id}/datasets", response_model=DatasetsPage)
@@ -41,7 +44,7 @@ def read_datasets(
     session: SessionDep,
     access: ViewerAccess,
     limit: Limit = 100,
-    offset: Index = 0,
+    offset: Offset = 0,
 ) -> DatasetsPage:
     items, total = datasets.list_datasets(
         session=session, project=access.project, limit=limit, offset=offset
@@ -135,8 +138,8 @@ def read_items(
     dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: Limit = 100,
-    offset: Index = 0,
+    limit: ItemsLimit = 100,
+    offset: Offset = 0,
 ) -> ItemsPage:
     """Items in row order: id, feature values and ground truth; `total` is the item count."""
     dataset = access.require_dataset()

@@ -1,10 +1,12 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, Path, Request, Response, status
 
 from app.api.deps import CurrentUser, OwnerAccess, SessionDep, ViewerAccess
 from app.api.job_signals import runs_changed
-from app.api.schemas.common import ERROR_RESPONSES, Id, Index, Name
+from app.api.paging import Limit as PageLimit
+from app.api.paging import Offset, window
+from app.api.schemas.common import ERROR_RESPONSES, Id, Name
 from app.api.schemas.projects import (
     MemberRead,
     MembersPage,
@@ -18,12 +20,10 @@ from app.services import projects, runs
 
 router = APIRouter(prefix="/projects", tags=["projects"], responses=ERROR_RESPONSES)
 
-Limit = Annotated[int, Query(ge=1, le=1000)]
-
 
 @router.get("", response_model=ProjectsPage)
 def read_projects(
-    session: SessionDep, user: CurrentUser, limit: Limit = 100, offset: Index = 0
+    session: SessionDep, user: CurrentUser, limit: PageLimit = 100, offset: Offset = 0
 ) -> ProjectsPage:
     items, total = projects.list_projects(session=session, user=user, limit=limit, offset=offset)
     return ProjectsPage(
@@ -64,10 +64,18 @@ def delete_project(
 
 
 @router.get("/{project_id}/members", response_model=MembersPage)
-def read_members(project_id: Id, session: SessionDep, access: ViewerAccess) -> MembersPage:
+def read_members(
+    project_id: Id,
+    session: SessionDep,
+    access: ViewerAccess,
+    limit: PageLimit = 100,
+    offset: Offset = 0,
+) -> MembersPage:
     rows = projects.list_members(session=session, project=access.project)
     items = [MemberRead(username=u.username, role=Role(m.role)) for m, u in rows]
-    return MembersPage(items=items, total=len(items), limit=len(items), offset=0)
+    return MembersPage(
+        items=window(items, limit, offset), total=len(items), limit=limit, offset=offset
+    )
 
 
 @router.put("/{project_id}/members", response_model=MemberRead)

@@ -2,7 +2,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
@@ -19,7 +19,8 @@ from app.api.deps import (
     resolve_access,
 )
 from app.api.job_signals import runs_changed
-from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id, Index
+from app.api.paging import Limit, Offset
+from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id
 from app.api.schemas.runs import RunApply, RunCreate, RunRead, RunResultRead, RunsPage
 from app.db.models import Role, Run
 from app.jobs.run_events import RunEvents
@@ -102,8 +103,8 @@ def read_runs(
     dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Index = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> RunsPage:
     """Runs of a dataset, newest first."""
     rows, total = runs.list_runs(

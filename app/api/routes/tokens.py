@@ -1,10 +1,9 @@
-from typing import Annotated
-
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, status
 
 from app.api.deps import CurrentUser, SessionDep
+from app.api.paging import Limit, Offset, window
 from app.api.schemas.accounts import ApiTokenCreate, ApiTokenCreated, ApiTokenRead, ApiTokensPage
-from app.api.schemas.common import ERROR_RESPONSES, Id, Index
+from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.services import accounts
 
 router = APIRouter(prefix="/tokens", tags=["tokens"], responses=ERROR_RESPONSES)
@@ -27,11 +26,11 @@ def create_api_token(
 def read_api_tokens(
     session: SessionDep,
     user: CurrentUser,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Index = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> ApiTokensPage:
     tokens = accounts.list_api_tokens(session=session, user=user)
-    page = tokens[offset : offset + limit]
+    page = window(tokens, limit, offset)
     return ApiTokensPage(
         items=[ApiTokenRead.model_validate(t) for t in page],
         total=len(tokens),

@@ -3,6 +3,7 @@ from typing import Literal
 from fastapi import APIRouter, Response, status
 
 from app.api.deps import EditorAccess, SessionDep, SettingsDep, ViewerAccess
+from app.api.paging import Limit, Offset, window
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.api.schemas.views import ViewCreate, ViewRead, ViewsPage
 from app.services import datasets, views
@@ -12,13 +13,19 @@ router = APIRouter(prefix="/datasets/{dataset_id}/views", tags=["views"], respon
 
 
 @router.get("", response_model=ViewsPage)
-def read_views(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> ViewsPage:
+def read_views(
+    dataset_id: Id,
+    session: SessionDep,
+    access: ViewerAccess,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> ViewsPage:
     items = views.list_views(session=session, dataset=access.require_dataset())
     return ViewsPage(
-        items=[ViewRead.model_validate(v) for v in items],
+        items=[ViewRead.model_validate(v) for v in window(items, limit, offset)],
         total=len(items),
-        limit=len(items),
-        offset=0,
+        limit=limit,
+        offset=offset,
     )
 
 

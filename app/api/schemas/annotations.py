@@ -1,5 +1,5 @@
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -7,6 +7,8 @@ from pydantic.json_schema import SkipJsonSchema
 from app.api.schemas.common import DatasetPartRead, FiniteFloat, Id, Index, Name, RequestBody
 
 ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
+ItemId = Annotated[str, Field(max_length=1000)]
+ItemIdList = Annotated[list[ItemId], Field(min_length=1, max_length=5_000_000)]
 Label = Annotated[Name, Field(min_length=1, max_length=100)]
 # Views hold float32 coordinates and images are far smaller: a point beyond float32's range is
 # in no view (and would overflow the geometry of side scores).
@@ -47,22 +49,53 @@ def _one_of(*groups: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
+Groups = tuple[tuple[str, ...], ...]
+
+
+def _given_group(model: BaseModel, groups: Groups, message: str) -> None:
+    """The validator behind `_one_of`: one group's fields all given, no other group's."""
+    given = {name for group in groups for name in group if getattr(model, name) is not None}
+    if not any(given == set(group) for group in groups):
+        raise ValueError(message)
+
+
+ITEM_IDS_DESCRIPTION = (
+    "The same items named by the dataset's id column (`id_column`; without one, the row "
+    "numbers as text), instead of row positions"
+)
+
+
 class LabelCreate(RequestBody):
+    """Items to label, named by row position (`items`) or by id (`item_ids`)."""
+
+    _GROUPS: ClassVar[Groups] = (("items",), ("item_ids",))
+    model_config = ConfigDict(json_schema_extra=_one_of(*_GROUPS))
+
     kind: Literal["label"]
-    items: ItemList = Field(description="Item indices (row positions) to label")
+    items: ItemList | SkipJsonSchema[None] = Field(
+        None, description="Item indices (row positions) to label"
+    )
+    item_ids: ItemIdList | SkipJsonSchema[None] = Field(None, description=ITEM_IDS_DESCRIPTION)
     label: Label
+
+    @model_validator(mode="after")
+    def _items_or_ids(self) -> "LabelCreate":
+        _given_group(self, self._GROUPS, "give either items or item_ids")
+        return self
 
 
 class MustLinkCreate(RequestBody):
-    """Items that belong together: named by index, or on an image the items under `strokes`
-    ("these strokes are the same thing")."""
+    """Items that belong together: named by index (`items`) or id (`item_ids`), or on an image
+    the items under `strokes` ("these strokes are the same thing")."""
 
-    model_config = ConfigDict(json_schema_extra=_one_of(("items",), ("strokes",)))
+    _GROUPS: ClassVar[Groups] = (("items",), ("item_ids",), ("strokes",))
+    model_config = ConfigDict(json_schema_extra=_one_of(*_GROUPS))
 
     kind: Literal["must_link"]
     items: ItemList | SkipJsonSchema[None] = Field(
         None, description="Items that all belong together (2 or more)"
     )
+    item_ids: ItemIdList | SkipJsonSchema[None] = Field(None, description=ITEM_IDS_DESCRIPTION)
     strokes: StrokeList | SkipJsonSchema[None] = Field(
         None, description="Images: strokes over the same thing"
     )
@@ -70,35 +103,39 @@ class MustLinkCreate(RequestBody):
 
     @model_validator(mode="after")
     def _items_or_strokes(self) -> "MustLinkCreate":
-        if (self.items is None) == (self.strokes is None):
-            raise ValueError("give either items or strokes")
+        _given_group(self, self._GROUPS, "give either items, item_ids or strokes")
         return self
 
 
 class CannotLinkCreate(RequestBody):
-    """Two sets that are apart: named by index, or on an image the items under `strokes_a`
-    and under `strokes_b` ("different things")."""
+    """Two sets that are apart: named by index (`items_a`, `items_b`) or id (`item_ids_a`,
+    `item_ids_b`), or on an image the items under `strokes_a` and under `strokes_b`
+    ("different things")."""
 
-    model_config = ConfigDict(
-        json_schema_extra=_one_of(("items_a", "items_b"), ("strokes_a", "strokes_b"))
+    _GROUPS: ClassVar[Groups] = (
+        ("items_a", "items_b"),
+        ("item_ids_a", "item_ids_b"),
+        ("strokes_a", "strokes_b"),
     )
+    model_config = ConfigDict(json_schema_extra=_one_of(*_GROUPS))
 
     kind: Literal["cannot_link"]
     items_a: ItemList | SkipJsonSchema[None] = None
     items_b: ItemList | SkipJsonSchema[None] = None
+    item_ids_a: ItemIdList | SkipJsonSchema[None] = Field(None, description=ITEM_IDS_DESCRIPTION)
+    item_ids_b: ItemIdList | SkipJsonSchema[None] = Field(None, description=ITEM_IDS_DESCRIPTION)
     strokes_a: StrokeList | SkipJsonSchema[None] = None
     strokes_b: StrokeList | SkipJsonSchema[None] = None
     confidence: Confidence = None
 
     @model_validator(mode="after")
     def _items_or_strokes(self) -> "CannotLinkCreate":
-        by_items = self.items_a is not None and self.items_b is not None
-        by_strokes = self.strokes_a is not None and self.strokes_b is not None
-        given = [
-            v is not None for v in (self.items_a, self.items_b, self.strokes_a, self.strokes_b)
-        ]
-        if sum(given) != 2 or not (by_items or by_strokes):
-            raise ValueError("give either items_a and items_b, or strokes_a and strokes_b")
+        _given_group(
+            self,
+            self._GROUPS,
+            "give either items_a and items_b, item_ids_a and item_ids_b, or strokes_a and "
+            "strokes_b",
+        )
         return self
 
 
@@ -140,8 +177,11 @@ AnnotationCreate = Annotated[
 ]
 
 
+AnnotationKind = Literal["label", "must_link", "cannot_link", "boundary", "scribble"]
+
+
 class AnnotationRead(DatasetPartRead):
-    kind: str
+    kind: AnnotationKind
     payload: dict[str, Any]
     confidence: float | None
     revision: int

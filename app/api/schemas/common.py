@@ -1,7 +1,7 @@
 """Shapes shared by every resource: pages, errors, and the bounded integers and names that path,
 query and body parameters use, so the published schema refuses what the server refuses."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic_core import PydanticCustomError
@@ -81,9 +81,30 @@ class RequestBody(BaseModel):
     model_config = ConfigDict(strict=True)
 
 
+class FieldError(BaseModel):
+    """One place where a request did not match the schema."""
+
+    loc: str = Field(description="Dotted path to the value, e.g. `items.0` or `limit`")
+    msg: str
+
+
 class ErrorRead(BaseModel):
+    """Every 4xx and 5xx answer of the API has this shape (`code` is stable, `detail` is for
+    people). The optional fields appear only where they say something."""
+
     detail: str
-    code: str
+    code: str = Field(
+        description="bad_request, not_authenticated, forbidden, cross_site_request, not_found, "
+        "method_not_allowed, conflict, payload_too_large, unsupported_media_type, "
+        "invalid_input, too_many_requests or internal_error"
+    )
+    errors: list[FieldError] | None = Field(
+        None, description="422 from schema validation: each value that did not match"
+    )
+    retry_after: int | None = Field(None, description="429: seconds to wait (as Retry-After)")
+    conflicts: list[dict[str, Any]] | None = Field(
+        None, description="409 on runs-create: the contradicting annotations"
+    )
 
 
 class PageMeta(BaseModel):

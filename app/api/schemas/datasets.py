@@ -1,7 +1,11 @@
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+DatasetKind = Literal["table", "image"]
+DatasetStatus = Literal["ready", "featurizing", "failed"]
+"""Tables are `ready` at once; an image is `featurizing` until `ready` or `failed`."""
 
 
 class FeaturizationRead(BaseModel):
@@ -28,8 +32,8 @@ class DatasetRead(BaseModel):
     id: int
     project_id: int
     name: str
-    kind: str
-    status: str
+    kind: DatasetKind
+    status: DatasetStatus
     n_items: int
     n_features: int
     feature_names: list[str]

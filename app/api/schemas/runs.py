@@ -1,9 +1,12 @@
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from app.api.schemas.common import DatasetPartRead, Id, RequestBody
+
+RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+"""As stored in `runs.status` (`services.runs.ACTIVE` + `TERMINAL`)."""
 
 
 class RunCreate(RequestBody):
@@ -18,7 +21,7 @@ class RunRead(DatasetPartRead):
     algorithm: str
     params: dict[str, Any]
     annotation_revision: int
-    status: str
+    status: RunStatus
     progress_iteration: int | None
     progress_cost: float | None
     cancel_requested: bool

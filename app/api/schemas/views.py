@@ -5,18 +5,19 @@ from pydantic import BaseModel, Field
 
 from app.api.schemas.common import DatasetPartRead, Index, RequestBody
 
+ViewMethod = Literal["features", "pca", "umap"]
 FeatureRef = Annotated[str, Field(max_length=1000)] | Index
 
 
 class ViewCreate(RequestBody):
-    method: Literal["features", "pca", "umap"] = "features"
+    method: ViewMethod = "features"
     x: FeatureRef | None = Field(default=None, description="Feature name or index (features)")
     y: FeatureRef | None = Field(default=None, description="Feature name or index (features)")
 
 
 class ViewRead(DatasetPartRead):
     name: str
-    method: str
+    method: ViewMethod
     params: dict[str, Any]
     created_at: datetime
 
