@@ -19,7 +19,7 @@ peer fit run inside ``_contained_errstate`` so that the rest of the run (and our
 see the error state they started with. The peers draw from NumPy's global generator; it is
 seeded per fit so that their runs repeat.
 
-    .venv/bin/python -m benchmarks.bench_constraints                 # the table in docs/constraints.md
+    .venv/bin/python -m benchmarks.bench_constraints   # the table in docs/constraints.md
     .venv/bin/python -m benchmarks.bench_constraints --data iris,wine --methods PPC,MPCKMeans
     .venv/bin/python -m benchmarks.bench_constraints --draws 1 --pairs 50
 """
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import inspect
 import time
 import warnings
@@ -156,14 +157,15 @@ def _fit_c4s(task: Task) -> IntArray:
 def _fit_cecib(task: Task, factor: int) -> IntArray:
     model = CECIB(factor * task.k, random_state=task.seed)
     # CEC-IB takes the labels as ``labels=`` once side information is keyword-only (issue 20)
-    if "labels" in inspect.signature(model.fit).parameters:
-        model.fit(task.X, labels=task.labels)
+    fit: Callable[..., Any] = model.fit
+    if "labels" in inspect.signature(fit).parameters:
+        fit(task.X, labels=task.labels)
     else:
-        model.fit(task.X, task.labels)
+        fit(task.X, task.labels)
     return np.asarray(model.labels_)
 
 
-def _fit_peer(cls: Any, task: Task, on_labels: bool) -> IntArray:
+def _fit_peer(cls: Any, task: Task, *, on_labels: bool) -> IntArray:
     np.random.seed(task.seed)  # the peers draw their starts from the global generator
     model = cls(n_clusters=task.k)
     with _contained_errstate():
@@ -215,10 +217,8 @@ def fitters(cecib_factor: int) -> dict[str, Callable[[Task], IntArray]]:
         "C4S": _fit_c4s,
         "CEC-IB": lambda t: _fit_cecib(t, cecib_factor),
     }
-    for name in PAIR_PEERS:
-        out[name] = lambda t, c=peers[name]: _fit_peer(c, t, on_labels=False)
-    for name in LABEL_PEERS:
-        out[name] = lambda t, c=peers[name]: _fit_peer(c, t, on_labels=True)
+    for name in PAIR_PEERS + LABEL_PEERS:
+        out[name] = functools.partial(_fit_peer, peers[name], on_labels=name in LABEL_PEERS)
     return out
 
 
