@@ -1,29 +1,77 @@
-"""`python -m app serve|migrate`: the commands behind `make run` and the Docker image."""
+"""`workbench serve|migrate|create-user` (also `python -m app ...`): the commands behind
+`make run` and the Docker image."""
 
 import argparse
+import getpass
 import logging
+import sys
 
 import uvicorn
 
+from app import __version__
 from app.config import get_settings
 from app.db.migrate import upgrade_to_head
+from app.db.session import make_engine, make_session_factory, session_scope
+from app.services import accounts, security
+from app.services.errors import ServiceError
 
 SHUTDOWN_GRACE_S = 5
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m app")
+def _parser() -> argparse.ArgumentParser:
+    settings = get_settings()
+    parser = argparse.ArgumentParser(prog="workbench")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="migrate, create the admin and demo data, serve HTTP")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default=settings.host, help="default: HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, default=settings.port, help="default: PORT or 8000")
     sub.add_parser("migrate", help="upgrade the database to the newest schema")
-    args = parser.parse_args()
+    user = sub.add_parser("create-user", help="add an account (prints a generated password)")
+    user.add_argument("username")
+    user.add_argument("--admin", action="store_true", help="an administrator")
+    user.add_argument(
+        "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+    return parser
 
+
+def create_user(username: str, is_admin: bool, password_stdin: bool) -> int:
+    settings = get_settings()
+    upgrade_to_head(settings.database_url)
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    elif sys.stdin.isatty():
+        password = getpass.getpass("Password (empty: generate one): ")
+    else:
+        password = ""
+    generated = not password
+    password = password or security.generate_password()
+    engine = make_engine(settings.database_url)
+    try:
+        with session_scope(make_session_factory(engine)) as session:
+            accounts.create_user(
+                session=session, username=username, password=password, is_admin=is_admin
+            )
+    except ServiceError as exc:
+        print(f"workbench create-user: {exc.detail}", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
+    print(f"created {'admin ' if is_admin else ''}user {username!r}")
+    if generated:
+        print(f"password: {password}  (shown only now)")
+    return 0
+
+
+def main() -> None:
+    args = _parser().parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "migrate":
         upgrade_to_head(get_settings().database_url)
         return
+    if args.command == "create-user":
+        sys.exit(create_user(args.username, args.admin, args.password_stdin))
     uvicorn.run(
         "app.main:create_app",
         factory=True,

@@ -4,19 +4,25 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SQLITE_FILE = "workbench.db"
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
+    # Where the embedded database lives: the working directory's var/ (never the installed
+    # package's directory, which is site-packages once installed from a wheel).
+    data_dir: Path = Path("var")
     database_url: str = Field(
-        default=f"sqlite:///{PROJECT_ROOT / 'var' / 'workbench.db'}",
-        description="SQLAlchemy URL. SQLite (embedded default) or postgresql+psycopg://...",
+        default="",
+        description="SQLAlchemy URL. SQLite in DATA_DIR (default) or postgresql+psycopg://...",
     )
+    # Where `workbench serve` (and `make run`) listens.
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
     admin_username: str = "admin"
     admin_password: str | None = None
     load_demo_data: bool = True
@@ -28,6 +34,8 @@ class Settings(BaseSettings):
     jobs_executor: Literal["inline", "dask"] = "inline"
     inline_workers: int = Field(default=2, ge=1, le=64)
     dask_scheduler: str = "tcp://127.0.0.1:8786"
+    # How often the app tries an unreachable scheduler again (runs wait meanwhile).
+    dask_retry_seconds: float = Field(default=5.0, gt=0)
 
     session_cookie_name: str = "workbench_session"
     session_cookie_secure: bool = False
@@ -57,6 +65,12 @@ class Settings(BaseSettings):
         if url.startswith("postgres://"):
             return "postgresql+psycopg://" + url.removeprefix("postgres://")
         return url
+
+    @model_validator(mode="after")
+    def _default_database_in_data_dir(self) -> "Settings":
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.data_dir.resolve() / SQLITE_FILE}"
+        return self
 
     @property
     def trusted_origin_list(self) -> list[str]:

@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from app.api.openapi import install_openapi, operation_id
+from app import __version__
 from app.api.router import api_router
 from app.api.upload_limit import UploadLimitMiddleware
 from app.config import Settings, get_settings
@@ -15,9 +16,7 @@ from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.error_handlers import install_error_handlers
 from app.jobs.executors import make_executor
-from app.jobs.featurizer import pending_featurizations
 from app.jobs.run_events import RunEvents
-from app.jobs.runner import recover_interrupted_runs
 from app.services.bootstrap import bootstrap
 from app.web.docs import router as docs_router
 from app.web.pages import router as pages_router
@@ -40,18 +39,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         with session_scope(session_factory) as session:
             bootstrap(session=session, settings=settings)
         app.state.executor = make_executor(settings, session_factory, run_events.publish)
-        for run_id in recover_interrupted_runs(session_factory):
-            app.state.executor.submit(run_id)
-        # Featurizations queued or interrupted (the demo picture's, on first start) go again.
-        for dataset_id in pending_featurizations(session_factory):
-            app.state.executor.submit_featurization(dataset_id)
+        # Runs and featurizations queued or interrupted (the demo picture's, on first start).
+        app.state.executor.resume()
         yield
         app.state.executor.shutdown()
         engine.dispose()
 
     app = FastAPI(
         title="Clustering workbench",
-        version="0.1.0",
+        version=__version__,
         description="Expert-guided semi-supervised clustering: datasets, side information, runs.",
         lifespan=lifespan,
         generate_unique_id_function=operation_id,

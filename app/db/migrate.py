@@ -1,14 +1,22 @@
-"""Run Alembic programmatically (start-up, tests, the `python -m app migrate` command)."""
+"""Run Alembic programmatically (start-up, tests, `workbench migrate`).
+
+The Alembic configuration and revisions ship inside the package (app/db/alembic.ini and
+app/db/migrations), so an installed wheel migrates without a source checkout. Developers run
+the Alembic CLI with `-c app/db/alembic.ini`."""
+
+from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 
-from app.config import PROJECT_ROOT
+HERE = Path(__file__).resolve().parent
+ALEMBIC_INI = HERE / "alembic.ini"
+MIGRATIONS = HERE / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:
-    config = Config(str(PROJECT_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(PROJECT_ROOT / "migrations"))
+    config = Config(str(ALEMBIC_INI))
+    config.set_main_option("script_location", str(MIGRATIONS))
     # ConfigParser treats % as interpolation; URLs may contain it (escaped passwords).
     config.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
     return config

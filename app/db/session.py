@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,11 @@ def make_engine(database_url: str) -> Engine:
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    if database_url.startswith("postgresql+psycopg") and find_spec("psycopg") is None:
+        raise RuntimeError(
+            "a PostgreSQL DATABASE_URL needs the postgres extra: "
+            "pip install 'clustering-workbench[postgres]'"
+        )
     return create_engine(database_url, pool_pre_ping=True, pool_size=10, max_overflow=10)
 
 

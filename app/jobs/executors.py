@@ -1,27 +1,38 @@
 """Executors: where runs execute. `inline` (default) is a thread pool in the server process;
-numba kernels release the GIL, so the server stays responsive. `dask` sends runs to a Dask
-distributed cluster whose workers read and write the database themselves."""
+numba kernels release the GIL, so the server stays responsive. `dask` (dask_executor.py) sends
+runs to a Dask distributed cluster whose workers read and write the database themselves."""
 
 import logging
 import queue
 import threading
 import time
-import uuid
-from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.db.session import make_engine, make_session_factory
-from app.jobs.featurizer import execute_featurization
-from app.jobs.runner import CancelToken, Notify, execute_run, fail_abandoned, new_worker_key
+from app.jobs.dask_executor import DaskExecutor
+from app.jobs.featurizer import execute_featurization, pending_featurizations
+from app.jobs.runner import (
+    CancelToken,
+    Notify,
+    execute_run,
+    fail_abandoned,
+    new_worker_key,
+    recover_interrupted_runs,
+)
 
 log = logging.getLogger(__name__)
 
 
 class Executor(Protocol):
     notifies: bool  # whether `notify` hears of every change (else streams must poll)
+
+    def resume(self) -> None:
+        """At start: take up the runs and featurizations the previous process left."""
+
+    def status(self) -> dict[str, Any]:
+        """What the health endpoint reports about where runs execute."""
 
     def submit(self, run_id: int) -> None: ...
 
@@ -65,6 +76,16 @@ class InlineExecutor:
         ]
         for thread in self.threads:
             thread.start()
+
+    def resume(self) -> None:
+        # Runs left `running` died with the previous process; queued ones go again.
+        for run_id in recover_interrupted_runs(self.factory):
+            self.submit(run_id)
+        for dataset_id in pending_featurizations(self.factory):
+            self.submit_featurization(dataset_id)
+
+    def status(self) -> dict[str, Any]:
+        return {"executor": "inline", "workers": len(self.threads)}
 
     def submit(self, run_id: int) -> None:
         with self.lock:
@@ -131,67 +152,17 @@ class InlineExecutor:
         fail_abandoned(self.factory, stuck, reason)
 
 
-@lru_cache(maxsize=4)
-def _worker_session_factory(database_url: str) -> sessionmaker[Session]:
-    return make_session_factory(make_engine(database_url))
-
-
-def run_on_dask_worker(database_url: str, run_id: int) -> None:
-    """The task a Dask worker runs: it reads chunks and writes the result itself, so nothing
-    large passes through the scheduler."""
-    execute_run(_worker_session_factory(database_url), run_id)
-
-
-def featurize_on_dask_worker(database_url: str, dataset_id: int, chunk_rows: int) -> None:
-    execute_featurization(_worker_session_factory(database_url), dataset_id, chunk_rows)
-
-
-class DaskExecutor:
-    def __init__(self, scheduler_address: str, database_url: str, chunk_rows: int) -> None:
-        from distributed import Client
-
-        self.chunk_rows = chunk_rows
-        self.notifies = False
-        self.database_url = database_url
-        self.client = Client(scheduler_address, set_as_default=False, timeout="30s")
-
-    def submit(self, run_id: int) -> None:
-        from distributed import fire_and_forget
-
-        future = self.client.submit(
-            run_on_dask_worker,
-            self.database_url,
-            run_id,
-            pure=False,
-            key=f"run-{run_id}-{uuid.uuid4().hex[:8]}",
-        )
-        fire_and_forget(future)
-
-    def submit_featurization(self, dataset_id: int) -> None:
-        from distributed import fire_and_forget
-
-        future = self.client.submit(
-            featurize_on_dask_worker,
-            self.database_url,
-            dataset_id,
-            self.chunk_rows,
-            pure=False,
-            key=f"featurize-{dataset_id}-{uuid.uuid4().hex[:8]}",
-        )
-        fire_and_forget(future)
-
-    def cancel(self, run_id: int) -> None:
-        """Workers see `cancel_requested` in the database at their next progress write."""
-
-    def shutdown(self) -> None:
-        self.client.close()
-
-
 def make_executor(
     settings: Settings, factory: sessionmaker[Session], notify: Notify | None = None
 ) -> Executor:
     """`notify(run_id)` is called whenever a run's row changes (inline runs only: Dask workers
     are other processes, whose changes progress streams see by polling)."""
     if settings.jobs_executor == "dask":
-        return DaskExecutor(settings.dask_scheduler, settings.database_url, settings.chunk_rows)
+        return DaskExecutor(
+            settings.dask_scheduler,
+            settings.database_url,
+            settings.chunk_rows,
+            factory,
+            retry_s=settings.dask_retry_seconds,
+        )
     return InlineExecutor(factory, settings.inline_workers, notify, chunk_rows=settings.chunk_rows)

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app import __version__
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
@@ -32,7 +33,7 @@ from app.jobs.run_inputs import load_inputs
 log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL_S = 0.25  # at most 4 progress writes a second
-ENGINE_VERSION = "0.1.0"
+ENGINE_VERSION = __version__  # recorded on every run
 FINAL_WRITE_ATTEMPTS = 6  # backoff 0.5 s doubling: about 30 s of database trouble survived
 GONE = "gone"  # the stop reason when the run's row was deleted (or claimed by another worker)
 
@@ -139,11 +140,16 @@ def new_worker_key() -> str:
 
 
 def _claim(factory: sessionmaker[Session], run_id: int, key: str, notify: Notify) -> Claim | None:
-    """queued -> running, atomically: a run is executed at most once."""
+    """queued -> running, atomically: a run is executed at most once. A run already running
+    under this very key is taken over: a Dask task (whose key is the claim's) is retried on
+    another worker only when the first one died."""
     with session_scope(factory) as session:
         claimed = session.execute(
             update(Run)
-            .where(Run.id == run_id, Run.status == "queued")
+            .where(
+                Run.id == run_id,
+                or_(Run.status == "queued", and_(Run.status == "running", Run.worker_key == key)),
+            )
             .values(
                 status="running",
                 started_at=utcnow(),
@@ -240,7 +246,11 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
             model = _pickled(estimator)
     with session_scope(claim.factory) as session:
         ours = claim.update(
-            session, status="succeeded", finished_at=utcnow(), progress_cost=_last(progress)
+            session,
+            status="succeeded",
+            error=None,
+            finished_at=utcnow(),
+            progress_cost=_last(progress),
         )
         if not ours:
             session.rollback()  # deleted at the last moment: nothing is written anywhere
@@ -272,6 +282,12 @@ def _last(progress: ProgressRecorder) -> float | None:
     return finite[-1] if finite else None
 
 
+# Failing a run also drops its claim (worker_key), so a worker that is in fact still alive can
+# write nothing more to it: a failed run never turns `succeeded` with its error still set.
+def _failed(reason: str) -> dict[str, Any]:
+    return {"status": "failed", "error": reason, "finished_at": utcnow(), "worker_key": None}
+
+
 def fail_abandoned(factory: sessionmaker[Session], claims: dict[int, str], reason: str) -> None:
     """Mark runs failed that are still `running` under these claims (run id -> worker key):
     their workers are gone. A run claimed since by another worker is left alone."""
@@ -280,21 +296,21 @@ def fail_abandoned(factory: sessionmaker[Session], claims: dict[int, str], reaso
             session.execute(
                 update(Run)
                 .where(Run.id == run_id, Run.worker_key == key, Run.status == "running")
-                .values(status="failed", error=reason, finished_at=utcnow())
+                .values(**_failed(reason))
             )
 
 
-def recover_interrupted_runs(factory: sessionmaker[Session]) -> list[int]:
-    """At start-up: runs left `running` by a crash are failed as interrupted; queued runs are
-    returned so the executor can pick them up again."""
+INTERRUPTED = "interrupted: the server stopped while this run was running"
+
+
+def recover_interrupted_runs(factory: sessionmaker[Session], remote_prefix: str = "") -> list[int]:
+    """At start-up: runs left `running` by a crash are failed as interrupted, except those
+    whose claim key starts with `remote_prefix` (runs on remote workers, which outlive this
+    process and are reconciled by their executor); queued runs are returned so the executor
+    can pick them up again."""
+    running = [Run.status == "running"]
+    if remote_prefix:
+        running.append(or_(Run.worker_key.is_(None), Run.worker_key.not_like(f"{remote_prefix}%")))
     with session_scope(factory) as session:
-        session.execute(
-            update(Run)
-            .where(Run.status == "running")
-            .values(
-                status="failed",
-                error="interrupted: the server stopped while this run was running",
-                finished_at=utcnow(),
-            )
-        )
+        session.execute(update(Run).where(*running).values(**_failed(INTERRUPTED)))
         return list(session.scalars(select(Run.id).where(Run.status == "queued").order_by(Run.id)))

@@ -25,7 +25,9 @@ def _api_routes(client: TestClient) -> list[tuple[str, str]]:
 def test_health_needs_no_credentials(client: TestClient) -> None:
     response = client.get("/api/v1/health")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["jobs"] == {"executor": "inline", "workers": 2}
 
 
 def test_every_other_endpoint_answers_401_without_credentials(client: TestClient) -> None:

@@ -1,0 +1,244 @@
+"""Runs on a Dask distributed cluster, whose workers read and write the database themselves.
+
+Runs outlive the app: a task is submitted fire-and-forget under a key that is also the run's
+claim (`worker_key`), so after a restart the app asks the scheduler which of its runs' tasks it
+still knows. A known task is left alone (its worker records the result, once); a run whose task
+the scheduler no longer knows is failed with the reason, or resubmitted while still queued.
+
+The app does not need the scheduler to start: a supervisor thread connects (and reconnects),
+reconciles, and submits what waited meanwhile; `status()` tells the health endpoint."""
+
+import logging
+import threading
+import uuid
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.models import Run
+from app.db.session import make_engine, make_session_factory, session_scope
+from app.jobs.featurizer import execute_featurization, pending_featurizations
+from app.jobs.runner import execute_run, fail_abandoned, recover_interrupted_runs
+
+log = logging.getLogger(__name__)
+
+KEY_PREFIX = "dask-run-"  # run claims made by Dask tasks (the rest died with their process)
+LOST = (
+    "lost: the Dask scheduler no longer knows this run's task "
+    "(the scheduler restarted, or the task failed on every worker)"
+)
+# Task states in which the task may still run and write its result.
+ALIVE = {"released", "waiting", "no-worker", "queued", "processing", "memory"}
+
+
+def missing_extra_message() -> str:
+    return (
+        "JOBS_EXECUTOR=dask needs the Dask extra: pip install 'clustering-workbench[dask]' "
+        "(or set JOBS_EXECUTOR=inline)"
+    )
+
+
+@lru_cache(maxsize=4)
+def _worker_session_factory(database_url: str) -> sessionmaker[Session]:
+    return make_session_factory(make_engine(database_url))
+
+
+def run_on_dask_worker(database_url: str, run_id: int, key: str) -> None:
+    """The task a Dask worker runs: it reads chunks and writes the result itself, so nothing
+    large passes through the scheduler. `key` is the task's own key, the run's claim."""
+    execute_run(_worker_session_factory(database_url), run_id, key=key)
+
+
+def featurize_on_dask_worker(database_url: str, dataset_id: int, chunk_rows: int) -> None:
+    execute_featurization(_worker_session_factory(database_url), dataset_id, chunk_rows)
+
+
+def task_states(dask_scheduler: Any, keys: list[str]) -> dict[str, str]:
+    """Runs on the scheduler: the state of each of these tasks it still knows."""
+    return {k: dask_scheduler.tasks[k].state for k in keys if k in dask_scheduler.tasks}
+
+
+class DaskExecutor:
+    notifies = False  # workers are other processes: progress streams poll
+
+    def __init__(
+        self,
+        scheduler_address: str,
+        database_url: str,
+        chunk_rows: int,
+        factory: sessionmaker[Session],
+        retry_s: float = 5.0,
+        reconcile_s: float = 30.0,
+    ) -> None:
+        try:
+            import distributed  # noqa: F401
+        except ImportError as exc:
+            raise RuntimeError(missing_extra_message()) from exc
+        self.scheduler_address = scheduler_address
+        self.database_url = database_url
+        self.chunk_rows = chunk_rows
+        self.factory = factory
+        self.retry_s = retry_s
+        self.reconcile_s = reconcile_s
+        self.client: Any = None
+        self.lock = threading.RLock()  # one of submit / reconcile at a time
+        self.featurizations: list[int] = []  # waiting for a scheduler
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._supervise, name="dask-supervisor", daemon=True)
+
+    # The Executor protocol
+
+    def resume(self) -> None:
+        """After start: runs claimed in this process's predecessor (inline) died with it; Dask
+        runs and queued runs are reconciled once the scheduler answers."""
+        recover_interrupted_runs(self.factory, remote_prefix=KEY_PREFIX)
+        with self.lock:
+            self.featurizations.extend(pending_featurizations(self.factory))
+        self._thread.start()
+
+    def submit(self, run_id: int) -> None:
+        with self.lock:
+            if self._connected():
+                self._submit_run(run_id)
+            else:
+                log.warning(
+                    "run %s waits for the Dask scheduler at %s", run_id, self.scheduler_address
+                )
+
+    def submit_featurization(self, dataset_id: int) -> None:
+        with self.lock:
+            self.featurizations.append(dataset_id)
+        self._wake.set()
+
+    def cancel(self, run_id: int) -> None:
+        """Workers see `cancel_requested` in the database at their next progress write."""
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.retry_s + 5)
+        with self.lock:
+            if self.client is not None:
+                self.client.close()
+                self.client = None
+
+    def status(self) -> dict[str, Any]:
+        """For the health endpoint: whether the scheduler answers, and what waits for it."""
+        connected = self._connected()
+        waiting = 0
+        if not connected:
+            with session_scope(self.factory) as session:
+                waiting = len(session.scalars(select(Run.id).where(Run.status == "queued")).all())
+        return {
+            "executor": "dask",
+            "scheduler": self.scheduler_address,
+            "connected": connected,
+            "runs_waiting_for_scheduler": waiting,
+        }
+
+    # Connection and reconciliation
+
+    def reconcile(self) -> None:
+        """Compare the runs in flight with the scheduler's tasks now (the supervisor does it
+        on every (re)connection and every `reconcile_s`)."""
+        with self.lock:
+            if self._connected():
+                self._reconcile()
+
+    def _connected(self) -> bool:
+        return self.client is not None and self.client.status == "running"
+
+    def _supervise(self) -> None:
+        warned = False
+        while not self._stop.is_set():
+            try:
+                if not self._connected():
+                    self._connect()
+                with self.lock:
+                    self._reconcile()
+                    self._submit_featurizations()
+                if warned:
+                    log.info("Dask scheduler reached; waiting runs are submitted")
+                    warned = False
+            except Exception as exc:
+                if not warned:
+                    log.warning(
+                        "no Dask scheduler at %s (%s); runs wait for one, retrying every %.0f s",
+                        self.scheduler_address,
+                        exc,
+                        self.retry_s,
+                    )
+                    warned = True
+                self._wake.wait(self.retry_s)
+                self._wake.clear()
+                continue
+            self._wake.wait(self.reconcile_s)
+            self._wake.clear()
+
+    def _connect(self) -> None:
+        from distributed import Client
+
+        with self.lock:
+            if self.client is not None:
+                self.client.close()
+                self.client = None
+        client = Client(self.scheduler_address, set_as_default=False, timeout=f"{self.retry_s}s")
+        with self.lock:
+            self.client = client
+        log.info("connected to the Dask scheduler at %s", self.scheduler_address)
+
+    def _reconcile(self) -> None:
+        with session_scope(self.factory) as session:
+            rows = session.execute(
+                select(Run.id, Run.status, Run.worker_key)
+                .where(Run.status.in_(("queued", "running")))
+                .order_by(Run.id)
+            ).all()
+        keys = [k for _, _, k in rows if k and k.startswith(KEY_PREFIX)]
+        states: dict[str, str] = (
+            self.client.run_on_scheduler(task_states, keys=keys) if keys else {}
+        )
+        for run_id, status, key in rows:
+            alive = key is not None and states.get(key) in ALIVE
+            if status == "queued" and not alive:
+                self._submit_run(run_id)
+            elif status == "running" and key is not None and not alive:
+                # Only Dask claims are left running at start; a known task is still at work.
+                fail_abandoned(self.factory, {run_id: key}, LOST)
+                log.warning("run %s: %s", run_id, LOST)
+
+    def _submit_run(self, run_id: int) -> None:
+        """Name the task, record the name on the queued run, then hand it to the scheduler."""
+        from distributed import fire_and_forget
+
+        key = f"{KEY_PREFIX}{run_id}-{uuid.uuid4().hex[:8]}"
+        with session_scope(self.factory) as session:
+            named = session.execute(
+                update(Run).where(Run.id == run_id, Run.status == "queued").values(worker_key=key)
+            )
+            if not named.rowcount:  # type: ignore[attr-defined]
+                return  # cancelled or deleted meanwhile
+        future = self.client.submit(
+            run_on_dask_worker, self.database_url, run_id, key, key=key, pure=False
+        )
+        fire_and_forget(future)
+
+    def _submit_featurizations(self) -> None:
+        from distributed import fire_and_forget
+
+        while self.featurizations:
+            dataset_id = self.featurizations[0]
+            future = self.client.submit(
+                featurize_on_dask_worker,
+                self.database_url,
+                dataset_id,
+                self.chunk_rows,
+                pure=False,
+                key=f"featurize-{dataset_id}-{uuid.uuid4().hex[:8]}",
+            )
+            fire_and_forget(future)
+            self.featurizations.pop(0)
