@@ -1,8 +1,9 @@
 """The published OpenAPI document, shaped so that a generated client works as it reads:
 
 - short operation ids (`projects-list`, `datasets-upload`, `runs-create`...);
-- files in multipart bodies are `format: binary` (FastAPI 0.1xx publishes OpenAPI 3.1's
-  `contentMediaType`, which generators such as openapi-python-client read as a plain string);
+- files in multipart bodies and in responses are `format: binary` (FastAPI 0.1xx publishes
+  OpenAPI 3.1's `contentMediaType`, which generators such as openapi-python-client read as a
+  plain string), text files are strings;
 - each operation lists only the error statuses it can return, all with the one error shape
   (`ErrorRead`), worked out from what the route depends on plus the refusals its use case
   makes (`_RAISES`).
@@ -64,6 +65,9 @@ OPERATION_IDS = {
     "cancel_run": "runs-cancel",
     "stream_run_events": "runs-events",
     "read_run_result": "runs-result",
+    "read_run_labels_csv": "runs-result-csv",
+    "read_run_labels_npy": "runs-result-npy",
+    "read_run_mask": "runs-result-png",
     "read_suggestions": "suggestions-get",
     "read_labels_and_clusters": "exports-labels-clusters",
 }
@@ -92,6 +96,9 @@ _RAISES: dict[str, frozenset[int]] = {
     "runs-cancel": frozenset({409}),
     "runs-events": frozenset({401, 403}),  # checked in the stream's own session
     "runs-result": frozenset({409}),
+    "runs-result-csv": frozenset({409}),
+    "runs-result-npy": frozenset({409}),
+    "runs-result-png": frozenset({409}),
     "suggestions-get": frozenset({404, 409}),
     "exports-labels-clusters": frozenset({404, 409}),
 }
@@ -154,7 +161,24 @@ def _binary_files(schema: dict[str, Any]) -> None:
             continue
         for prop in component.get("properties", {}).values():
             if prop.pop("contentMediaType", None) is not None:
-                prop["format"] = "binary"
+                prop.update(BINARY)
+
+
+def _binary_responses(schema: dict[str, Any]) -> None:
+    """Files a route returns (CSV, NPY, PNG, raw arrays) as binary strings, so that a client
+    hands back the bytes instead of parsing them as JSON; an event stream is text."""
+    for path in schema["paths"].values():
+        for operation in path.values():
+            for response in operation["responses"].values():
+                for media, content in response.get("content", {}).items():
+                    if media == "application/json" or content.get("schema"):
+                        continue
+                    # Text (CSV, events) as a string: clients decode it as text.
+                    text = media.startswith("text/")
+                    content["schema"] = {"type": "string"} if text else BINARY
+
+
+BINARY = {"type": "string", "format": "binary"}
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -178,6 +202,7 @@ def install_openapi(app: FastAPI) -> None:
         ):
             schema["components"]["schemas"].setdefault(extra, definition)
         _binary_files(schema)
+        _binary_responses(schema)
         _set_errors(schema, _api_routes(app))
         app.openapi_schema = schema
         return schema

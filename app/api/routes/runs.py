@@ -2,7 +2,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
@@ -184,35 +184,29 @@ async def stream_run_events(
     )
 
 
-@router.get(
-    "/runs/{run_id}/result",
-    response_model=RunResultRead,
-    responses={200: {"content": {"text/csv": {}, "application/x-npy": {}, "image/png": {}}}},
-)
+@router.get("/runs/{run_id}/result", response_model=RunResultRead)
 def read_run_result(
     run_id: Id,
     request: Request,
     session: SessionDep,
     access: ViewerAccess,
-    format: Literal["json", "csv", "npy", "png"] | None = None,
+    # Unpublished, kept for the pages' scripts: a client reads files with the operations below,
+    # which each return one media type (a generated client cannot parse "JSON or a file").
+    format: Annotated[
+        Literal["json", "csv", "npy", "png"] | None, Query(include_in_schema=False)
+    ] = None,
 ) -> Response | RunResultRead:
-    """Cluster labels (one per item, in row order) with metrics: JSON, CSV (item, id, cluster)
-    or NPY (int32); for an image also `png` (or `Accept: image/png`): the full-resolution mask,
-    pixel value = cluster id (8-bit, or 16-bit beyond 255 clusters)."""
-    run = access.require_run()
+    """Cluster labels (one per item, in row order) with metrics. The same labels as files:
+    `runs-result-csv`, `runs-result-npy`, and for an image `runs-result-png`."""
     if format == "png" or (format is None and _wants_png(request)):
-        mask = runs.result_mask(session=session, run=run)
-        return Response(mask, media_type="image/png", headers=_attachment(run, "png"))
+        return read_run_mask(run_id, session, access)
+    if format == "npy":
+        return read_run_labels_npy(run_id, session, access)
+    if format == "csv":
+        return read_run_labels_csv(run_id, session, access)
+    run = access.require_run()
     result = runs.get_result(session=session, run=run)
     labels = runs.result_labels(result)
-    if format == "npy":
-        body = b"".join(npy_stream([labels], dtype="int32", shape=labels.shape))
-        return Response(body, media_type="application/x-npy", headers=_attachment(run, "npy"))
-    if format == "csv":
-        ids = runs.item_ids(session=session, dataset=access.require_dataset())
-        rows = zip(range(len(labels)), ids, labels.tolist(), strict=True)
-        text = csv_text(["item", "id", "cluster"], rows)
-        return Response(text, media_type="text/csv", headers=_attachment(run, "csv"))
     return RunResultRead(
         run_id=run.id,
         n_items=len(labels),
@@ -223,6 +217,47 @@ def read_run_result(
         cluster_params=result.cluster_params,
         cost_history=result.cost_history,
     )
+
+
+@router.get(
+    "/runs/{run_id}/result.csv",
+    response_class=Response,
+    responses={200: {"content": {"text/csv": {}}}},
+)
+def read_run_labels_csv(run_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
+    """Cluster labels as CSV: `item` (row position), `id` (the dataset's id column), `cluster`."""
+    run = access.require_run()
+    labels = runs.result_labels(runs.get_result(session=session, run=run))
+    ids = runs.item_ids(session=session, dataset=access.require_dataset())
+    rows = zip(range(len(labels)), ids, labels.tolist(), strict=True)
+    text = csv_text(["item", "id", "cluster"], rows)
+    return Response(text, media_type="text/csv", headers=_attachment(run, "csv"))
+
+
+@router.get(
+    "/runs/{run_id}/result.npy",
+    response_class=Response,
+    responses={200: {"content": {"application/x-npy": {}}}},
+)
+def read_run_labels_npy(run_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
+    """Cluster labels as an NPY file: int32, one per item in row order."""
+    run = access.require_run()
+    labels = runs.result_labels(runs.get_result(session=session, run=run))
+    body = b"".join(npy_stream([labels], dtype="int32", shape=labels.shape))
+    return Response(body, media_type="application/x-npy", headers=_attachment(run, "npy"))
+
+
+@router.get(
+    "/runs/{run_id}/result.png",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}}},
+)
+def read_run_mask(run_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
+    """Images: the full-resolution cluster mask as PNG, pixel value = cluster id (8-bit, or
+    16-bit beyond 255 clusters); 409 for a table."""
+    run = access.require_run()
+    mask = runs.result_mask(session=session, run=run)
+    return Response(mask, media_type="image/png", headers=_attachment(run, "png"))
 
 
 def _wants_png(request: Request) -> bool:

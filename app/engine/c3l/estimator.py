@@ -26,6 +26,7 @@ from app.engine.c3l.fit import fit_c3l
 from app.engine.core.cec_fit import MOVE_TOL
 from app.engine.core.cec_shell import check_cec_settings, store_gaussian_fit
 from app.engine.core.density import weighted_log_densities
+from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import FAMILIES
 from app.engine.core.projection import fit_space, predict_space
 from app.engine.core.validation import check_choice, check_real
@@ -104,6 +105,7 @@ class C3L(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.progress = progress
 
+    @engine_errstate
     def fit(self, X: ArrayLike, side_scores: ArrayLike) -> C3L:
         """Cluster ``X``; ``side_scores[i] >= 0`` puts point i in the positive category."""
         settings = check_cec_settings(self, X)
@@ -133,6 +135,7 @@ class C3L(ClusterMixin, BaseEstimator):
         store_gaussian_fit(self, result, max_iter=settings.max_iter)
         return self
 
+    @engine_errstate
     def predict(self, X: ArrayLike, side_scores: ArrayLike) -> NDArray[np.int64]:
         """Cluster of each row by the CEC rule for the product family fitted here:
         argmax_i p_i N(x; m_i, S_i) N(score; mu_i, s_i^2) (the side factor with its leakage

@@ -33,6 +33,7 @@ from app.engine.c4s.items import build_items
 from app.engine.c4s.validity import new_graph
 from app.engine.core.cec_fit import MOVE_TOL, min_cluster_size
 from app.engine.core.cec_shell import check_cec_settings, predict_components, warn_unless_converged
+from app.engine.core.errstate import engine_errstate
 from app.engine.core.fitted_gaussians import partition_gaussians
 from app.engine.core.validation import check_int
 
@@ -86,6 +87,7 @@ class C4S(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.progress = progress
 
+    @engine_errstate
     def fit(
         self,
         X: ArrayLike,
@@ -149,6 +151,7 @@ class C4S(ClusterMixin, BaseEstimator):
         warn_unless_converged(self, converged=best.converged, cancelled=stop, max_iter=max_iter)
         return self
 
+    @engine_errstate
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         """Group of each row: the Gaussian cluster chosen by the CEC rule argmax_i p_i f_i(x)
         (as ``CEC.predict``), mapped to its group. New points carry no constraints."""

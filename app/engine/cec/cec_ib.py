@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from app.engine.cec.estimator import Progress, _CECBase
+from app.engine.core.errstate import engine_errstate
 from app.engine.core.validation import check_real
 
 
@@ -49,6 +50,7 @@ class CECIB(_CECBase):
         self.random_state = random_state
         self.progress = progress
 
+    @engine_errstate
     def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> CECIB:
         """Cluster ``X`` using labels ``y`` (integers, -1 = unlabeled; None = all unlabeled)."""
         beta = check_real("beta", self.beta, 0.0)

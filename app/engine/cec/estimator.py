@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state
 
 from app.engine.core.cec_fit import fit_cec
 from app.engine.core.cec_shell import check_cec_settings, predict_components, store_gaussian_fit
+from app.engine.core.errstate import engine_errstate
 from app.engine.core.projection import fit_space
 from app.engine.core.validation import check_choice, check_partial_labels
 
@@ -59,6 +60,7 @@ class _CECBase(ClusterMixin, BaseEstimator):
         store_gaussian_fit(self, result, max_iter=settings.max_iter, depth=2)
         return self
 
+    @engine_errstate
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         """Cluster of each row by the CEC rule argmax_i p_i N(x; m_i, S_i) (eq. 1)."""
         return predict_components(self, X)[1]
@@ -107,6 +109,7 @@ class CEC(_CECBase):
         self.random_state = random_state
         self.progress = progress
 
+    @engine_errstate
     def fit(self, X: ArrayLike, y: object = None) -> CEC:
         """Cluster ``X``; ``y`` is ignored."""
         self._fit(X, None, beta=0.0)

@@ -26,6 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import DIAGONAL, FAMILIES, FULL
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
@@ -212,6 +213,7 @@ class PPC(ClusterMixin, BaseEstimator):
             raise ValueError(f"covariances_init must have shape {shape}, got {covariances.shape}")
         return Params(weights, means, covariances, precision_cholesky(covariances, family))
 
+    @engine_errstate
     def fit(
         self,
         X: ArrayLike,
@@ -286,6 +288,7 @@ class PPC(ClusterMixin, BaseEstimator):
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
 
+    @engine_errstate
     def predict_proba(self, X: ArrayLike) -> FloatArray:
         """P_s(k | x, Theta): the plain mixture posterior (relations never apply to new data)."""
         check_is_fitted(self)

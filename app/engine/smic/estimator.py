@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_array, check_random_state
 from threadpoolctl import threadpool_limits
 
+from app.engine.core.errstate import engine_errstate
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.smic.constraints import compile_constraints
 from app.engine.smic.kernel import local_scaling_kernel, nearest_neighbors, zero_scale_points
@@ -168,6 +169,7 @@ class SMIC(ClusterMixin, BaseEstimator):
             raise ValueError(f"n_folds must be an int >= 2, got {self.n_folds!r}")
 
     # ------------------------------------------------------------------ fitting
+    @engine_errstate
     def fit(
         self,
         X: ArrayLike,
