@@ -29,4 +29,11 @@ node -e "const p=require('./node_modules/redoc/package.json');console.log(p.name
 # The bundles name source maps that are not shipped; drop the reference.
 sed -i '/^\/\/# sourceMappingURL=/d' "$docs/swagger-ui-bundle.js" "$redoc/redoc.standalone.js"
 sed -i 's#/\*\# sourceMappingURL=.*\*/##' "$docs/swagger-ui.css"
+# ReDoc's sidebar shows a logo from cdn.redoc.ly: point it at an empty data: image, which fails
+# to decode, so ReDoc hides it (its onError) and nothing leaves the server.
+sed -i 's#https://cdn.redoc.ly/redoc/logo-mini.svg#data:,#' "$redoc/redoc.standalone.js"
+if grep -Eo 'https://(cdn|fonts)\.[a-z.]+' "$docs/swagger-ui-bundle.js" "$redoc/redoc.standalone.js"; then
+  echo "a vendored docs bundle still loads from a CDN" >&2
+  exit 1
+fi
 echo "built $docs and $redoc"
