@@ -5,10 +5,11 @@ PY     := $(VENV)/bin/python
 # Reinstall whenever pyproject.toml changes.
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test setup chromium lint format bench-upload clean
+.PHONY: run test setup chromium lint format bench-upload constraints clean
 
+# `make run PORT=9000 HOST=0.0.0.0` (or PORT/HOST in the environment or .env); default 127.0.0.1:8000.
 run: $(STAMP)
-	$(PY) -m app serve
+	$(PY) -m app serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 test: $(STAMP) chromium
 	bash scripts/pytest.sh $(PYTEST_ARGS)
@@ -36,6 +37,10 @@ format: $(STAMP)
 
 bench-upload: $(STAMP)
 	$(PY) -m benchmarks.bench_upload
+
+# The pinned set the Docker image installs: regenerate after changing dependencies.
+constraints: $(STAMP)
+	bash scripts/freeze-constraints.sh > constraints.txt
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

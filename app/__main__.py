@@ -1,4 +1,4 @@
-"""`workbench serve|migrate|create-user` (also `python -m app ...`): the commands behind
+"""`workbench serve|migrate|create-user|warm-cache` (also `python -m app ...`): the commands behind
 `make run` and the Docker image."""
 
 import argparse
@@ -32,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     user.add_argument("--admin", action="store_true", help="an administrator")
     user.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+    sub.add_parser(
+        "warm-cache", help="fit every algorithm once so numba's cache (NUMBA_CACHE_DIR) is filled"
     )
     return parser
 
@@ -69,6 +72,11 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "migrate":
         upgrade_to_head(get_settings().database_url)
+        return
+    if args.command == "warm-cache":
+        from app.jobs.warm_cache import warm_numba_cache  # imports every estimator
+
+        warm_numba_cache()
         return
     if args.command == "create-user":
         sys.exit(create_user(args.username, args.admin, args.password_stdin))
