@@ -75,7 +75,11 @@ def answer(y: NDArray[np.int64], asked: list[tuple[int, int]]) -> Pairs:
     )
 
 
-def ours(X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int, batch: int) -> list[float]:
+def ours(
+    X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int, refit: int
+) -> list[float]:
+    """As the workspace's "Ask me" panel: one question at a time, each from the latest run and
+    every answer so far; the method re-runs every ``refit`` answers (Live re-runs after each)."""
     asked: list[tuple[int, int]] = []
     scores = []
     labels = cluster(X, k, answer(y, asked), seed)
@@ -83,12 +87,13 @@ def ours(X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int, batch:
         while len(asked) < budget:
             must, cannot = answer(y, asked)
             facts = knowledge(len(y), must_link=must, cannot_link=cannot)
-            n = min(batch, budget - len(asked))
-            questions = suggest_pairs(X, labels, n, facts)
+            questions = suggest_pairs(X, labels, 1, facts)
             if not questions:
                 break
-            asked += [(q.items[0], q.items[1]) for q in questions]
-            labels = cluster(X, k, answer(y, asked), seed)
+            asked.append((questions[0].items[0], questions[0].items[1]))
+            if len(asked) % refit == 0:
+                labels = cluster(X, k, answer(y, asked), seed)
+        labels = cluster(X, k, answer(y, asked), seed)
         scores.append(adjusted_rand_score(y, labels))
     return scores
 
@@ -128,13 +133,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", default=list(LOADERS), choices=list(LOADERS))
     parser.add_argument("--draws", type=int, default=3)
-    parser.add_argument("--batch", type=int, default=5, help="our questions per refit")
-    parser.add_argument(
-        "--strategies", nargs="+", default=["ours", "random", "NPU", "MinMax"]
-    )
+    parser.add_argument("--refit", type=int, default=5, help="our answers per re-run")
+    parser.add_argument("--strategies", nargs="+", default=["ours", "random", "NPU", "MinMax"])
     args = parser.parse_args()
     strategies: dict[str, Callable[..., list[float]]] = {
-        "ours": lambda X, y, k, s: ours(X, y, k, s, args.batch),
+        "ours": lambda X, y, k, s: ours(X, y, k, s, args.refit),
         "random": random_pairs,
         "NPU": library(lambda k: NPU(clusterer=PCKMeans(n_clusters=k))),
         "MinMax": library(lambda k: MinMax(n_clusters=k)),

@@ -32,6 +32,7 @@ class ClusterPosteriors:
     posteriors: FloatArray  # (n, k) P(cluster | item), rows sum to 1
     log_density: FloatArray  # (n, k) log w_c N(x; m_c, S_c)
     means: FloatArray  # (k, d)
+    pooled: FloatArray  # (d,) the pooled within-cluster variances the shrinkage aims at
 
     def top_two(self) -> tuple[IntArray, IntArray, FloatArray, FloatArray]:
         """Column indices of each item's first and second cluster and their posteriors (with one
@@ -50,9 +51,14 @@ class ClusterPosteriors:
         return np.asarray(1.0 - (p_first - p_second), dtype=np.float64)
 
 
-def cluster_posteriors(X: ArrayLike, partition: ArrayLike) -> ClusterPosteriors:
+def cluster_posteriors(
+    X: ArrayLike, partition: ArrayLike, fallback_pooled: ArrayLike | None = None
+) -> ClusterPosteriors:
     """Refit a Gaussian to every cluster of ``partition`` (ids >= 0; -1 = unassigned items,
-    which get posteriors but shape no cluster) and return every item's posteriors."""
+    which get posteriors but shape no cluster) and return every item's posteriors.
+
+    With fewer assigned items than clusters + dimensions the pooled variances say little (a
+    few named items); ``fallback_pooled`` (e.g. another model's ``pooled``) is used instead."""
     data = np.asarray(X, dtype=np.float64)
     labels = np.asarray(partition).astype(np.int64)
     if data.ndim != 2 or data.shape[0] != labels.shape[0]:
@@ -75,7 +81,11 @@ def cluster_posteriors(X: ArrayLike, partition: ArrayLike) -> ClusterPosteriors:
         means[column] = data[assigned][members].mean(axis=0)
         centred[members] = data[assigned][members] - means[column]
         sizes[column] = members.sum()
-    pooled = (centred**2).sum(axis=0) / max(centred.shape[0] - cluster_ids.size, 1)
+    degrees = centred.shape[0] - cluster_ids.size
+    if fallback_pooled is not None and degrees < d:
+        pooled = np.asarray(fallback_pooled, dtype=np.float64)
+    else:
+        pooled = (centred**2).sum(axis=0) / max(degrees, 1)
     pooled = np.maximum(pooled, _VARIANCE_FLOOR * max(float(pooled.max()), 1.0))
     log_weights = np.log(sizes / sizes.sum())
     log_density = np.empty((n, cluster_ids.size))
@@ -91,7 +101,7 @@ def cluster_posteriors(X: ArrayLike, partition: ArrayLike) -> ClusterPosteriors:
     with np.errstate(under="ignore"):
         weights = np.exp(shifted)
     posteriors = weights / weights.sum(axis=1, keepdims=True)
-    return ClusterPosteriors(cluster_ids, posteriors, log_density, means)
+    return ClusterPosteriors(cluster_ids, posteriors, log_density, means, pooled)
 
 
 def _log_gaussian(data: FloatArray, mean: FloatArray, covariance: FloatArray) -> FloatArray:

@@ -20,8 +20,11 @@ information:
    second when the first is known to be different), scored by ``u``. Once the expert has named
    two groups or more (labeled items, or components of two items or more), the boundary
    questions measure ``u`` and pick anchors between those *groups* instead of the run's
-   clusters: the run's boundary may be wrong where the expert's groups are not (on breast
-   cancer this took ARI after 100 answers from 0.27 to 0.73). The first questions a fresh
+   clusters (the run's boundary may be wrong where the expert's groups are not), with the
+   run's pooled variances while the groups are too small to have their own; and ``u`` is
+   weighed by the item's distance to the nearest named item (standardised features, over the
+   largest such distance), so questions cover the data instead of crowding one spot. On
+   breast cancer the two steps took ARI after 100 answers from 0.27 to 0.91. The first questions a fresh
    result asks are therefore mostly anchor pairs, which lay a cannot-link skeleton across the
    clusters (the "explore" step of the active-learning literature), then boundary items (the
    "consolidate" step).
@@ -38,10 +41,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
 
 from app.engine.active.posteriors import ClusterPosteriors, cluster_posteriors
 
 IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
 
 SAME_PAIR_DISCOUNT = 0.5  # per question already chosen for the same pair of clusters
 BOUNDARY_CANDIDATES_PER_QUESTION = 4
@@ -141,12 +146,25 @@ def suggest_pairs(
     if np.unique(groups[groups >= 0]).size >= 2:
         # Rule 4b: once the expert has named two groups or more, boundaries are measured
         # between those groups (what is known), not between the run's clusters.
-        group_model = cluster_posteriors(X, groups)
+        group_model = cluster_posteriors(X, groups, fallback_pooled=model.pooled)
         group_anchors = _anchors(group_model, groups, facts)
-        candidates += _boundary_questions(group_model, group_anchors, facts, n, labels, "groups")
+        reach = _distance_to_named(np.asarray(X, dtype=np.float64), groups >= 0)
+        candidates += _boundary_questions(
+            group_model, group_anchors, facts, n, labels, "groups", reach
+        )
     else:
-        candidates += _boundary_questions(model, anchors, facts, n, labels, "clusters")
+        candidates += _boundary_questions(model, anchors, facts, n, labels, "clusters", None)
     return _spread(candidates, n)
+
+
+def _distance_to_named(X: FloatArray, named: NDArray[np.bool_]) -> FloatArray:
+    """Per item, its distance to the nearest named item (standardised features), over the
+    largest such distance: 0 beside what the expert named, 1 for the item furthest from it."""
+    scale = X.std(axis=0)
+    scaled = X / np.where(scale > 0, scale, 1.0)
+    distance, _ = cKDTree(scaled[named]).query(scaled)
+    top = float(distance.max())
+    return np.asarray(distance / top if top > 0 else np.ones_like(distance), dtype=np.float64)
 
 
 def _named_groups(facts: Knowledge) -> IntArray:
@@ -209,9 +227,12 @@ def _boundary_questions(
     n: int,
     partition: IntArray,
     between: str,
+    reach: FloatArray | None,
 ) -> list[Question]:
     first, second, p_first, p_second = model.top_two()
     uncertainty = model.margin_uncertainty()
+    if reach is not None:
+        uncertainty = uncertainty * reach
     anchor_set = set(anchors)
     questions: list[Question] = []
     # Most uncertain first; a batch of n never needs more than a few n per pair of clusters.
