@@ -52,8 +52,12 @@ def run(n: int) -> None:
     scores = side_scores(X)
     small = slice(0, 2000)
     sml, scl = teacher(component[small], 0.05, True, SEED)
-    C4S(K, n_init=1, min_cluster_fraction=EPS, random_state=SEED).fit(X[small], sml, scl)
-    C3L(K, n_init=1, min_cluster_fraction=EPS, random_state=SEED).fit(X[small], scores[small])
+    C4S(K, n_init=1, min_cluster_fraction=EPS, random_state=SEED).fit(
+        X[small], must_link=sml, cannot_link=scl
+    )
+    C3L(K, n_init=1, min_cluster_fraction=EPS, random_state=SEED).fit(
+        X[small], side_scores=scores[small]
+    )
     CEC(K, n_init=1, min_cluster_fraction=EPS, random_state=SEED).fit(X[small])
     print(f"n = {n:,}, d = {X.shape[1]}, k = {K}; C4S: {ml.shape[0]} must-links and "
           f"{cl.shape[0]} cannot-links on {round(0.01 * n)} points")  # fmt: skip
@@ -67,7 +71,9 @@ def run(n: int) -> None:
     assert isinstance(cec, CEC)
     print(f"| CEC | {t_cec:.2f} s | {cec.n_iter_} | {cec.n_clusters_} | {cec.energy_:.6f} | 1.0 |")
     c4s, t_c4s = _timed(
-        lambda: C4S(K, n_init=1, min_cluster_fraction=EPS, random_state=SEED).fit(X, ml, cl)
+        lambda: C4S(K, n_init=1, min_cluster_fraction=EPS, random_state=SEED).fit(
+            X, must_link=ml, cannot_link=cl
+        )
     )
     assert isinstance(c4s, C4S)
     labels = c4s.labels_
@@ -78,7 +84,7 @@ def run(n: int) -> None:
           f"{gaussians} | {c4s.energy_:.6f} | {t_c4s / t_cec:.1f} |")  # fmt: skip
     c3l, t_c3l = _timed(
         lambda: C3L(K, leakage=0.05, n_init=1, min_cluster_fraction=EPS, random_state=SEED).fit(
-            X, scores
+            X, side_scores=scores
         )
     )
     assert isinstance(c3l, C3L)

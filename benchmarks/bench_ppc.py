@@ -162,11 +162,13 @@ def _since(start: tuple[float, float]) -> str:
     return f"{wall - start[0]:.2f} s (CPU {cpu - start[1]:.2f} s)"
 
 
-def _timed_fit(model: PPC, X: np.ndarray, *args: Any, **kw: Any) -> tuple[PPC, str]:
+def _timed_fit(
+    model: PPC, X: np.ndarray, pairs: Any = None, weights: Any = None, **kw: Any
+) -> tuple[PPC, str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         start = _clock()
-        model.fit(X, *args, **kw)
+        model.fit(X, pairs=pairs, weights=weights, **kw)
     return model, _since(start)
 
 

@@ -190,7 +190,7 @@ def run_c4s_setting(
         ml, cl = teacher(truth, fraction, negative, seed)
         start = time.perf_counter()
         model = C4S(3 * k, n_chunklet_clusters=4, min_cluster_fraction=0.01, n_init=n_init,
-                    random_state=seed).fit(X, ml, cl)  # fmt: skip
+                    random_state=seed).fit(X, must_link=ml, cannot_link=cl)  # fmt: skip
         seconds += time.perf_counter() - start
         c4s.append(adjusted_rand_index(truth, model.labels_))
         groups.append(model.n_clusters_)
@@ -232,7 +232,7 @@ def run_c3l(draws: int, standardise: bool) -> list[C3LRow]:
     for seed in range(draws):
         scores = side_scores(X, truth, [0, 1], seed)
         for eps in C3L_EPS:
-            model = C3L(6, leakage=eps, random_state=seed).fit(X, scores)
+            model = C3L(6, leakage=eps, random_state=seed).fit(X, side_scores=scores)
             row = rows.setdefault(f"C3L eps={eps}", C3LRow(f"C3L eps={eps}", [], [], []))
             row.nmi.append(normalized_mutual_info(truth, model.labels_))
             row.clusters.append(model.n_clusters_)

@@ -89,7 +89,7 @@ def fit(
         warnings.simplefilter("ignore", ConvergenceWarning)
         # the paper's "random initialization" (spec Sec. 3.8), not the library's k-means start
         return PPC(m, n_init=N_INIT, random_state=seed, init_params="random", **kw).fit(  # type: ignore[arg-type]
-            X, pairs, w
+            X, pairs=pairs, weights=w
         )
 
 
@@ -256,7 +256,9 @@ def texture_experiment(
         begin = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = PPC(4, **{**start, **kw}).fit(mosaic.X, *relations)
+            model = PPC(4, **{**start, **kw}).fit(
+                mosaic.X, pairs=relations[0], weights=relations[1]
+            )
         seconds = time.perf_counter() - begin
         pixels = np.kron(model.labels_.reshape(gh, gw), np.ones((7, 7), dtype=np.int64)).ravel()
         truth = mosaic.pixel_truth.ravel()

@@ -49,7 +49,9 @@ def _cost(X: np.ndarray, scores: np.ndarray, labels: np.ndarray, eps: float) -> 
 def test_fitted_partition_is_a_local_optimum_of_the_c3l_cost(eps: float) -> None:
     """energy_ is the from-scratch cost, and no single point move lowers it (brute force)."""
     X, scores = _data(0)
-    model = C3L(4, leakage=eps, n_init=2, random_state=0, min_cluster_fraction=0.1).fit(X, scores)
+    model = C3L(4, leakage=eps, n_init=2, random_state=0, min_cluster_fraction=0.1).fit(
+        X, side_scores=scores
+    )
     labels = model.labels_
     base = _cost(X, scores, labels, eps)
     assert model.energy_ == pytest.approx(base, rel=1e-9)
@@ -64,8 +66,8 @@ def test_fitted_partition_is_a_local_optimum_of_the_c3l_cost(eps: float) -> None
 def test_half_means_no_constraint() -> None:
     """eps >= 1/2 is plain CEC with the product family: same run for 0.5 and 0.9."""
     X, scores = _data(1)
-    a = C3L(4, leakage=0.5, n_init=2, random_state=3).fit(X, scores)
-    b = C3L(4, leakage=0.9, n_init=2, random_state=3).fit(X, scores)
+    a = C3L(4, leakage=0.5, n_init=2, random_state=3).fit(X, side_scores=scores)
+    b = C3L(4, leakage=0.9, n_init=2, random_state=3).fit(X, side_scores=scores)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.energy_ == b.energy_
 
@@ -74,7 +76,7 @@ def test_half_means_no_constraint() -> None:
 def test_leakage_per_cluster_is_at_most_eps(seed: int) -> None:
     X, scores = _data(seed, 120)
     for eps in (0.2, 0.05, 0.01, 0.001):
-        model = C3L(5, leakage=eps, n_init=2, random_state=seed).fit(X, scores)
+        model = C3L(5, leakage=eps, n_init=2, random_state=seed).fit(X, side_scores=scores)
         assert model.leakage_.shape == (model.n_clusters_,)
         assert np.all(model.leakage_ <= eps + 1e-9)
         assert set(model.sides_.tolist()) <= {-1, 1}
@@ -82,7 +84,7 @@ def test_leakage_per_cluster_is_at_most_eps(seed: int) -> None:
 
 def test_cost_of_a_fixed_partition_is_monotone_in_eps() -> None:
     X, scores = _data(2)
-    labels = C3L(4, leakage=0.01, n_init=1, random_state=0).fit(X, scores).labels_
+    labels = C3L(4, leakage=0.01, n_init=1, random_state=0).fit(X, side_scores=scores).labels_
     costs = [_cost(X, scores, labels, e) for e in (1e-4, 0.001, 0.01, 0.05, 0.1, 0.3, 0.5)]
     assert all(a >= b for a, b in itertools.pairwise(costs))
     assert costs[0] > costs[-1]
@@ -94,7 +96,7 @@ def test_small_eps_separates_the_sides() -> None:
     positive = scores >= 0
 
     def mixed(eps: float) -> float:
-        labels = C3L(6, leakage=eps, n_init=3, random_state=0).fit(X, scores).labels_
+        labels = C3L(6, leakage=eps, n_init=3, random_state=0).fit(X, side_scores=scores).labels_
         return (
             sum(
                 min(positive[labels == c].sum(), (~positive[labels == c]).sum())
@@ -109,8 +111,8 @@ def test_small_eps_separates_the_sides() -> None:
 
 def test_scaling_the_scores_shifts_the_energy_by_ln_a() -> None:
     X, scores = _data(4)
-    a = C3L(4, leakage=0.05, n_init=2, random_state=1).fit(X, scores)
-    b = C3L(4, leakage=0.05, n_init=2, random_state=1).fit(X, 3.0 * scores)
+    a = C3L(4, leakage=0.05, n_init=2, random_state=1).fit(X, side_scores=scores)
+    b = C3L(4, leakage=0.05, n_init=2, random_state=1).fit(X, side_scores=3.0 * scores)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert b.energy_ - a.energy_ == pytest.approx(math.log(3.0), abs=1e-9)
 
@@ -124,12 +126,12 @@ def test_progress_stop_and_reproducibility() -> None:
         assert math.isfinite(cost)
         return len(calls) < 2
 
-    model = C3L(4, n_init=3, random_state=0, progress=stop).fit(X, scores)
+    model = C3L(4, n_init=3, random_state=0, progress=stop).fit(X, side_scores=scores)
     assert calls == [1, 2]
     assert model.labels_.shape == (X.shape[0],)
     assert model.energy_ == pytest.approx(_cost(X, scores, model.labels_, 0.05), rel=1e-9)
-    first = C3L(4, n_init=2, random_state=9).fit(X, scores)
-    again = clone(first).fit(X, scores)
+    first = C3L(4, n_init=2, random_state=9).fit(X, side_scores=scores)
+    again = clone(first).fit(X, side_scores=scores)
     np.testing.assert_array_equal(first.labels_, again.labels_)
     assert first.n_features_in_ == 2
 
@@ -137,29 +139,31 @@ def test_progress_stop_and_reproducibility() -> None:
 def test_scores_from_labels_stay_finite() -> None:
     """Constant scores inside a cluster (scores derived from labels) are handled by the ridge."""
     X, scores = _data(6)
-    model = C3L(4, leakage=0.01, n_init=2, random_state=0).fit(X, np.sign(scores) + (scores == 0))
+    model = C3L(4, leakage=0.01, n_init=2, random_state=0).fit(
+        X, side_scores=np.sign(scores) + (scores == 0)
+    )
     assert math.isfinite(model.energy_)
 
 
 def test_validation_errors() -> None:
     X, scores = _data(0, 30)
     with pytest.raises(ValueError, match="one score per sample"):
-        C3L(3).fit(X, scores[:-1])
+        C3L(3).fit(X, side_scores=scores[:-1])
     bad = scores.copy()
     bad[4] = np.nan
     with pytest.raises(ValueError, match=r"side_scores\[4\]"):
-        C3L(3).fit(X, bad)
+        C3L(3).fit(X, side_scores=bad)
     with pytest.raises(ValueError, match="real numbers"):
-        C3L(3).fit(X, ["a"] * 30)
+        C3L(3).fit(X, side_scores=["a"] * 30)
     with pytest.raises(ValueError, match="leakage"):
-        C3L(3, leakage=0.0).fit(X, scores)
+        C3L(3, leakage=0.0).fit(X, side_scores=scores)
     with pytest.raises(ValueError, match="leakage"):
-        C3L(3, leakage=1.5).fit(X, scores)
+        C3L(3, leakage=1.5).fit(X, side_scores=scores)
     with pytest.raises(ValueError, match="init"):
-        C3L(3, init="nope").fit(X, scores)
+        C3L(3, init="nope").fit(X, side_scores=scores)
     nan_x = X.copy()
     nan_x[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        C3L(3).fit(nan_x, scores)
+        C3L(3).fit(nan_x, side_scores=scores)
     with pytest.raises(ValueError, match="side_scores"):
         C3L(3).fit_predict(X)

@@ -43,7 +43,7 @@ def test_small_eps_keeps_clusters_on_one_side_of_the_svm_boundary() -> None:
         total = 0
         for seed in range(3):
             scores = side_scores(X, truth, [0, 1], seed)
-            model = C3L(6, leakage=eps, random_state=seed).fit(X, scores)
+            model = C3L(6, leakage=eps, random_state=seed).fit(X, side_scores=scores)
             side_of_point = model.sides_[model.labels_]
             total += int(np.sum(np.where(scores >= 0, 1, -1) != side_of_point))
         wrong[eps] = total

@@ -52,7 +52,9 @@ def test_hard_constraints_hold_on_random_instances(seed: int) -> None:
     # a noisy truth, so the constraints fight the data
     noisy = np.where(rng.random(truth.shape[0]) < 0.2, rng.integers(0, 4, truth.shape[0]), truth)
     ml, cl = _constraints(noisy, rng, int(rng.integers(5, 40)), int(rng.integers(5, 40)))
-    model = C4S(8, n_chunklet_clusters=3, n_init=2, random_state=seed).fit(X, ml, cl)
+    model = C4S(8, n_chunklet_clusters=3, n_init=2, random_state=seed).fit(
+        X, must_link=ml, cannot_link=cl
+    )
     labels = model.labels_
     assert np.all(labels[ml[:, 0]] == labels[ml[:, 1]])
     assert np.all(labels[cl[:, 0]] != labels[cl[:, 1]])
@@ -75,7 +77,7 @@ def test_two_chunklets_covering_everything_give_two_groups() -> None:
     left = np.nonzero(truth < 2)[0]
     right = np.nonzero(truth >= 2)[0]
     ml = np.concatenate([np.stack([left[:-1], left[1:]], 1), np.stack([right[:-1], right[1:]], 1)])
-    model = C4S(4, n_init=2, random_state=0).fit(X, ml, [[left[0], right[0]]])
+    model = C4S(4, n_init=2, random_state=0).fit(X, must_link=ml, cannot_link=[[left[0], right[0]]])
     assert model.n_clusters_ == 2
     np.testing.assert_array_equal(model.labels_, (truth >= 2).astype(int))
 
@@ -84,7 +86,7 @@ def test_one_chunklet_covering_everything_gives_one_group() -> None:
     X, _ = _blobs(2, 30)
     n = X.shape[0]
     ml = np.stack([np.arange(n - 1), np.arange(1, n)], 1)
-    model = C4S(5, n_init=1, random_state=0).fit(X, ml)
+    model = C4S(5, n_init=1, random_state=0).fit(X, must_link=ml)
     assert model.n_clusters_ == 1
     assert model.cluster_labels_.max() >= 1  # the chunklet was split into several Gaussians
 
@@ -98,7 +100,9 @@ def test_progress_stop_leaves_a_valid_partition() -> None:
         calls.append((iteration, cost))
         return False
 
-    model = C4S(8, n_init=5, random_state=0, progress=stop_at_once).fit(X, ml, cl)
+    model = C4S(8, n_init=5, random_state=0, progress=stop_at_once).fit(
+        X, must_link=ml, cannot_link=cl
+    )
     assert len(calls) == 1 and calls[0][0] == 1
     assert not model.converged_
     assert np.all(model.labels_[cl[:, 0]] != model.labels_[cl[:, 1]])
@@ -109,8 +113,8 @@ def test_random_state_reproduces_and_clone_keeps_params() -> None:
     X, truth = _blobs(4, 30)
     ml, cl = _constraints(truth, np.random.default_rng(4), 10, 10)
     model = C4S(6, n_init=2, random_state=7)
-    a = model.fit(X, ml, cl).labels_.copy()
-    assert model.fit(X, ml, cl) is model
+    a = model.fit(X, must_link=ml, cannot_link=cl).labels_.copy()
+    assert model.fit(X, must_link=ml, cannot_link=cl) is model
     np.testing.assert_array_equal(a, model.labels_)
     assert clone(model).get_params() == model.get_params()
     assert model.n_features_in_ == 2

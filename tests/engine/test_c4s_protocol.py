@@ -51,7 +51,11 @@ def test_digits_merged_classes_favour_c4s() -> None:
 def test_constraints_hold_in_protocol_fits(name: str) -> None:
     X, truth = reference(name)
     ml, cl = teacher(truth, 0.15, True, 7)
-    labels = C4S(3 * np.unique(truth).size, n_init=3, random_state=7).fit(X, ml, cl).labels_
+    labels = (
+        C4S(3 * np.unique(truth).size, n_init=3, random_state=7)
+        .fit(X, must_link=ml, cannot_link=cl)
+        .labels_
+    )
     assert np.all(labels[ml[:, 0]] == labels[ml[:, 1]])
     assert np.all(labels[cl[:, 0]] != labels[cl[:, 1]])
 
@@ -81,6 +85,6 @@ def test_mouse_ears_are_one_group_with_cannot_links() -> None:
     of two separate discs is a mixture, which one Gaussian per class cannot represent)."""
     X, truth = _mouse(2000, 0)
     ml, cl = teacher(truth, 0.30, True, 0)
-    model = C4S(6, n_init=10, random_state=0).fit(X, ml, cl)
+    model = C4S(6, n_init=10, random_state=0).fit(X, must_link=ml, cannot_link=cl)
     assert model.n_clusters_ == 2
     assert adjusted_rand_index(truth, model.labels_) >= 0.9

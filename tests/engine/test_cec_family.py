@@ -16,8 +16,8 @@ X = np.random.RandomState(0).normal(size=(120, 2)) + np.repeat([[0.0, 0.0], [6.0
 FITS: dict[str, Callable[..., Any]] = {
     "CEC": lambda data, **kw: CEC(**kw).fit(data),
     "CECIB": lambda data, **kw: CECIB(**kw).fit(data, np.full(data.shape[0], -1)),
-    "C4S": lambda data, **kw: C4S(**kw).fit(data, [[0, 1]], [[0, 60]]),
-    "C3L": lambda data, **kw: C3L(**kw).fit(data, data[:, 0] - 3.0),
+    "C4S": lambda data, **kw: C4S(**kw).fit(data, must_link=[[0, 1]], cannot_link=[[0, 60]]),
+    "C3L": lambda data, **kw: C3L(**kw).fit(data, side_scores=data[:, 0] - 3.0),
 }
 
 

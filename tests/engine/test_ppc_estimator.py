@@ -69,7 +69,7 @@ def test_infeasible_hard_do_not_links_raise() -> None:
     ("params", "match"),
     [
         ({"n_components": 0}, "n_components"),
-        ({"covariance": "tied"}, "covariance"),
+        ({"covariance": "banana"}, "covariance"),
         ({"e_step": "bp"}, "e_step"),
         ({"n_init": 0}, "n_init"),
         ({"max_iter": 0}, "max_iter"),

@@ -45,7 +45,9 @@ def test_continuity_beats_the_mixture_at_every_weight(side: int, starts: int) ->
         pairs, weights = grid_links(side, side, w)
         for seed in range(starts):
             got = matched(
-                PPC(2, random_state=seed).fit(X, pairs, weights).labels_, truth.ravel(), 2
+                PPC(2, random_state=seed).fit(X, pairs=pairs, weights=weights).labels_,
+                truth.ravel(),
+                2,
             )
             assert got >= gmm, (w, seed, got, gmm)
             if w >= 1.0:
@@ -56,7 +58,8 @@ def test_annealed_coupling_segments_too() -> None:
     """``anneal``: a mixture fit first, then the coupling grows; same gain at strong coupling."""
     X, truth = two_region_image(24)
     gmm = gmm_accuracy(X, truth.ravel(), 2)
-    model = PPC(2, random_state=0, anneal=5).fit(X, *grid_links(24, 24, 1.0))
+    pairs, weights = grid_links(24, 24, 1.0)
+    model = PPC(2, random_state=0, anneal=5).fit(X, pairs=pairs, weights=weights)
     assert matched(model.labels_, truth.ravel(), 2) >= gmm + 0.1
     assert model.n_iter_ > 5 and model.converged_
 
@@ -75,7 +78,8 @@ def test_scribbles_with_continuity_are_never_worse(
         alone = PPC(3, random_state=seed).fit(X, labels=labels).labels_
         base = matched(alone, truth.ravel(), 3)
         for w in weights:
-            model = PPC(3, random_state=seed).fit(X, *grid_links(side, side, w), labels=labels)
+            pairs, link_w = grid_links(side, side, w)
+            model = PPC(3, random_state=seed).fit(X, pairs=pairs, weights=link_w, labels=labels)
             np.testing.assert_array_equal(model.labels_[labels >= 0], labels[labels >= 0])
             assert matched(model.labels_, truth.ravel(), 3) >= base, (seed, w)
 
@@ -123,11 +127,11 @@ def test_labels_are_kept_and_checked() -> None:
     with pytest.raises(ValueError, match=r"one entry per sample"):
         PPC(2).fit(X, labels=[0, 1])
     with pytest.raises(ValueError, match=r"samples 0 and 70 have labels 1 and 0.*0 - 3 - 70"):
-        PPC(2).fit(X, [[0, 3], [3, 70]], [np.inf, np.inf], labels=labels)
+        PPC(2).fit(X, pairs=[[0, 3], [3, 70]], weights=[np.inf, np.inf], labels=labels)
     with pytest.raises(ValueError, match=r"\(0, 5\) is a hard do-not-link, but both"):
-        PPC(2).fit(X, [[0, 5]], [-np.inf], labels=labels)
+        PPC(2).fit(X, pairs=[[0, 5]], weights=[-np.inf], labels=labels)
     with pytest.raises(ValueError, match=r"cannot all hold"):  # a tree: 9 must differ from both
-        PPC(2).fit(X, [[9, 0], [9, 70]], [-np.inf, -np.inf], labels=labels)
+        PPC(2).fit(X, pairs=[[9, 0], [9, 70]], weights=[-np.inf, -np.inf], labels=labels)
 
 
 # -- the schedule's parts ---------------------------------------------------------------------
@@ -189,10 +193,10 @@ def test_fit_does_not_depend_on_numpy_error_state() -> None:
     old = np.seterr(all="raise")
     try:
         model = PPC(2, random_state=0, max_iter=20, gibbs_sweeps=10, gibbs_burn_in=2).fit(
-            X, pairs, w, labels=labels
+            X, pairs=pairs, weights=w, labels=labels
         )
         model.predict_proba(X * 50.0)  # far samples: exp underflows
-        PPC(2, random_state=0, max_iter=20).fit(X, pairs[:-1], w[:-1])
+        PPC(2, random_state=0, max_iter=20).fit(X, pairs=pairs[:-1], weights=w[:-1])
     finally:
         np.seterr(**old)
     assert np.all(np.isfinite(model.resp_))

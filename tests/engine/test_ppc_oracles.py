@@ -451,7 +451,7 @@ def test_exact_em_objective_never_decreases() -> None:
     model = PPC(3, max_iter=50, tol=0.0, reg_covar=0.0, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(X, pairs, w)
+        model.fit(X, pairs=pairs, weights=w)
     assert np.all(np.diff(model.lower_bound_history_) >= -1e-10)
 
 
@@ -461,7 +461,9 @@ def test_exact_em_objective_never_decreases() -> None:
 def test_predict_proba_is_the_plain_mixture_posterior() -> None:
     rng = np.random.default_rng(41)
     X = rng.normal(size=(50, 2))
-    model = PPC(2, random_state=0).fit(X, np.array([[0, 1], [2, 3]]), np.array([1.0, -np.inf]))
+    model = PPC(2, random_state=0).fit(
+        X, pairs=np.array([[0, 1], [2, 3]]), weights=np.array([1.0, -np.inf])
+    )
     X_new = rng.normal(size=(7, 2))
     dens = np.stack(
         [

@@ -53,7 +53,7 @@ def test_iris_overlapping_hard_relations_hold() -> None:
         rng = np.random.default_rng(seed)
         pairs = relation_pairs(100, np.arange(150), rng)
         w = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], np.inf, -np.inf)
-        model = PPC(3, n_init=3, random_state=seed).fit(X, pairs, w)
+        model = PPC(3, n_init=3, random_state=seed).fit(X, pairs=pairs, weights=w)
         lab = model.labels_
         same = lab[pairs[:, 0]] == lab[pairs[:, 1]]
         assert np.all(same == (w > 0))

@@ -53,7 +53,9 @@ def _grid() -> np.ndarray:
 @pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
 def test_c4s_parameters_are_the_moments_of_its_gaussian_clusters(covariance: str) -> None:
     X, _ = _blobs(0)
-    model = C4S(8, covariance=covariance, random_state=0).fit(X, [[0, 1], [80, 81]], [[0, 80]])
+    model = C4S(8, covariance=covariance, random_state=0).fit(
+        X, must_link=[[0, 1], [80, 81]], cannot_link=[[0, 80]]
+    )
     weights, means, covs = _moments(X, model.cluster_labels_, covariance)
     np.testing.assert_allclose(model.weights_, weights, rtol=1e-12)
     np.testing.assert_allclose(model.means_, means, rtol=1e-9, atol=1e-12)
@@ -65,7 +67,9 @@ def test_c4s_parameters_are_the_moments_of_its_gaussian_clusters(covariance: str
 @pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
 def test_c4s_predict_is_the_cec_rule_mapped_to_groups(covariance: str) -> None:
     X, _ = _blobs(1)
-    model = C4S(8, covariance=covariance, random_state=1).fit(X, [[0, 1]], [[0, 80], [80, 160]])
+    model = C4S(8, covariance=covariance, random_state=1).fit(
+        X, must_link=[[0, 1]], cannot_link=[[0, 80], [80, 160]]
+    )
     new = _grid()
     scores = np.column_stack(
         [
@@ -80,7 +84,7 @@ def test_c4s_predict_is_the_cec_rule_mapped_to_groups(covariance: str) -> None:
 def test_c4s_predict_puts_fresh_samples_with_their_blob() -> None:
     X, blob = _blobs(2)
     must = [[0, 1], [1, 2], [80, 81]]
-    model = C4S(4, covariance="full", random_state=2).fit(X, must, [[0, 80]])
+    model = C4S(4, covariance="full", random_state=2).fit(X, must_link=must, cannot_link=[[0, 80]])
     fresh, fresh_blob = _blobs(3, n_per=25)
     predicted = model.predict(fresh)
     for b in range(len(CENTRES)):
@@ -93,7 +97,9 @@ def test_c3l_parameters_are_the_moments_and_the_constrained_side_fit(covariance:
     X, _ = _blobs(4)
     scores = X[:, 0] - 3.5 + np.random.RandomState(4).normal(scale=0.5, size=len(X))
     leakage = 0.05
-    model = C3L(6, leakage=leakage, covariance=covariance, random_state=4).fit(X, scores)
+    model = C3L(6, leakage=leakage, covariance=covariance, random_state=4).fit(
+        X, side_scores=scores
+    )
     weights, means, covs = _moments(X, model.labels_, covariance)
     np.testing.assert_allclose(model.weights_, weights, rtol=1e-12)
     np.testing.assert_allclose(model.means_, means, rtol=1e-9, atol=1e-12)
@@ -113,7 +119,7 @@ def test_c3l_parameters_are_the_moments_and_the_constrained_side_fit(covariance:
 def test_c3l_predict_is_the_product_family_cec_rule(covariance: str) -> None:
     X, _ = _blobs(5)
     scores = X[:, 1] - 3.5
-    model = C3L(6, covariance=covariance, random_state=5).fit(X, scores)
+    model = C3L(6, covariance=covariance, random_state=5).fit(X, side_scores=scores)
     new = _grid()
     new_scores = new[:, 1] - 3.5
     columns = []
@@ -122,7 +128,7 @@ def test_c3l_predict_is_the_product_family_cec_rule(covariance: str) -> None:
         side = norm(model.side_means_[c], model.side_stds_[c]).logpdf(new_scores)
         columns.append(np.log(model.weights_[c]) + x_part + side)
     expected = np.column_stack(columns).argmax(axis=1)
-    np.testing.assert_array_equal(model.predict(new, new_scores), expected)
+    np.testing.assert_array_equal(model.predict(new, side_scores=new_scores), expected)
 
 
 def test_predict_errors_are_clear() -> None:
@@ -130,12 +136,12 @@ def test_predict_errors_are_clear() -> None:
     with pytest.raises(NotFittedError):
         C4S(4).predict(X)
     with pytest.raises(NotFittedError):
-        C3L(4).predict(X, X[:, 0])
+        C3L(4).predict(X, side_scores=X[:, 0])
     c4s = C4S(4, random_state=0).fit(X)
     with pytest.raises(ValueError, match="features"):
         c4s.predict(np.ones((3, 5)))
-    c3l = C3L(4, random_state=0).fit(X, X[:, 0] - 3.5)
+    c3l = C3L(4, random_state=0).fit(X, side_scores=X[:, 0] - 3.5)
     with pytest.raises(ValueError, match="one score per sample"):
-        c3l.predict(X, X[:10, 0])
+        c3l.predict(X, side_scores=X[:10, 0])
     with pytest.raises(ValueError, match="finite"):
-        c3l.predict(X[:2], [0.0, np.nan])
+        c3l.predict(X[:2], side_scores=[0.0, np.nan])

@@ -39,7 +39,7 @@ def test_c3l_skipping_gives_the_full_evaluation_result(
     scores = X @ np.random.RandomState(seed + 10).normal(size=X.shape[1])
 
     def fit() -> C3L:
-        return C3L(8, n_init=1, max_iter=200, random_state=seed).fit(X, scores)
+        return C3L(8, n_init=1, max_iter=200, random_state=seed).fit(X, side_scores=scores)
 
     fast = fit()
     monkeypatch.setattr(_c3l_fit, "c3l_sweep", _forgetful(_c3l_fit.c3l_sweep, 11))
@@ -60,7 +60,9 @@ def test_c4s_skipping_gives_the_full_evaluation_result(
     cannot = cannot[cannot[:, 0] != cannot[:, 1]]
 
     def fit() -> C4S:
-        return C4S(8, n_init=1, max_iter=200, random_state=seed).fit(X, must, cannot)
+        return C4S(8, n_init=1, max_iter=200, random_state=seed).fit(
+            X, must_link=must, cannot_link=cannot
+        )
 
     try:
         fast = fit()

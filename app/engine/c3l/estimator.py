@@ -23,8 +23,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine.c3l.cost import leakage_quantile
 from app.engine.c3l.fit import fit_c3l
-from app.engine.core.cec_fit import MOVE_TOL
-from app.engine.core.cec_shell import check_cec_settings, store_gaussian_fit
+from app.engine.core.cec_fit import MOVE_TOL, fit_cec
+from app.engine.core.cec_shell import CECSettings, check_cec_settings, store_gaussian_fit
 from app.engine.core.density import weighted_log_densities
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import FAMILIES
@@ -79,7 +79,7 @@ class C3L(ClusterMixin, BaseEstimator):
     -1: the category of each cluster), ``weights_``, ``means_`` and ``covariances_`` (the X
     factor, shaped as in ``GaussianMixture``), ``side_means_`` and ``side_stds_`` (the
     constrained score factor N(mu, s^2)), ``n_iter_``, ``converged_``, ``energy_history_``,
-    ``n_features_in_``.
+    ``n_features_in_``. The four side attributes are None after a fit without side_scores.
     """
 
     def __init__(
@@ -106,16 +106,26 @@ class C3L(ClusterMixin, BaseEstimator):
         self.progress = progress
 
     @engine_errstate
-    def fit(self, X: ArrayLike, side_scores: ArrayLike) -> C3L:
-        """Cluster ``X``; ``side_scores[i] >= 0`` puts point i in the positive category."""
+    def fit(self, X: ArrayLike, y: object = None, *, side_scores: ArrayLike | None = None) -> C3L:
+        """Cluster ``X``; ``side_scores[i] >= 0`` puts point i in the positive category.
+
+        ``y`` is ignored: the scores are keyword-only (routable with ``set_fit_request``), so
+        true labels can never leak in through ``y``. Without ``side_scores`` there is no
+        boundary to respect and the fit is plain CEC on ``X`` (the side attributes are None).
+        """
         settings = check_cec_settings(self, X)
-        scores = check_side_scores(side_scores, settings.data.shape[0])
         leakage = check_real("leakage", self.leakage, 0.0, 1.0, high_open=True)
         if leakage <= 0.0:
             raise ValueError("leakage must be > 0: no Gaussian has zero mass across a boundary")
         init = check_choice("init", self.init, INITS)
+        data = fit_space(self, settings.data, settings.family)
+        rng = check_random_state(self.random_state)
+        if side_scores is None:
+            self._fit_without_side(data, settings, rng)
+            return self
+        scores = check_side_scores(side_scores, settings.data.shape[0])
         result = fit_c3l(
-            fit_space(self, settings.data, settings.family),
+            data,
             scores,
             n_clusters=settings.n_clusters,
             q=leakage_quantile(leakage),
@@ -125,36 +135,63 @@ class C3L(ClusterMixin, BaseEstimator):
             max_iter=settings.max_iter,
             tol=MOVE_TOL,
             init=init,
-            rng=check_random_state(self.random_state),
+            rng=rng,
             progress=self.progress,
         )
-        self.leakage_ = result.leakage
-        self.sides_ = result.sides
-        self.side_means_ = result.side_means
-        self.side_stds_ = result.side_stds
+        self.leakage_: NDArray[np.float64] | None = result.leakage
+        self.sides_: NDArray[np.int64] | None = result.sides
+        self.side_means_: NDArray[np.float64] | None = result.side_means
+        self.side_stds_: NDArray[np.float64] | None = result.side_stds
         store_gaussian_fit(self, result, max_iter=settings.max_iter)
         return self
 
+    def _fit_without_side(
+        self, data: NDArray[np.float64], settings: CECSettings, rng: np.random.RandomState
+    ) -> None:
+        """CEC on X alone: with no boundary the product family's side factor is absent."""
+        result = fit_cec(
+            data,
+            np.full(data.shape[0], -1, dtype=np.int64),
+            0,
+            n_clusters=settings.n_clusters,
+            family=settings.family,
+            beta=0.0,
+            min_cluster_fraction=settings.min_cluster_fraction,
+            n_init=settings.n_init,
+            max_iter=settings.max_iter,
+            init="k-means++",
+            rng=rng,
+            progress=self.progress,
+        )
+        self.leakage_ = self.sides_ = self.side_means_ = self.side_stds_ = None
+        store_gaussian_fit(self, result, max_iter=settings.max_iter, depth=2)
+
     @engine_errstate
-    def predict(self, X: ArrayLike, side_scores: ArrayLike) -> NDArray[np.int64]:
+    def predict(self, X: ArrayLike, *, side_scores: ArrayLike | None = None) -> NDArray[np.int64]:
         """Cluster of each row by the CEC rule for the product family fitted here:
         argmax_i p_i N(x; m_i, S_i) N(score; mu_i, s_i^2) (the side factor with its leakage
-        constraint)."""
+        constraint). Without ``side_scores`` the side factor is integrated out (it is a
+        density in the score), leaving argmax_i p_i N(x; m_i, S_i): what a scorer in
+        GridSearchCV, which passes only X to predict, gets."""
         check_is_fitted(self)
         data = predict_space(self, validate_data(self, X, dtype=np.float64, reset=False))
-        scores = check_side_scores(side_scores, data.shape[0])
         family = FAMILIES[self.covariance]
         log_density = weighted_log_densities(
             data, self.weights_, self.means_, self.covariances_, family
         )
-        z = (scores[:, None] - self.side_means_[None, :]) / self.side_stds_[None, :]
-        log_density += -0.5 * z * z - np.log(self.side_stds_)[None, :] - HALF_LOG_2PI
+        if side_scores is not None:
+            if self.side_means_ is None or self.side_stds_ is None:
+                raise ValueError(
+                    "this C3L was fitted without side_scores, so it has no side factor to "
+                    "score them with; predict without side_scores"
+                )
+            scores = check_side_scores(side_scores, data.shape[0])
+            z = (scores[:, None] - self.side_means_[None, :]) / self.side_stds_[None, :]
+            log_density += -0.5 * z * z - np.log(self.side_stds_)[None, :] - HALF_LOG_2PI
         return np.asarray(log_density.argmax(axis=1), dtype=np.int64)
 
     def fit_predict(
-        self, X: ArrayLike, side_scores: ArrayLike | None = None, **kwargs: Any
+        self, X: ArrayLike, y: object = None, *, side_scores: ArrayLike | None = None
     ) -> NDArray[np.int64]:
-        """``fit(X, side_scores).labels_``."""
-        if side_scores is None:
-            raise ValueError("C3L needs side_scores: one score per sample, >= 0 for positive")
-        return self.fit(X, side_scores).labels_
+        """``fit(X, side_scores=side_scores).labels_``."""
+        return self.fit(X, side_scores=side_scores).labels_

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from app.engine.side_info import PAIRS_NAME_ROWS
+
 IntArray = NDArray[np.int64]
 
 
@@ -39,7 +41,7 @@ def check_pairs(name: str, pairs: ArrayLike | None, n_samples: int) -> IntArray:
         row = int(np.nonzero(bad.any(axis=1))[0][0])
         raise ValueError(
             f"{name} row {row} is ({out[row, 0]}, {out[row, 1]}), but point indices must be in "
-            f"[0, {n_samples - 1}]"
+            f"[0, {n_samples - 1}]{PAIRS_NAME_ROWS}"
         )
     return out
 

@@ -91,10 +91,13 @@ class C4S(ClusterMixin, BaseEstimator):
     def fit(
         self,
         X: ArrayLike,
+        y: object = None,
+        *,
         must_link: ArrayLike | None = None,
         cannot_link: ArrayLike | None = None,
     ) -> C4S:
-        """Cluster ``X`` under the (m, 2) index arrays ``must_link`` and ``cannot_link``."""
+        """Cluster ``X`` under the (m, 2) index arrays ``must_link`` and ``cannot_link``; ``y`` is
+        ignored (constraints are keyword-only and routable, see app/engine/side_info.py)."""
         settings = check_cec_settings(self, X)
         data, family, fraction = settings.data, settings.family, settings.min_cluster_fraction
         n, d = data.shape
@@ -161,9 +164,10 @@ class C4S(ClusterMixin, BaseEstimator):
     def fit_predict(
         self,
         X: ArrayLike,
+        y: object = None,
+        *,
         must_link: ArrayLike | None = None,
         cannot_link: ArrayLike | None = None,
-        **kwargs: Any,
     ) -> NDArray[np.int64]:
-        """``fit(X, must_link, cannot_link).labels_``."""
-        return self.fit(X, must_link, cannot_link).labels_
+        """``fit(X, must_link=must_link, cannot_link=cannot_link).labels_``."""
+        return self.fit(X, must_link=must_link, cannot_link=cannot_link).labels_

@@ -80,8 +80,8 @@ def mahalanobis_sq(chol_inv: FloatArray, c: int, u: FloatArray) -> float:
 def cholesky_rank_one(chol: FloatArray, v: FloatArray, sign: float, work: FloatArray) -> bool:
     """In place: ``L L^T + sign * v v^T`` (sign = +1 update, -1 downdate).
 
-    Returns False when a downdate would leave a non-positive pivot; ``chol`` is then garbage and
-    the caller must refactor from the covariance.
+    Returns False when a downdate would leave a non-positive pivot or a pivot is already 0;
+    ``chol`` is then garbage and the caller must refactor from the covariance.
     """
     d = v.shape[0]
     for i in range(d):
@@ -90,7 +90,8 @@ def cholesky_rank_one(chol: FloatArray, v: FloatArray, sign: float, work: FloatA
         lkk = chol[k, k]
         xk = work[k]
         r2 = lkk * lkk + sign * xk * xk
-        if not (r2 > PIVOT_RTOL * lkk * lkk):
+        # A zero old pivot (a factor of a singular covariance) cannot be updated: refactor.
+        if not (lkk > 0.0 and r2 > PIVOT_RTOL * lkk * lkk):
             return False
         r = math.sqrt(r2)
         c = r / lkk

@@ -39,7 +39,8 @@ def grid_neighbour_pairs(height: int, width: int, connectivity: int = 4) -> IntA
 def grid_links(
     height: int, width: int, weight: float, connectivity: int = 4
 ) -> tuple[IntArray, FloatArray]:
-    """``(pairs, weights)`` for ``PPC.fit``: neighbour links with one uniform weight.
+    """``(pairs, weights)`` for ``PPC.fit(X, pairs=..., weights=...)``: neighbour links with one
+    uniform weight.
 
     ``weight`` is the paper's W (per ordered pair); for a neighbour disagreement rate q use
     ``confidence_to_weight(1 - q)`` = (1/2) log((1 - q) / q) (eq. 5.2).

@@ -27,7 +27,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine.core.errstate import engine_errstate
-from app.engine.core.families import DIAGONAL, FAMILIES, FULL
+from app.engine.core.families import DIAGONAL, FULL
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
@@ -35,6 +35,7 @@ from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 from app.engine.ppc.prior import PI_UPDATES
 from app.engine.ppc.relations import check_labels, check_relations
+from app.engine.ppc.select import COVARIANCES, agreement, candidates, family_of
 from app.engine.ppc.start import INITS, kmeans_start, random_start
 
 FloatArray = NDArray[np.float64]
@@ -71,7 +72,10 @@ class PPC(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_components : number of Gaussian components M.
-    covariance : ``'full'``, ``'diagonal'`` or ``'spherical'``.
+    covariance : ``'full'``, ``'diagonal'``, ``'spherical'``, ``'tied'`` (one full covariance
+        shared by all components) or ``'auto'`` (default): with relations or labels, fit full
+        and tied and keep the one whose mixture agrees with more of them (``select.py``);
+        without, full. The fitted choice is ``covariance_``.
     e_step : ``'auto'`` picks per connected component of the relation graph: sum-product on
         trees (pairs, stars, chains: the spec's closed forms), enumeration when M^|T| <=
         ``max_exact_states``, otherwise mean field (Gibbs if the component has hard
@@ -115,7 +119,7 @@ class PPC(ClusterMixin, BaseEstimator):
         self,
         n_components: int = 2,
         *,
-        covariance: str = "full",
+        covariance: str = "auto",
         e_step: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
@@ -158,7 +162,7 @@ class PPC(ClusterMixin, BaseEstimator):
         self.means_init = means_init
         self.covariances_init = covariances_init
 
-    def _options(self, graph: RelationGraph) -> Options:
+    def _options(self, graph: RelationGraph, covariance: str) -> Options:
         pi_update = check_choice("pi_update", self.pi_update, PI_UPDATES)
         pi_free = pi_update == "auto" and not graph.omega.exact
         if pi_update == "auto":
@@ -168,8 +172,10 @@ class PPC(ClusterMixin, BaseEstimator):
                 f"pi_update={pi_update!r} needs Omega(pi), which is intractable for a relation "
                 "component this large; use pi_update='fixed' or 'auto'"
             )
+        family, tied = family_of(covariance)
         return Options(
-            family=FAMILIES[check_choice("covariance", self.covariance, list(FAMILIES))],
+            family=family,
+            tied=tied,
             reg_covar=check_real("reg_covar", self.reg_covar, 0.0),
             max_iter=check_int("max_iter", self.max_iter, 1),
             tol=check_real("tol", self.tol, 0.0),
@@ -248,23 +254,36 @@ class PPC(ClusterMixin, BaseEstimator):
         max_states = check_int("max_exact_states", self.max_exact_states, 1)
         if self.progress is not None and not callable(self.progress):
             raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
+        covariance = check_choice("covariance", self.covariance, list(COVARIANCES))
         relations = check_relations(pairs, weights, n)
         known = check_labels(labels, n, m, relations)
         graph = build_graph(relations, n, m, e_step, max_states, known)
-        opts = self._options(graph)
+        models = candidates(covariance, relations, known)
+        opts = self._options(graph, models[0])
         check_feasible(graph, m)
         rng = check_random_state(self.random_state)
-        best: PPCResult | None = None
+        chosen: tuple[float, PPCResult, str, Options] | None = None
         iterations = 0
-        for _ in range(n_init):
-            start = self._start(data, m, opts.family, opts.reg_covar, graph, rng)
-            result = run_em(data, start, graph, opts, rng, self.progress, iterations)
-            iterations += result.n_iter
-            if best is None or result.estep.bound > best.estep.bound:
-                best = result
-            if result.cancelled:
+        for name in models:
+            opts = self._options(graph, name)
+            best: PPCResult | None = None
+            for _ in range(n_init):
+                start = self._start(data, m, opts.family, opts.reg_covar, graph, rng)
+                result = run_em(data, start, graph, opts, rng, self.progress, iterations)
+                iterations += result.n_iter
+                if best is None or result.estep.bound > best.estep.bound:
+                    best = result
+                if result.cancelled:
+                    break
+            assert best is not None
+            plain = self._plain_proba(data, best.params, opts.family)
+            score = agreement(plain.argmax(axis=1), relations, known) if len(models) > 1 else 0.0
+            if chosen is None or score > chosen[0]:
+                chosen = (score, best, name, opts)
+            if best.cancelled:
                 break
-        assert best is not None
+        assert chosen is not None
+        _, best, self.covariance_, opts = chosen
         self._store(best)
         if not best.converged and not best.cancelled:
             warn_fit(
@@ -288,18 +307,21 @@ class PPC(ClusterMixin, BaseEstimator):
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
 
+    @staticmethod
+    def _plain_proba(data: FloatArray, params: Params, family: int) -> FloatArray:
+        """The mixture posterior, without the relations."""
+        a = log_gaussian(data, params.means, params.prec_chol, family) + np.log(params.weights)
+        a -= a.max(axis=1, keepdims=True)
+        p = np.exp(a)
+        return np.asarray(p / p.sum(axis=1, keepdims=True))
+
     @engine_errstate
     def predict_proba(self, X: ArrayLike) -> FloatArray:
         """P_s(k | x, Theta): the plain mixture posterior (relations never apply to new data)."""
         check_is_fitted(self)
         data = validate_data(self, X, dtype=np.float64, reset=False)
-        with np.errstate(under="ignore"):
-            a = log_gaussian(
-                data, self.means_, self.precisions_cholesky_, FAMILIES[self.covariance]
-            ) + np.log(self.weights_)
-            a -= a.max(axis=1, keepdims=True)
-            p = np.exp(a)
-            return np.asarray(p / p.sum(axis=1, keepdims=True))
+        params = Params(self.weights_, self.means_, self.covariances_, self.precisions_cholesky_)
+        return self._plain_proba(data, params, family_of(self.covariance_)[0])
 
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         """argmax_k pi_k N(x; mu_k, Sigma_k) for every row."""

@@ -26,7 +26,7 @@ from app.engine.ppc.gibbs import feasible_labels, gibbs_sweep
 from app.engine.ppc.graph import ENUM, GIBBS, TREE, RelationGraph
 from app.engine.ppc.icm import icm
 from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
-from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky
+from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky, tie
 from app.engine.ppc.prior import grid_log_omega, grid_pi, log_omega, optimize_pi, simplex_grid
 
 FloatArray = NDArray[np.float64]
@@ -49,6 +49,7 @@ class Options:
     anneal: int = 0  # EM iterations over which large components' coupling grows to full
     pi_free: bool = False  # pi is held only because Omega is intractable (pi_update="auto")
     free_tol: float = 1e-3  # before that, EM without their coupling until this tolerance
+    tied: bool = False  # covariance='tied': one full covariance shared by every component
 
 
 @dataclass
@@ -285,6 +286,8 @@ def m_step(
     pi_update: str,
 ) -> Params:
     nk, means, covariances = gaussian_m_step(X, resp, opts.family, opts.reg_covar)
+    if opts.tied:
+        covariances = tie(nk, covariances)
     if pi_update == "optimize":
         weights = optimize_pi(nk, graph.omega, params.weights)
     elif pi_update == "grid" and grid is not None:

@@ -149,6 +149,14 @@ def gaussian_m_step(
     return nk, means, variances.mean(axis=1)
 
 
+def tie(nk: FloatArray, covariances: FloatArray) -> FloatArray:
+    """The tied M-step: every component gets the soft-count-weighted mean of the per-component
+    full covariances, which is the pooled within-component scatter (+ reg_covar), as
+    GaussianMixture(covariance_type='tied')."""
+    pooled = np.tensordot(nk / nk.sum(), covariances, axes=1)
+    return np.repeat(pooled[np.newaxis], covariances.shape[0], axis=0)
+
+
 def data_covariance(X: FloatArray, family: int, m: int, reg_covar: float) -> FloatArray:
     """The sample covariance of all of X (+ reg_covar) for every component: the default init."""
     d = X.shape[1]

@@ -12,6 +12,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from app.engine.side_info import PAIRS_NAME_ROWS
+
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
@@ -66,7 +68,8 @@ def check_relations(pairs: ArrayLike | None, weights: ArrayLike | None, n: int) 
     ):
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"pair {row} {_pair(p, row)} {message}")
+            hint = PAIRS_NAME_ROWS if "range" in message else ""
+            raise ValueError(f"pair {row} {_pair(p, row)} {message}{hint}")
     if np.isnan(w).any():
         row = int(np.flatnonzero(np.isnan(w))[0])
         raise ValueError(f"the weight of pair {row} {_pair(p, row)} is NaN")

@@ -14,6 +14,8 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 from scipy.sparse.csgraph import connected_components
 
+from app.engine.side_info import PAIRS_NAME_ROWS
+
 IntArray = NDArray[np.intp]
 
 
@@ -45,7 +47,7 @@ def validate_pairs(pairs: ArrayLike | None, n: int, name: str) -> IntArray:
         i, j = (int(v) for v in arr[k])
         raise ValueError(
             f"{name}[{k}] = ({i}, {j}) is out of range: X has {n} rows, valid indices are "
-            f"0..{n - 1}"
+            f"0..{n - 1}{PAIRS_NAME_ROWS}"
         )
     return arr.astype(np.intp)
 

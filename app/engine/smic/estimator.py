@@ -12,7 +12,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from app.engine.core.errstate import engine_errstate
@@ -20,7 +21,8 @@ from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.smic.constraints import compile_constraints
 from app.engine.smic.kernel import local_scaling_kernel, nearest_neighbors, zero_scale_points
 from app.engine.smic.lsmi import DEFAULT_DELTAS, DEFAULT_GAMMAS, make_design
-from app.engine.smic.search import Candidate, Problem, search
+from app.engine.smic.predict import kernel_model, posterior
+from app.engine.smic.search import Candidate, Problem, graph, search
 from app.engine.smic.selection import Selection, near_tolerance
 from app.engine.smic.spectral import near_ties
 
@@ -68,7 +70,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         Returning False stops the search; the fitted state is then chosen among the candidates
         evaluated so far.
 
-    Side information (an extension, not part of the paper): ``fit(X, must_link, cannot_link)``
+    Side information (an extension, not part of the paper): ``fit(X, must_link=, cannot_link=)``
     closes must-links into chunklets, sets the kernel to 1 inside every chunklet and to 0
     between cannot-linked chunklets, and ranks candidates first by the number of violated
     constraints, then by LSMI (near-ties: the labels most candidates share, selection.py).
@@ -82,7 +84,8 @@ class SMIC(ClusterMixin, BaseEstimator):
     chosen by CV for labels_. eigenvalues_ : (c,) top eigenvalues, descending.
     posterior_ : (n, c) raw n * p(y | x_i), column means = prior (rows need not sum to 1).
     unclaimed_ : (n,) bool, points with every posterior 0 (put in cluster 0).
-    n_constraint_violations_ : int. n_features_in_ : int.
+    n_constraint_violations_ : int. n_features_in_ : int. feature_names_in_ (if X had names).
+    kernel_model_ : the posterior model that ``predict`` evaluates at new points.
     """
 
     def __init__(
@@ -173,11 +176,14 @@ class SMIC(ClusterMixin, BaseEstimator):
     def fit(
         self,
         X: ArrayLike,
+        y: object = None,
+        *,
         must_link: ArrayLike | None = None,
         cannot_link: ArrayLike | None = None,
     ) -> SMIC:
-        """Cluster X; must_link / cannot_link are optional (m, 2) index arrays (extension)."""
-        data = check_array(X, dtype=np.float64, ensure_min_samples=2, ensure_all_finite=True)
+        """Cluster X; must_link / cannot_link are optional (m, 2) index arrays (extension),
+        keyword-only and routable (app/engine/side_info.py); ``y`` is ignored."""
+        data = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         reset_fit_warnings(self)
         n = data.shape[0]
         self._check_params(n)
@@ -186,9 +192,11 @@ class SMIC(ClusterMixin, BaseEstimator):
         gammas = self._grid(self.gammas, DEFAULT_GAMMAS, "gammas")
         deltas = self._grid(self.deltas, DEFAULT_DELTAS, "deltas")
         constraints = compile_constraints(must_link, cannot_link, n)
+        center, scale = np.zeros(data.shape[1]), np.ones(data.shape[1])
         if self.standardize:
             std = data.std(axis=0)
-            data = (data - data.mean(axis=0)) / np.where(std > 0, std, 1.0)
+            center, scale = data.mean(axis=0), np.where(std > 0, std, 1.0)
+            data = (data - center) / scale
 
         rng = check_random_state(self.random_state)
         design = make_design(data, int(self.n_basis), int(self.n_folds), rng)
@@ -212,7 +220,28 @@ class SMIC(ClusterMixin, BaseEstimator):
                 problem, candidates, kernels, int(self.n_clusters), self.progress
             )
         self._store(done, selection, data.shape[1])
+        best = done[selection.chosen]
+        c = int(self.n_clusters)
+        self.kernel_model_ = kernel_model(
+            center, scale, data, dist[:, best.t - 1], best.t, graph(problem, best.t),
+            (best.eigenvalues[:c], best.eigenvectors[:, :c]), prior,
+            best.normalize == "symmetric",
+        )  # fmt: skip
         return self
+
+    def predict(self, X: ArrayLike) -> NDArray[np.int64]:
+        """Cluster of each row by the fitted posterior model (spec Sec. 2.6, predict.py):
+        argmax_y of ``predict_posterior``, ties (and rows no cluster claims) to the lowest index.
+        On the training points this is labels_ when the fit had no constraints, no duplicate
+        points and no distance ties (new points carry no constraints)."""
+        return np.asarray(self.predict_posterior(X).argmax(axis=1), dtype=np.int64)
+
+    @engine_errstate
+    def predict_posterior(self, X: ArrayLike) -> FloatArray:
+        """Raw n p(y | x) of every row (as ``posterior_``: rows need not sum to 1)."""
+        check_is_fitted(self)
+        data = validate_data(self, X, dtype=np.float64, reset=False)
+        return posterior(self.kernel_model_, data)
 
     def _store(self, done: list[Candidate], selection: Selection, n_features: int) -> None:
         c = int(self.n_clusters)
