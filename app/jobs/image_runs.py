@@ -9,7 +9,20 @@ from numpy.typing import NDArray
 from app.engine.image import grid_links
 from app.engine.image.masks import encode_png, item_labels_to_mask, mean_iou
 from app.engine.image.region_links import region_links
-from app.jobs.algorithms.base import ItemStructure
+from app.jobs.algorithms.base import ItemStructure, Params
+
+# Restarts of the CEC family on an image when the run leaves `n_init` empty (their table default
+# is 10): on images of 65,536 pixels 3 restarts already find the same segmentation (the labels
+# seed the starts), at a third of the time a scribble-and-run session waits for.
+IMAGE_N_INIT = 3
+
+
+def image_params(params: Params) -> Params:
+    """The run's parameters with the image defaults for what it left empty (a copy)."""
+    n_init = getattr(params, "n_init", None)
+    if "n_init" in params.model_fields_set or n_init is None or n_init <= IMAGE_N_INIT:
+        return params
+    return params.model_copy(update={"n_init": IMAGE_N_INIT})
 
 
 def image_structure(item_of_pixel: NDArray[np.int32], superpixels: bool) -> ItemStructure:

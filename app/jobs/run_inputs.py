@@ -15,7 +15,7 @@ from app.engine.image.featurize import FittedReduction, Recipe, apply_featurizat
 from app.jobs.algorithms import Algorithm, get_algorithm
 from app.jobs.algorithms.base import Params
 from app.jobs.featurizer import decode_image, item_ground_truth
-from app.jobs.image_runs import image_structure
+from app.jobs.image_runs import image_params, image_structure
 from app.sideinfo import SideInformation, compile_side_information
 from app.store import chunks
 from app.store.dataset_arrays import (
@@ -85,6 +85,7 @@ def load_inputs(session: Session, run: Run, dataset: Dataset) -> RunInputs:
         features=load_features(session=session, dataset=dataset),
     )
     if dataset.kind == "image":
+        inputs.params = image_params(params)
         inputs.image = ImageLayout(
             load_item_of_pixel(session=session, dataset=dataset),
             bool((dataset.featurization or {}).get("superpixels")),

@@ -1,0 +1,26 @@
+"""Image runs take fewer CEC restarts when the run leaves `n_init` empty; what a run sets, and
+algorithms with fewer restarts by default, are kept."""
+
+from app.jobs.algorithms.cec import CECIBParams
+from app.jobs.algorithms.ppc import PPCParams
+from app.jobs.image_runs import IMAGE_N_INIT, image_params
+
+
+def test_empty_n_init_becomes_the_image_default() -> None:
+    params = CECIBParams.model_validate({"beta": 0.5})
+    assert params.n_init == 10
+    adjusted = image_params(params)
+    assert isinstance(adjusted, CECIBParams)
+    assert adjusted.n_init == IMAGE_N_INIT == 3
+    assert adjusted.beta == 0.5
+    assert params.n_init == 10  # the run's own parameters are not changed
+
+
+def test_an_explicit_n_init_is_kept() -> None:
+    params = CECIBParams.model_validate({"n_init": 10})
+    assert image_params(params).n_init == 10
+
+
+def test_ppc_keeps_its_single_restart() -> None:
+    params = PPCParams.model_validate({})
+    assert image_params(params).n_init == 1
