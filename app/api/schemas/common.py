@@ -113,6 +113,8 @@ class PageMeta(BaseModel):
     offset: int
 
 
+# Routers declare these so FastAPI registers `ErrorRead`; the published document then keeps, per
+# operation, only the statuses it can return (app/api/openapi.py works them out).
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorRead} for status in (400, 401, 403, 404, 409, 413, 415, 422)
 }
