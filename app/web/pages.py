@@ -22,8 +22,10 @@ from app.services.errors import ServiceError, TooManyRequests
 from app.services.login_throttle import ThrottlePolicy
 from app.web.security import WORKSPACE_CONTENT_SECURITY_POLICY
 from app.web.templating import templates
+from app.web.token_pages import router as token_pages_router
 
 router = APIRouter(include_in_schema=False)
+router.include_router(token_pages_router)  # the API tokens page
 
 ITEMS_PER_PAGE = 50
 
@@ -138,6 +140,9 @@ def _project_context(session: SessionDep, access: ViewerAccess) -> dict[str, Any
         "project": access.project,
         "role": access.role,
         "can_edit": access.role.allows(Role.editor),
+        "can_manage": access.role.allows(Role.owner),
+        "roles": [r.value for r in Role],
+        "member_error": None,
         "datasets": items,
         "members": [(u.username, m.role) for m, u in members],
         "error": None,
@@ -150,6 +155,54 @@ def project_page(
     project_id: int, request: Request, session: SessionDep, access: ViewerAccess
 ) -> HTMLResponse:
     return _render(request, "project.html", _project_context(session, access))
+
+
+def _member_change(
+    request: Request, session: SessionDep, access: OwnerAccess, change: Any
+) -> Response:
+    """Run a membership change; on a refusal (unknown user, the last owner leaving) the page
+    comes back with the reason and nothing changed."""
+    try:
+        change()
+    except ServiceError as exc:
+        session.rollback()
+        context = _project_context(session, access)
+        context["member_error"] = exc.detail
+        return _render(request, "project.html", context)
+    session.commit()
+    return RedirectResponse(f"/projects/{access.project.id}#members", status_code=303)
+
+
+@router.post("/projects/{project_id}/members", response_model=None)
+def set_member(
+    project_id: int,
+    request: Request,
+    session: SessionDep,
+    access: OwnerAccess,
+    username: Annotated[str, Form(max_length=64)],
+    role: Annotated[Role, Form()],
+) -> Response:
+    """Add a user to the project, or change their role (owners only)."""
+    return _member_change(
+        request,
+        session,
+        access,
+        lambda: projects.set_member_role(
+            session=session, project=access.project, username=username.strip(), role=role
+        ),
+    )
+
+
+@router.post("/projects/{project_id}/members/{username}/remove", response_model=None)
+def remove_member(
+    project_id: int, username: str, request: Request, session: SessionDep, access: OwnerAccess
+) -> Response:
+    return _member_change(
+        request,
+        session,
+        access,
+        lambda: projects.remove_member(session=session, project=access.project, username=username),
+    )
 
 
 @router.post("/projects/{project_id}/datasets", response_model=None)

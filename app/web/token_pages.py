@@ -1,0 +1,70 @@
+"""The "API tokens" page: a user's named tokens for services, made, listed and revoked through
+the same services as /api/v1/tokens. A new secret is shown once, on the page that made it."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.api.deps import CurrentUser, SessionDep
+from app.services import accounts
+from app.services.errors import ServiceError
+from app.web.templating import templates
+
+router = APIRouter(include_in_schema=False)
+
+
+def _page(
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    *,
+    secret: str | None = None,
+    error: str | None = None,
+) -> HTMLResponse:
+    context = {
+        "user": user,
+        "tokens": accounts.list_api_tokens(session=session, user=user),
+        "secret": secret,
+        "error": error,
+    }
+    response: HTMLResponse = templates.TemplateResponse(request, "tokens.html", context)
+    # The page may carry a secret: never keep it in a cache.
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.get("/tokens", response_class=HTMLResponse)
+def tokens_page(request: Request, session: SessionDep, user: CurrentUser) -> HTMLResponse:
+    return _page(request, session, user)
+
+
+@router.post("/tokens", response_class=HTMLResponse)
+def create_token(
+    request: Request,
+    session: SessionDep,
+    user: CurrentUser,
+    name: Annotated[str, Form(max_length=200)],
+) -> HTMLResponse:
+    try:
+        _, secret = accounts.issue_token(
+            session=session, user=user, kind="api", name=name, lifetime=None
+        )
+    except ServiceError as exc:
+        session.rollback()
+        return _page(request, session, user, error=exc.detail)
+    session.commit()
+    return _page(request, session, user, secret=secret)
+
+
+@router.post("/tokens/{token_id}/revoke", response_model=None)
+def revoke_token(
+    token_id: int, request: Request, session: SessionDep, user: CurrentUser
+) -> Response:
+    try:
+        accounts.revoke_token(session=session, user=user, token_id=token_id)
+    except ServiceError as exc:
+        session.rollback()
+        return _page(request, session, user, error=exc.detail)
+    session.commit()
+    return RedirectResponse("/tokens", status_code=303)

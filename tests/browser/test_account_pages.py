@@ -1,0 +1,72 @@
+"""Members and API tokens have pages, in a real browser: an owner adds, re-roles and removes a
+member (and is told why the last owner cannot leave); a user makes a token, sees its secret
+once, uses it, and revokes it."""
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import ADMIN_PASSWORD, sign_in
+
+pytestmark = pytest.mark.browser
+
+
+def _admin_api(live_server: str) -> tuple[httpx.Client, dict[str, str]]:
+    api = httpx.Client(base_url=f"{live_server}/api/v1", timeout=30)
+    token = api.post("/auth/token", data={"username": "admin", "password": ADMIN_PASSWORD})
+    return api, {"Authorization": f"Bearer {token.json()['access_token']}"}
+
+
+def test_an_owner_manages_members(page: Page, live_server: str) -> None:
+    api, headers = _admin_api(live_server)
+    created = api.post(
+        "/users", json={"username": "curator", "password": "curator-pass"}, headers=headers
+    )
+    assert created.status_code == 201, created.text
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    members = page.get_by_test_id("members")
+    form = page.get_by_test_id("member-form")
+    form.get_by_label("User").fill("curator")
+    form.get_by_label("Role").select_option("editor")
+    form.get_by_role("button", name="Add or change role").click()
+    expect(members.locator("tr", has_text="curator")).to_contain_text("editor")
+
+    form.get_by_label("User").fill("curator")
+    form.get_by_label("Role").select_option("viewer")
+    form.get_by_role("button", name="Add or change role").click()
+    expect(members.locator("tr", has_text="curator")).to_contain_text("viewer")
+    project_id = page.url.split("/projects/")[1].split("#")[0]
+    listed = api.get(f"/projects/{project_id}/members", headers=headers).json()["items"]
+    assert {"username": "curator", "role": "viewer"} in listed
+
+    form.get_by_label("User").fill("nobody-here")
+    form.get_by_role("button", name="Add or change role").click()
+    expect(page.get_by_test_id("member-error")).to_be_visible()
+
+    page.get_by_role("button", name="remove curator").click()
+    expect(members.locator("tr", has_text="curator")).to_have_count(0)
+    page.get_by_role("button", name="remove admin").click()  # the only owner
+    expect(page.get_by_test_id("member-error")).to_contain_text("owner")
+    expect(members.locator("tr", has_text="admin")).to_have_count(1)
+
+
+def test_a_user_makes_uses_and_revokes_a_token(page: Page, live_server: str) -> None:
+    sign_in(page)
+    page.get_by_role("link", name="API tokens").click()
+    page.get_by_test_id("token-form").get_by_label("Name").fill("nightly import")
+    page.get_by_role("button", name="Create token").click()
+    secret = page.get_by_test_id("token-secret").inner_text()
+    assert len(secret) > 20
+    row = page.get_by_test_id("tokens").locator("tr", has_text="nightly import")
+    expect(row).to_contain_text("active")
+    expect(row).to_contain_text(secret[:12])
+
+    with httpx.Client(base_url=f"{live_server}/api/v1", timeout=30) as api:
+        bearer = {"Authorization": f"Bearer {secret}"}
+        assert api.get("/projects", headers=bearer).status_code == 200
+        page.goto("/tokens")  # the secret is shown only once
+        expect(page.get_by_test_id("token-secret")).to_have_count(0)
+        page.get_by_role("button", name="revoke nightly import").click()
+        expect(row).to_contain_text("revoked")
+        assert api.get("/projects", headers=bearer).status_code == 401
