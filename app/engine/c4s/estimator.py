@@ -28,6 +28,7 @@ from app.engine.c4s.constraints import (
     dense_by_first_occurrence,
     merge_clusters,
 )
+from app.engine.c4s.feasibility import require_colouring
 from app.engine.c4s.global_search import GlobalRun, run_global
 from app.engine.c4s.items import build_items
 from app.engine.c4s.validity import new_graph
@@ -106,6 +107,9 @@ class C4S(ClusterMixin, BaseEstimator):
         ml = check_pairs("must_link", must_link, n)
         cl = check_pairs("cannot_link", cannot_link, n)
         chunklets = aggregate(n, ml, cl)
+        colour = require_colouring(
+            chunklets.chunk, chunklets.neg_ptr, chunklets.neg_idx, cl, n_clusters
+        )
         rng = check_random_state(self.random_state)
         min_size = min_cluster_size(n, d, family, fraction)
         best: GlobalRun | None = None
@@ -122,8 +126,8 @@ class C4S(ClusterMixin, BaseEstimator):
                 n_clusters,
             )  # fmt: skip
             run, stop = run_global(
-                data, items, graph, item_of_point, n_clusters=n_clusters, family=family,
-                min_size=min_size, max_iter=max_iter, tol=MOVE_TOL, rng=rng,
+                data, items, graph, item_of_point, n_clusters=n_clusters, colour=colour,
+                family=family, min_size=min_size, max_iter=max_iter, tol=MOVE_TOL, rng=rng,
                 progress=self.progress, first_iteration=iteration,
             )  # fmt: skip
             iteration += run.n_iter

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 from numpy.typing import NDArray
+from scipy.optimize import linear_sum_assignment
 
 from app.engine.c4s.items import Items
 from app.engine.c4s.validity import CannotLinkGraph, move_is_valid
@@ -315,11 +316,14 @@ def initial_items_partition(
     items: Items,
     graph: CannotLinkGraph,
     n_clusters: int,
+    colour: IntArray,
     rng: np.random.RandomState,
 ) -> IntArray:
     """Valid greedy seeding (spec Sec. 3.7): k-means++ seeds on the points; the watched items,
     in random order, go to the nearest cluster that keeps the partition valid; the others to
-    their nearest seed."""
+    their nearest seed. When the greedy order paints itself into a corner, the spec's
+    alternative start is used instead: whole chunklets placed by the colouring ``colour`` of
+    the cannot-link graph (``coloured_partition``), which is valid whenever the fit is feasible."""
     seeds = np.zeros(n_clusters, dtype=np.int64)
     found = kmeanspp_seeds(X, rng.uniform(size=n_clusters), seeds)
     centers = X[seeds[:found]]
@@ -330,19 +334,57 @@ def initial_items_partition(
     nearest_center(means, centers, item_cluster)
     watched = graph.watched_items
     item_cluster[watched] = -1
-    if watched.shape[0]:
-        for t in rng.permutation(watched):
-            dist = ((centers - means[t]) ** 2).sum(axis=1)
-            for c in np.argsort(dist, kind="stable"):
-                if move_is_valid(int(t), int(c), item_cluster, graph):
-                    item_cluster[t] = c
-                    break
-            else:
-                raise ValueError(
-                    f"the cannot-links need more than n_clusters={n_clusters} clusters "
-                    "(no valid initial cluster for a constrained chunklet); increase n_clusters"
-                )
+    for t in rng.permutation(watched):
+        dist = ((centers - means[t]) ** 2).sum(axis=1)
+        for c in np.argsort(dist, kind="stable"):
+            if move_is_valid(int(t), int(c), item_cluster, graph):
+                item_cluster[t] = c
+                break
+        else:
+            return coloured_partition(
+                means, items, graph, centers, colour, item_cluster, n_clusters
+            )
     return item_cluster
+
+
+def coloured_partition(
+    means: FloatArray,
+    items: Items,
+    graph: CannotLinkGraph,
+    centers: FloatArray,
+    colour: IntArray,
+    item_cluster: IntArray,
+    n_clusters: int,
+) -> IntArray:
+    """Every watched chunklet whole in one cluster, so nothing merges and the partition is valid
+    iff the colouring is proper: cannot-linked chunklets by colour, the colours matched to the
+    seeds by least total squared distance of their weighted means; the other watched chunklets
+    (split, no cannot-link) at the seed nearest their mean. Unwatched items keep their seed."""
+    out = item_cluster.copy()
+    watched = graph.watched_items
+    weight = np.where(items.row >= 0, 1.0, 0.0)
+    grouped = items.group >= 0
+    weight[grouped] = items.g_size[items.group[grouped]]
+    chunk = graph.item_chunk[watched]
+    n_chunk = graph.split.shape[0]
+    mass = np.bincount(chunk, weights=weight[watched], minlength=n_chunk)
+    sums = np.stack(
+        [np.bincount(chunk, weights=weight[watched] * means[watched, s], minlength=n_chunk)
+         for s in range(means.shape[1])], axis=1,
+    )  # fmt: skip
+    chunk_mean = sums / np.maximum(mass, 1e-300)[:, None]
+    negative = graph.has_neg[chunk]
+    cluster_of_colour = np.arange(n_clusters)  # fewer distinct points than clusters: as is
+    if centers.shape[0] == n_clusters:
+        cost = np.zeros((n_clusters, n_clusters))  # cost[colour, cluster]
+        for c in np.unique(chunk[negative]):
+            cost[colour[c]] += mass[c] * ((centers - chunk_mean[c]) ** 2).sum(axis=1)
+        cluster_of_colour = linear_sum_assignment(cost)[1]
+    out[watched[negative]] = cluster_of_colour[colour[chunk[negative]]]
+    free = np.empty(n_chunk, dtype=np.int64)
+    nearest_center(chunk_mean, centers, free)
+    out[watched[~negative]] = free[chunk[~negative]]
+    return out
 
 
 @dataclass
@@ -361,6 +403,7 @@ def run_global(
     item_of_point: IntArray,
     *,
     n_clusters: int,
+    colour: IntArray,
     family: int,
     min_size: float,
     max_iter: int,
@@ -373,7 +416,7 @@ def run_global(
     n, d = X.shape
     m = item_of_point.max() + 1
     categories = np.full(n, -1, dtype=np.int64)
-    item_cluster = initial_items_partition(X, items, graph, n_clusters, rng)
+    item_cluster = initial_items_partition(X, items, graph, n_clusters, colour, rng)
     state = new_state(n_clusters, d, 0)
     state.alive[:] = np.bincount(item_cluster, minlength=n_clusters) > 0
     recompute_state(X, item_cluster[item_of_point], categories, state, family, float(n), 0.0)

@@ -130,7 +130,11 @@ def join_log_factor_bound(
     ``spread >= lambda_max(S)``; for ``diagonal`` also prod(1 + a_t) >= 1 + sum a_t.
     """
     d = u.shape[0]
+    # A degenerate cluster (zero spread or variance, kept alive when C4S cannot dissolve it)
+    # gets the trivial bound 0, so the exact factor decides; dividing would raise under numba.
     if family == FULL:
+        if not spread > 0.0:
+            return 0.0
         norm2 = 0.0
         for t in range(d):
             norm2 += u[t] * u[t]
@@ -139,6 +143,8 @@ def join_log_factor_bound(
     if family == DIAGONAL:
         q = 0.0
         for t in range(d):
+            if not cov[c, t, t] > 0.0:
+                return 0.0
             q += u[t] * u[t] / cov[c, t, t]
         q *= coef
         return q / (1.0 + q)
@@ -147,6 +153,8 @@ def join_log_factor_bound(
     for t in range(d):
         trace += cov[c, t, t]
         norm2 += u[t] * u[t]
+    if not trace > 0.0:
+        return 0.0
     q = coef * norm2 / trace
     return d * q / (1.0 + q)
 
