@@ -105,6 +105,7 @@ _RAISES: dict[str, frozenset[int]] = {
 
 _UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 _DESCRIPTIONS = {
+    400: "The request body could not be parsed",
     401: "Not signed in, or the token is unknown, expired or revoked",
     403: "The caller's role does not allow this, or a cross-site write was refused",
     404: "A named resource does not exist or is not visible to the caller",
@@ -149,6 +150,8 @@ def error_statuses(route: APIRoute) -> set[int]:
     has_body = body_params or methods & {"POST", "PUT", "PATCH"}
     if has_body:
         statuses.add(413)  # the upload limit reads Content-Length before any route
+    if body_params:
+        statuses.add(400)  # a body that cannot be parsed at all (not JSON, broken multipart)
     if path_params or query_params or body_params:
         statuses.add(422)
     return statuses
