@@ -102,7 +102,10 @@ class DaskExecutor:
     def submit(self, run_id: int) -> None:
         with self.lock:
             if self._connected():
-                self._submit_run(run_id)
+                try:
+                    self._submit_run(run_id)
+                except Exception:  # the scheduler went away mid-call: the next reconcile sends it
+                    log.warning("run %s: not submitted now; retried on reconnection", run_id)
             else:
                 log.warning(
                     "run %s waits for the Dask scheduler at %s", run_id, self.scheduler_address
