@@ -93,27 +93,30 @@ def test_a_run_executing_on_dask_survives_an_app_restart(
         real_fit(claim, token)
 
     monkeypatch.setattr(runner, "_fit_and_store", held_fit)
-    with _cluster() as cluster:
-        settings = dask_settings(cluster.scheduler_address)
-        with TestClient(create_app(settings)) as first:
-            headers, dataset_id = _iris_dataset(first)
-            _until(lambda: first.get("/api/v1/health").json()["jobs"]["connected"])
-            run_id = start(first, headers, dataset_id, "cec", n_clusters=3).json()["id"]
-            assert fitting.wait(600)
-            assert _run(session, run_id).status == "running"
-        # The app is gone; its task is not. A new app reconciles with the scheduler.
-        with TestClient(create_app(settings)) as second:
-            _until(lambda: second.get("/api/v1/health").json()["jobs"]["connected"])
-            second.app.state.executor.reconcile()  # type: ignore[attr-defined]
-            run = _run(session, run_id)
-            assert (run.status, run.error) == ("running", None)
-            gate.set()
-            finished = wait(second, headers, run_id, timeout=600)
-            assert (finished["status"], finished["error"]) == ("succeeded", None)
-            results = session.scalar(
-                select(func.count()).select_from(RunResult).where(RunResult.run_id == run_id)
-            )
-            assert results == 1
+    try:
+        with _cluster() as cluster:
+            settings = dask_settings(cluster.scheduler_address)
+            with TestClient(create_app(settings)) as first:
+                headers, dataset_id = _iris_dataset(first)
+                _until(lambda: first.get("/api/v1/health").json()["jobs"]["connected"])
+                run_id = start(first, headers, dataset_id, "cec", n_clusters=3).json()["id"]
+                assert fitting.wait(600)
+                assert _run(session, run_id).status == "running"
+            # The app is gone; its task is not. A new app reconciles with the scheduler.
+            with TestClient(create_app(settings)) as second:
+                _until(lambda: second.get("/api/v1/health").json()["jobs"]["connected"])
+                second.app.state.executor.reconcile()  # type: ignore[attr-defined]
+                run = _run(session, run_id)
+                assert (run.status, run.error) == ("running", None)
+                gate.set()
+                finished = wait(second, headers, run_id, timeout=600)
+                assert (finished["status"], finished["error"]) == ("succeeded", None)
+                results = session.scalar(
+                    select(func.count()).select_from(RunResult).where(RunResult.run_id == run_id)
+                )
+                assert results == 1
+    finally:
+        gate.set()  # never leave the worker thread held (the cluster would not close)
 
 
 def test_runs_the_scheduler_forgot_are_failed_and_queued_ones_resubmitted(
