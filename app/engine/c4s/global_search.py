@@ -54,6 +54,10 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 Progress = Callable[[int, float], object]
 
+# random orders the valid greedy seeding tries before the colouring start (a failed order costs
+# one pass over the watched items)
+GREEDY_ORDERS = 10
+
 
 class Scratch(NamedTuple):
     """Preallocated work arrays of the global kernels."""
@@ -333,6 +337,22 @@ def initial_items_partition(
     item_cluster = np.empty(means.shape[0], dtype=np.int64)
     nearest_center(means, centers, item_cluster)
     watched = graph.watched_items
+    for _ in range(GREEDY_ORDERS):
+        if _greedy_placement(means, centers, watched, graph, item_cluster, rng):
+            return item_cluster
+    return coloured_partition(means, items, graph, centers, colour, item_cluster, n_clusters)
+
+
+def _greedy_placement(
+    means: FloatArray,
+    centers: FloatArray,
+    watched: IntArray,
+    graph: CannotLinkGraph,
+    item_cluster: IntArray,
+    rng: np.random.RandomState,
+) -> bool:
+    """The watched items in a random order, each to its nearest valid seed; False when one has
+    none (``item_cluster`` is then partial)."""
     item_cluster[watched] = -1
     for t in rng.permutation(watched):
         dist = ((centers - means[t]) ** 2).sum(axis=1)
@@ -341,10 +361,8 @@ def initial_items_partition(
                 item_cluster[t] = c
                 break
         else:
-            return coloured_partition(
-                means, items, graph, centers, colour, item_cluster, n_clusters
-            )
-    return item_cluster
+            return False
+    return True
 
 
 def coloured_partition(
