@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
+from app.engine.ppc.colouring import dsatur
 from app.engine.ppc.exact import solve_exact
 from app.engine.ppc.gibbs import feasible_labels, gibbs_sweep
 from app.engine.ppc.graph import ENUM, GIBBS, TREE, RelationGraph
@@ -266,6 +267,14 @@ def initial_state(a: FloatArray, graph: RelationGraph) -> IntArray:
     status = feasible_labels(
         a, np.concatenate(order), graph.nbr_ptr, graph.nbr_idx, hard, z, SEARCH_BUDGET
     )
+    if status == -3:  # out of budget, not proven infeasible: DSATUR, then search in its order
+        done, greedy = dsatur(a, nodes, graph.nbr_ptr, graph.nbr_idx, hard, z)
+        if not done:
+            status = feasible_labels(
+                a, greedy, graph.nbr_ptr, graph.nbr_idx, hard, z, SEARCH_BUDGET
+            )
+        else:
+            status = -1
     if status != -1:
         sample = int(graph.dnl_i[0]) if graph.dnl_i.shape[0] else 0
         reason = "no labelling exists" if status == -2 else "the search budget ran out"
