@@ -7,8 +7,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from app.api.openapi import install_openapi, operation_id
 from app import __version__
+from app.api.openapi import install_openapi, operation_id
 from app.api.router import api_router
 from app.api.upload_limit import UploadLimitMiddleware
 from app.config import Settings, get_settings
