@@ -317,7 +317,8 @@ def warm_up(api: Api) -> float:
 def segment(api: Api, tasks: list[Task], seed: int) -> None:
     print(f"warm-up (numba compilation on a 48 x 48 image): {warm_up(api):.1f} s", flush=True)
     rows = []
-    for index, task in enumerate(tasks):
+    for task in tasks:
+        index = TASKS.index(task)  # the same images and scribbles in a subset as in a full run
         image, truth = task.make(seed + 1000 * index)
         image2, truth2 = task.make(seed + 1000 * index + 1)
         strokes, seeds = scribbles(truth, len(task.classes), seed + index)

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.engine.image.featurize import MAX_ENERGY_WINDOW, Recipe
+from app.engine.image.featurize import MAX_BALANCE, MAX_ENERGY_WINDOW, Recipe
 
 _DEFAULT = Recipe()
 Sigma = Annotated[float, Field(gt=0, le=256, allow_inf_nan=False)]
@@ -51,6 +51,16 @@ class RecipeParams(BaseModel):
     )
     superpixel_std: bool = Field(
         _DEFAULT.superpixel_std, description="Superpixels get each map's standard deviation too"
+    )
+
+    family_balance: float = Field(
+        _DEFAULT.family_balance,
+        ge=0,
+        le=MAX_BALANCE,
+        allow_inf_nan=False,
+        description="Before the PCA, each standardised map of a family (intensity; edges and "
+        "texture; window) with n maps is divided by (n / n_smallest) ** (p / 2): 0 plain "
+        "standardisation, 1 every family weighs the same",
     )
 
     def recipe(self) -> Recipe:

@@ -159,17 +159,28 @@ def test_raw_feature_names_follow_the_maps() -> None:
 # --- items and the reduction --------------------------------------------------------------------
 
 
-def test_pixel_features_equal_standard_scaler_then_pca() -> None:
+def family_weighted(rows: Array, names: tuple[str, ...], balance: float) -> Array:
+    """StandardScaler, then every map of the edge and texture family divided by
+    (its count / the intensities' count) ** (balance / 2), written out for these recipes (one
+    intensity and three edge and texture maps per channel and sigma)."""
+    z = StandardScaler().fit_transform(rows)
+    intensity = np.array([" intensity " in name for name in names])
+    assert 4 * intensity.sum() == len(names)  # structure maps are 3x the intensities
+    return np.where(intensity, z, z / 3.0 ** (balance / 2))
+
+
+@pytest.mark.parametrize("balance", [0.0, 1.0, 2.0])
+def test_pixel_features_equal_standard_scaler_then_pca(balance: float) -> None:
     image = rgb_image()
-    recipe = Recipe(sigmas=(1.0, 2.0, 4.0), n_components=5)
+    recipe = Recipe(sigmas=(1.0, 2.0, 4.0), n_components=5, family_balance=balance)
     result = featurize(image, recipe)
     raw = raw_maps(image, recipe)
-    expected = PCA(5, svd_solver="full").fit_transform(StandardScaler().fit_transform(raw))
+    weighted = family_weighted(raw, result.raw_feature_names, balance)
+    pca = PCA(5, svd_solver="full").fit(weighted)
     assert not result.superpixels
     assert result.features.dtype == np.float32 and result.features.shape == (720, 5)
     np.testing.assert_array_equal(result.item_of_pixel, np.arange(720).reshape(24, 30))
-    assert same_up_to_sign(result.features.astype(np.float64), expected, rtol=1e-4)
-    pca = PCA(5, svd_solver="full").fit(StandardScaler().fit_transform(raw))
+    assert same_up_to_sign(result.features.astype(np.float64), pca.transform(weighted), 1e-4)
     np.testing.assert_allclose(result.fitted.explained_variance, pca.explained_variance_, rtol=1e-6)
 
 
@@ -187,7 +198,9 @@ def test_superpixel_features_are_pca_of_per_item_means_and_stds() -> None:
             for k in range(result.n_items)
         ]
     )
-    expected = PCA(4, svd_solver="full").fit_transform(StandardScaler().fit_transform(stats))
+    # Means and standard deviations are families of their own, each 1:3 as for pixels.
+    weighted = family_weighted(stats, result.raw_feature_names, recipe.family_balance)
+    expected = PCA(4, svd_solver="full").fit_transform(weighted)
     assert same_up_to_sign(result.features.astype(np.float64), expected, rtol=1e-4)
     assert len(result.raw_feature_names) == stats.shape[1]
 
@@ -240,7 +253,7 @@ def test_large_pixel_images_fit_pca_on_a_sample_but_scale_on_every_pixel(
 ) -> None:
     monkeypatch.setattr(featurize_module, "PCA_SAMPLE", 100)
     image = rgb_image()
-    recipe = Recipe(sigmas=(1.0, 2.0), n_components=3)
+    recipe = Recipe(sigmas=(1.0, 2.0), n_components=3, family_balance=0.0)
     result = featurize(image, recipe)
     raw = raw_maps(image, recipe)
     np.testing.assert_allclose(result.fitted.scaler_mean, raw.mean(0), rtol=1e-5, atol=1e-6)
@@ -254,7 +267,8 @@ def test_large_pixel_images_fit_pca_on_a_sample_but_scale_on_every_pixel(
 
 def test_constant_image_gives_zero_features() -> None:
     result = featurize(
-        np.full((8, 9, 3), 77, dtype=np.uint8), Recipe(sigmas=(1.0,), n_components=2)
+        np.full((8, 9, 3), 77, dtype=np.uint8),
+        Recipe(sigmas=(1.0,), n_components=2, family_balance=0.0),
     )
     np.testing.assert_array_equal(result.features, 0)
     np.testing.assert_array_equal(result.fitted.scaler_scale, 1)
@@ -288,7 +302,7 @@ TEXTURES = {"brick": data.brick, "grass": data.grass, "gravel": data.gravel}
 @pytest.mark.parametrize(
     ("left", "right"), [("brick", "grass"), ("grass", "gravel"), ("brick", "gravel")]
 )
-def test_default_features_separate_two_textures(left: str, right: str) -> None:
+def test_energy_features_separate_two_textures(left: str, right: str) -> None:
     side = 64
     halves = [
         rescale(TEXTURES[name]() / 255.0, 0.5, anti_aliasing=True)[:side, :side]
@@ -296,10 +310,13 @@ def test_default_features_separate_two_textures(left: str, right: str) -> None:
     ]
     image = np.concatenate(halves, axis=1)
     truth = np.repeat([0, 1], side)[None, :].repeat(side, axis=0).ravel()
-    labels = KMeans(2, n_init=4, random_state=0).fit_predict(featurize(image).features)
+    # Plain standardisation: the texture maps' share is not lowered as in the default recipe
+    # (family_balance 2, chosen for scribbled runs, where intensities matter as much).
+    energy = featurize(image, Recipe(family_balance=0.0)).features
+    labels = KMeans(2, n_init=4, random_state=0).fit_predict(energy)
     accuracy = max(np.mean(labels == truth), np.mean(labels != truth))
     assert accuracy > 0.93  # chance is 0.5; raw per-pixel responses (energy_window=0) get ~0.6-0.8
-    raw = featurize(image, Recipe(energy_window=0.0)).features
+    raw = featurize(image, Recipe(energy_window=0.0, family_balance=0.0)).features
     raw_labels = KMeans(2, n_init=4, random_state=0).fit_predict(raw)
     assert accuracy > max(np.mean(raw_labels == truth), np.mean(raw_labels != truth))
 
@@ -318,6 +335,7 @@ def test_recipe_round_trips_through_json() -> None:
         n_segments=100,
         compactness=20,
         superpixel_std=False,
+        family_balance=0.5,
     )
     assert recipe.filters == ("intensity", "edges")  # canonical order
     assert recipe.sigmas == (0.5, 3.0)
@@ -359,6 +377,7 @@ def test_recipe_round_trips_through_json() -> None:
         ({"compactness": 0}, "Recipe.compactness must be positive"),
         ({"compactness": float("inf")}, "Recipe.compactness must be finite"),
         ({"superpixel_std": "yes"}, "Recipe.superpixel_std must be true or false"),
+        ({"family_balance": 4.5}, "Recipe.family_balance must be finite and in [0.0, 4.0]"),
     ],
 )
 def test_recipe_errors_say_what_is_wrong(fields: dict[str, object], message: str) -> None:

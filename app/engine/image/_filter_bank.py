@@ -113,6 +113,21 @@ def raw_feature_names(
     return names
 
 
+def family_divisors(names: list[str], power: float) -> NDArray[np.float64]:
+    """Per raw map, (n / n_smallest) ** (power / 2) where n counts the maps of its family
+    (intensity; edges and texture; window; each again for superpixel standard deviations), so
+    that with power 1 every family carries the same total variance after standardisation."""
+    family = [_family(name) for name in names]
+    _, index, counts = np.unique(family, return_inverse=True, return_counts=True)
+    return np.asarray((counts / counts.min()) ** (power / 2), dtype=np.float64)[index]
+
+
+def _family(name: str) -> str:
+    spread = " std" if name.endswith(" std") else ""
+    kind = next((k for k in ("intensity", "window") if f" {k}" in name), "structure")
+    return kind + spread
+
+
 def _filter_group(
     plane: Float32Array, sigma: float, filter_names: tuple[str, ...], energy_window: float
 ) -> Float32Array:

@@ -16,10 +16,14 @@ Pipeline (DESIGN.md Sec. 9):
 3. Items: every pixel, or SLIC superpixels (``superpixels="auto"`` uses them above 512 x 512
    pixels), each with the mean (and, by default, the standard deviation) of every raw map over
    its pixels.
-4. Reduction: each raw feature standardised, then PCA to ``n_components``. For pixel items the
-   means and scales come from every pixel and the PCA from up to 2**18 pixels (all of them for
-   images that ``"auto"`` keeps as pixels, a fixed-seed sample above that); for superpixels both
-   come from the superpixels.
+4. Reduction: each raw feature standardised and weighted by its family (``family_balance``;
+   families: intensity, edges and texture, window, and the superpixels' standard deviations of
+   each), then PCA to ``n_components``. The default 2 lowers the edge and texture maps (3 per
+   intensity) to a third of their standardised spread: with plain standardisation they outvote
+   the smoothed colours, and on bench_image a scribbled PPC run on noisy shapes went from 0.57
+   to 0.95 mIoU. For pixel items the means and scales come from every pixel and the PCA from
+   up to 2**18 pixels (all of them for images that ``"auto"`` keeps as pixels, a fixed-seed
+   sample above that); for superpixels both come from the superpixels.
 
 Maps are computed a group at a time (one channel and sigma) and reduced at once, in two passes
 for pixels (statistics and sample, then projection), so memory grows with H * W * n_components,
@@ -42,6 +46,7 @@ from app.engine.image._filter_bank import (
     COLOUR_SPACES,
     FILTERS,
     Float32Array,
+    family_divisors,
     image_channels,
     in_colour_space,
     map_groups,
@@ -68,6 +73,7 @@ PIXELS_PER_SUPERPIXEL = 256
 PCA_SAMPLE = 2**18
 MAX_WINDOW = 31
 MAX_ENERGY_WINDOW = 16.0
+MAX_BALANCE = 4.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,10 @@ class Recipe:
       ``compactness`` go to ``skimage.segmentation.slic`` (which compares colours in Lab; grey
       images are scaled to 0..100 so compactness means the same for them).
     * ``superpixel_std``: superpixels get each raw map's standard deviation besides its mean.
+    * ``family_balance``: p in [0, 2]; before the PCA every standardised map of a family with
+      n maps is divided by (n / n_smallest) ** (p / 2). 0: plain standardisation, where the 45
+      edge and texture maps of a colour image outvote its 15 intensities; 1: every family
+      carries the same total variance.
     """
 
     colour: str = "lab"
@@ -99,6 +109,7 @@ class Recipe:
     n_segments: int | None = None
     compactness: float = 10.0
     superpixel_std: bool = True
+    family_balance: float = 2.0
 
     def __post_init__(self) -> None:
         check_choice("Recipe.colour", self.colour, list(COLOUR_SPACES))
@@ -121,6 +132,8 @@ class Recipe:
         if compactness <= 0:
             raise ValueError(f"Recipe.compactness must be positive, got {self.compactness!r}")
         object.__setattr__(self, "compactness", compactness)
+        balance = check_real("Recipe.family_balance", self.family_balance, 0.0, MAX_BALANCE)
+        object.__setattr__(self, "family_balance", balance)
         if not isinstance(self.superpixel_std, bool):
             raise ValueError(
                 f"Recipe.superpixel_std must be true or false, got {self.superpixel_std!r}"
@@ -289,6 +302,7 @@ def _run(
         raw = _aggregate(meter.counted(maps()), item_of_pixel.ravel(), n_items, recipe)
         if fitted is None:
             mean, scale = standardiser(raw.mean(axis=0), raw.std(axis=0))
+            scale = scale * family_divisors(names, recipe.family_balance)
             fitted = fit_pca(raw, mean, scale, recipe.n_components)
         features = fitted.transform_rows(raw)
     else:
@@ -296,7 +310,7 @@ def _run(
         item_of_pixel = np.arange(n_pixels, dtype=np.int32).reshape(height, width)
         meter = _Meter(progress, groups if fitted is not None else 2 * groups)
         if fitted is None:
-            fitted = _fit_on_pixels(meter.counted(maps()), len(names), n_pixels, recipe)
+            fitted = _fit_on_pixels(meter.counted(maps()), names, n_pixels, recipe)
         features = fitted.project_groups(meter.counted(maps()), n_pixels)
     if progress is not None:
         progress(1.0)
@@ -357,13 +371,14 @@ def _aggregate(
 
 
 def _fit_on_pixels(
-    groups: Iterator[Float32Array], n_raw: int, n_pixels: int, recipe: Recipe
+    groups: Iterator[Float32Array], names: list[str], n_pixels: int, recipe: Recipe
 ) -> FittedReduction:
     """Exact per-map means and scales over all pixels; PCA on a fixed sample of pixels."""
     if n_pixels <= PCA_SAMPLE:
         sample = np.arange(n_pixels)
     else:
         sample = np.sort(np.random.default_rng(0).choice(n_pixels, PCA_SAMPLE, replace=False))
+    n_raw = len(names)
     rows = np.empty((sample.size, n_raw), dtype=np.float32)
     mean = np.empty(n_raw)
     std = np.empty(n_raw)
@@ -379,4 +394,5 @@ def _fit_on_pixels(
         rows[:, start:stop] = group[:, sample].T
         start = stop
     mean, scale = standardiser(mean, std)
+    scale = scale * family_divisors(names, recipe.family_balance)
     return fit_pca(rows, mean, scale, recipe.n_components)
