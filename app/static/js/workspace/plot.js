@@ -25,6 +25,8 @@ function extent(values) {
   return [min - pad, max + pad];
 }
 
+const LARGE = 250_000;
+
 export class Plot {
   constructor(canvas, overlay) {
     this.canvas = canvas;
@@ -35,25 +37,42 @@ export class Plot {
     this.boundaries = [];
     this.show = { links: true, boundaries: true };
     this.draft = null;
-    const { width, height } = canvas.getBoundingClientRect();
-    this.scatterplot = createScatterplot({
-      canvas,
-      width,
-      height,
-      pointSize: 6,
-      pointSizeSelected: 2,
-      pointOutlineWidth: 1,
-      backgroundColor: '#ffffff',
-      lassoColor: [0.18, 0.42, 0.87, 1],
-      lassoClearEvent: 'lassoEnd',
-      opacity: 0.85,
-    });
-    this.scatterplot.subscribe('view', () => this.drawOverlay());
+    this.handlers = []; // [event, handler]: kept to subscribe a rebuilt scatterplot again
+    this.mode = 'pan';
+    this.build(false);
     new ResizeObserver(() => {
       const box = canvas.getBoundingClientRect();
       this.scatterplot.set({ width: box.width, height: box.height });
       this.drawOverlay();
     }).observe(canvas);
+  }
+
+  // Above LARGE points the scatterplot is built in its performance mode (no anti-aliasing,
+  // smaller points): every frame redraws every point, and without a GPU (or on a weak one) the
+  // fill rate of a million 6-pixel discs is what makes a lasso or a first render take seconds.
+  // The mode can only be chosen when the scatterplot is created, so it is rebuilt when a view's
+  // size crosses the line.
+  build(performance) {
+    if (this.scatterplot) this.scatterplot.destroy();
+    const { width, height } = this.canvas.getBoundingClientRect();
+    this.scatterplot = createScatterplot({
+      canvas: this.canvas,
+      width,
+      height,
+      performanceMode: performance,
+      pointSize: performance ? 2 : 6,
+      pointSizeSelected: performance ? 1 : 2,
+      pointOutlineWidth: performance ? 0 : 1,
+      backgroundColor: '#ffffff',
+      lassoColor: [0.18, 0.42, 0.87, 1],
+      lassoClearEvent: 'lassoEnd',
+      opacity: performance ? 0.6 : 0.85,
+    });
+    this.performance = performance;
+    this.spatialIndex = null;
+    this.scatterplot.subscribe('view', () => this.drawOverlay());
+    for (const [event, handler] of this.handlers) this.scatterplot.subscribe(event, handler);
+    this.setMode(this.mode);
   }
 
   get size() {
@@ -62,6 +81,7 @@ export class Plot {
 
   async setPoints(coords) {
     const n = coords.length / 2;
+    if ((n >= LARGE) !== this.performance) this.build(n >= LARGE);
     this.x = new Float32Array(n);
     this.y = new Float32Array(n);
     for (let i = 0; i < n; i += 1) {
@@ -97,6 +117,7 @@ export class Plot {
   }
 
   setMode(mode) {
+    this.mode = mode;
     this.scatterplot.set({ mouseMode: mode === 'lasso' ? 'lasso' : 'panZoom' });
   }
 
@@ -118,6 +139,7 @@ export class Plot {
   }
 
   subscribe(event, handler) {
+    this.handlers.push([event, handler]);
     this.scatterplot.subscribe(event, handler);
   }
 
