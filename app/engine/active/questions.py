@@ -24,10 +24,10 @@ information:
    run's pooled variances while the groups are too small to have their own; and ``u`` is
    weighed by the item's distance to the nearest named item (standardised features, over the
    largest such distance), so questions cover the data instead of crowding one spot. On
-   breast cancer the two steps took ARI after 100 answers from 0.27 to 0.91. The first questions a fresh
-   result asks are therefore mostly anchor pairs, which lay a cannot-link skeleton across the
-   clusters (the "explore" step of the active-learning literature), then boundary items (the
-   "consolidate" step).
+   breast cancer the two steps took ARI after 100 answers from 0.27 to 0.91.
+   The first questions a fresh result asks are therefore anchor pairs, which lay a
+   cannot-link skeleton across the clusters (the "explore" step of the active-learning
+   literature), then boundary items (the "consolidate" step).
 5. A batch is chosen greedily, best score first, where every question already chosen about the
    same pair of clusters halves a candidate's score, so one boundary does not take the whole
    batch. Ties break by item index.
