@@ -168,15 +168,16 @@ def _binary_files(schema: dict[str, Any]) -> None:
 
 
 def _binary_responses(schema: dict[str, Any]) -> None:
-    """Files a route returns (CSV, NPY, PNG, raw arrays) as binary strings, so that a client
-    hands back the bytes instead of parsing them as JSON; an event stream is text."""
+    """Files a route returns (NPY, PNG, raw arrays) as binary strings, so that a client hands
+    back the bytes instead of parsing them as JSON; CSV as a string."""
     for path in schema["paths"].values():
         for operation in path.values():
             for response in operation["responses"].values():
                 for media, content in response.get("content", {}).items():
-                    if media == "application/json" or content.get("schema"):
+                    # An event stream's schema would describe each event, not the body.
+                    if media in ("application/json", "text/event-stream") or content.get("schema"):
                         continue
-                    # Text (CSV, events) as a string: clients decode it as text.
+                    # Text (CSV) as a string: clients decode it as text.
                     text = media.startswith("text/")
                     content["schema"] = {"type": "string"} if text else BINARY
 
