@@ -165,12 +165,17 @@ def _member_change(
     try:
         change()
     except ServiceError as exc:
-        session.rollback()
-        context = _project_context(session, access)
-        context["member_error"] = exc.detail
-        return _render(request, "project.html", context)
+        return _project_page_refusing(request, session, access, member_error=exc.detail)
     session.commit()
     return RedirectResponse(f"/projects/{access.project.id}#members", status_code=303)
+
+
+def _project_page_refusing(
+    request: Request, session: SessionDep, access: ViewerAccess, **why: Any
+) -> HTMLResponse:
+    """The project page again after a refused form: nothing written, the reason shown."""
+    session.rollback()
+    return _render(request, "project.html", {**_project_context(session, access), **why})
 
 
 @router.post("/projects/{project_id}/members", response_model=None)
@@ -221,15 +226,8 @@ def upload_dataset(
         form = UploadForm(name, id_column, ground_truth_column)
         dataset = import_uploaded_file(session, settings, access, file, form)
     except ServiceError as exc:
-        session.rollback()
-        context = _project_context(session, access)
-        context["error"] = exc.detail
-        context["form"] = {
-            "name": name,
-            "ground_truth_column": ground_truth_column,
-            "id_column": id_column,
-        }
-        return _render(request, "project.html", context)
+        typed = {"name": name, "ground_truth_column": ground_truth_column, "id_column": id_column}
+        return _project_page_refusing(request, session, access, error=exc.detail, form=typed)
     session.commit()
     featurization_queued(request.app.state, dataset.id, dataset.status)
     return RedirectResponse(f"/datasets/{dataset.id}", status_code=303)
