@@ -258,7 +258,7 @@ class PPC(ClusterMixin, BaseEstimator):
         relations = check_relations(pairs, weights, n)
         known = check_labels(labels, n, m, relations)
         graph = build_graph(relations, n, m, e_step, max_states, known)
-        models = candidates(covariance, relations, known)
+        models = candidates(covariance, relations, known, graph.mf_nodes.shape[0] > 0)
         opts = self._options(graph, models[0])
         check_feasible(graph, m)
         rng = check_random_state(self.random_state)

@@ -8,7 +8,7 @@ samples' labels either way, so ``labels_`` agree with them whatever the model; w
 whether the fitted *mixture* (its plain posterior, ``predict``) agrees with them. ``auto`` fits
 both models and keeps the one whose mixture agrees with more relations and labels (the side
 information acts as a validation set), the full model on a tie. Without side information it is
-``full``, the spec's model.
+``full``, the spec's model; so is it with mean-field components (image grids).
 """
 
 from __future__ import annotations
@@ -31,11 +31,18 @@ def family_of(covariance: str) -> tuple[int, bool]:
     return (FULL, True) if covariance == "tied" else (FAMILIES[covariance], False)
 
 
-def candidates(covariance: str, relations: Relations, known: IntArray) -> tuple[str, ...]:
+def candidates(
+    covariance: str, relations: Relations, known: IntArray, mean_field: bool = False
+) -> tuple[str, ...]:
     """The covariance models to fit: both of ``AUTO_CANDIDATES`` for ``auto`` when there is side
-    information to choose with, else the one asked for (``auto`` alone is ``full``)."""
+    information to choose with, else the one asked for (``auto`` alone is ``full``). With
+    mean-field components (image grids: every item linked, a fit costs seconds) ``auto`` is
+    ``full``: a second model would double the cost, and links between neighbours are no
+    validation set for the mixture."""
     if covariance != "auto":
         return (covariance,)
+    if mean_field:
+        return ("full",)
     has_pairs = relations.soft_i.shape[0] + relations.link_i.shape[0] + relations.dnl_i.shape[0]
     return AUTO_CANDIDATES if has_pairs or bool((known >= 0).any()) else ("full",)
 
