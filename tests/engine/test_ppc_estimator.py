@@ -54,15 +54,15 @@ X0, _ = blobs()
 )
 def test_bad_relations_raise_and_name_the_pair(pairs: object, weights: object, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        PPC(3).fit(X0, pairs, weights)
+        PPC(3).fit(X0, pairs=pairs, weights=weights)
 
 
 def test_infeasible_hard_do_not_links_raise() -> None:
     triangle = np.array([[0, 1], [1, 2], [2, 0]])
     with pytest.raises(ValueError, match=r"cannot all hold with n_components=2"):
-        PPC(2).fit(X0, triangle, np.full(3, -np.inf))
+        PPC(2).fit(X0, pairs=triangle, weights=np.full(3, -np.inf))
     with pytest.raises(ValueError, match=r"pair \(0, 1\) is a hard do-not-link.*n_components=1"):
-        PPC(1).fit(X0, triangle[:1], [-np.inf])
+        PPC(1).fit(X0, pairs=triangle[:1], weights=[-np.inf])
 
 
 @pytest.mark.parametrize(
@@ -87,14 +87,14 @@ def test_bad_parameters_raise(params: dict[str, object], match: str) -> None:
 
 def test_weights_without_pairs_and_exact_refusal() -> None:
     with pytest.raises(ValueError, match="together"):
-        PPC(2).fit(X0, None, [1.0])
+        PPC(2).fit(X0, pairs=None, weights=[1.0])
     pairs, w = grid_links(6, 5, 0.5)
     with pytest.raises(ValueError, match="e_step='exact'"):
-        PPC(3, e_step="exact").fit(X0, pairs, w)
+        PPC(3, e_step="exact").fit(X0, pairs=pairs, weights=w)
     with pytest.raises(ValueError, match="hard do-not-links"):
-        PPC(3, e_step="mean_field").fit(X0, [[0, 1]], [-np.inf])
+        PPC(3, e_step="mean_field").fit(X0, pairs=[[0, 1]], weights=[-np.inf])
     with pytest.raises(ValueError, match="pi_update='fixed'"):
-        PPC(3, pi_update="optimize", max_exact_states=100).fit(X0, pairs, w)
+        PPC(3, pi_update="optimize", max_exact_states=100).fit(X0, pairs=pairs, weights=w)
 
 
 # -- hard relations are never violated ------------------------------------------------------
@@ -127,7 +127,7 @@ def test_hard_relations_hold_in_labels(seed: int) -> None:
             gibbs_sweeps=20,
             gibbs_burn_in=5,
             tol=1e-4,
-        ).fit(X, pairs, w)
+        ).fit(X, pairs=pairs, weights=w)
     lab = model.labels_
     links, dnl = pairs[w == np.inf], pairs[w == -np.inf]
     assert np.all(lab[links[:, 0]] == lab[links[:, 1]])
@@ -144,7 +144,7 @@ def test_hard_do_not_links_hold_in_a_large_component() -> None:
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = PPC(
             3, random_state=0, max_iter=10, max_exact_states=3**8, gibbs_sweeps=20, gibbs_burn_in=5
-        ).fit(X, pairs, w)
+        ).fit(X, pairs=pairs, weights=w)
     lab = model.labels_
     ok = np.where(w == np.inf, lab[pairs[:, 0]] == lab[pairs[:, 1]], True)
     ok &= np.where(w == -np.inf, lab[pairs[:, 0]] != lab[pairs[:, 1]], True)
@@ -158,8 +158,8 @@ def test_fit_attributes_and_reproducibility() -> None:
     X, _ = blobs(30)
     pairs = np.array([[0, 1], [30, 31], [0, 30], [60, 61]])
     w = np.array([1.0, np.inf, -1.0, -np.inf])
-    model = PPC(3, n_init=3, random_state=5).fit(X, pairs, w)
-    again = clone(model).fit(X, pairs, w)
+    model = PPC(3, n_init=3, random_state=5).fit(X, pairs=pairs, weights=w)
+    again = clone(model).fit(X, pairs=pairs, weights=w)
     np.testing.assert_array_equal(model.labels_, again.labels_)
     np.testing.assert_allclose(model.means_, again.means_)
     assert model.means_.shape == (3, 2) and model.covariances_.shape == (3, 2, 2)
@@ -167,7 +167,7 @@ def test_fit_attributes_and_reproducibility() -> None:
     assert model.converged_ and 1 <= model.n_iter_ <= 200
     assert model.lower_bound_ == pytest.approx(model.lower_bound_history_[-1], abs=1e-5)
     np.testing.assert_allclose(model.resp_.sum(axis=1), 1.0)
-    assert model.fit_predict(X, pairs, w).shape == (90,)
+    assert model.fit_predict(X, pairs=pairs, weights=w).shape == (90,)
     assert model.predict(X).shape == (90,)
 
 
@@ -175,7 +175,7 @@ def test_fit_attributes_and_reproducibility() -> None:
 def test_other_families(covariance: str) -> None:
     X, _ = blobs(30, d=3)
     pairs, w = grid_links(9, 10, 0.3)
-    model = PPC(3, covariance=covariance, random_state=0).fit(X, pairs, w)
+    model = PPC(3, covariance=covariance, random_state=0).fit(X, pairs=pairs, weights=w)
     expected = (3, 3) if covariance == "diagonal" else (3,)
     assert model.covariances_.shape == expected
     assert model.predict_proba(X).shape == (90, 3)
@@ -191,7 +191,9 @@ def test_progress_cancels_with_a_consistent_state() -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)  # a cancelled fit does not warn
-        model = PPC(3, n_init=4, random_state=0, progress=progress).fit(X, [[0, 1]], [2.0])
+        model = PPC(3, n_init=4, random_state=0, progress=progress).fit(
+            X, pairs=[[0, 1]], weights=[2.0]
+        )
     assert [c[0] for c in calls] == [1, 2]
     assert model.n_iter_ == 2 and not model.converged_
     assert np.all(np.isfinite([c[1] for c in calls]))
@@ -232,7 +234,7 @@ def test_mean_field_on_a_grid_smooths_a_noisy_image() -> None:
     X = truth.reshape(-1, 1) * 1.6 + rng.normal(size=(256, 1))
     pairs, w = grid_links(16, 16, 0.8)
     gmm = PPC(2, random_state=0, n_init=4).fit(X)
-    ppc = PPC(2, random_state=0, n_init=4).fit(X, pairs, w)
+    ppc = PPC(2, random_state=0, n_init=4).fit(X, pairs=pairs, weights=w)
 
     def accuracy(lab: NDArray[np.int64]) -> float:
         agree = float(np.mean(lab == truth.ravel()))
