@@ -21,6 +21,16 @@ def test_an_explicit_n_init_is_kept() -> None:
     assert image_params(params).n_init == 10
 
 
-def test_ppc_keeps_its_single_restart() -> None:
+def test_ppc_keeps_its_single_restart_and_shares_one_covariance() -> None:
     params = PPCParams.model_validate({})
-    assert image_params(params).n_init == 1
+    adjusted = image_params(params)
+    assert adjusted.n_init == 1
+    assert isinstance(adjusted, PPCParams) and adjusted.covariance == "tied"
+    assert params.covariance == "full"  # tables keep the table default
+
+
+def test_an_explicit_ppc_covariance_is_kept() -> None:
+    params = PPCParams.model_validate({"covariance": "full"})
+    assert isinstance(params, PPCParams)
+    adjusted = image_params(params)
+    assert isinstance(adjusted, PPCParams) and adjusted.covariance == "full"

@@ -28,7 +28,7 @@ class PPCParams(Params):
     n_components: int | None = Field(
         None, ge=1, le=200, description=f"Number of mixture components; {AUTO_CLUSTERS}, else 3"
     )
-    covariance: Literal["full", "diagonal", "spherical"] = "full"
+    covariance: Literal["full", "tied", "diagonal", "spherical"] = "full"
     e_step: Literal["auto", "exact", "mean_field", "gibbs"] = Field(
         "auto", description="Posterior under the pairwise prior, chosen per linked component"
     )
