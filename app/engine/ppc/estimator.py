@@ -223,12 +223,15 @@ class PPC(ClusterMixin, BaseEstimator):
     def fit(
         self,
         X: ArrayLike,
+        y: object = None,
+        *,
         pairs: ArrayLike | None = None,
         weights: ArrayLike | None = None,
-        *,
         labels: ArrayLike | None = None,
     ) -> PPC:
-        """Fit to ``X`` with relations ``pairs`` (m, 2) of weights ``weights`` (m,).
+        """Fit to ``X`` with relations ``pairs`` (m, 2) of weights ``weights`` (m,); ``y`` is
+        ignored (side information is keyword-only, so Pipeline and GridSearchCV can route it
+        with ``set_fit_request``; see app/engine/side_info.py for what CV can split).
 
         ``labels`` (n,) are samples of known component: -1 = unlabeled, c = component c. The
         E-step conditions on them (their posteriors are fixed to their component), which is
@@ -330,11 +333,11 @@ class PPC(ClusterMixin, BaseEstimator):
     def fit_predict(
         self,
         X: ArrayLike,
+        y: object = None,
+        *,
         pairs: ArrayLike | None = None,
         weights: ArrayLike | None = None,
-        *,
         labels: ArrayLike | None = None,
-        **kwargs: Any,
     ) -> NDArray[np.int64]:
-        """``fit(X, pairs, weights, labels=labels).labels_``."""
-        return self.fit(X, pairs, weights, labels=labels).labels_
+        """``fit(X, pairs=pairs, weights=weights, labels=labels).labels_``."""
+        return self.fit(X, pairs=pairs, weights=weights, labels=labels).labels_
