@@ -35,7 +35,7 @@ from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 from app.engine.ppc.prior import PI_UPDATES
 from app.engine.ppc.relations import check_labels, check_relations
-from app.engine.ppc.select import COVARIANCES, agreement, candidates, family_of
+from app.engine.ppc.select import AUTO_STARTS, COVARIANCES, agreement, candidates, family_of
 from app.engine.ppc.start import INITS, kmeans_start, random_start
 
 FloatArray = NDArray[np.float64]
@@ -265,25 +265,27 @@ class PPC(ClusterMixin, BaseEstimator):
         opts = self._options(graph, models[0])
         check_feasible(graph, m)
         rng = check_random_state(self.random_state)
-        chosen: tuple[float, PPCResult, str, Options] | None = None
+        chosen: tuple[tuple[float, float], PPCResult, str, Options] | None = None
         iterations = 0
+        # choosing by the side information: AUTO_STARTS starts per model, the best by
+        # (agreement, objective); otherwise n_init starts, the best by the objective
+        starts = max(n_init, AUTO_STARTS) if len(models) > 1 else n_init
         for name in models:
             opts = self._options(graph, name)
-            best: PPCResult | None = None
-            for _ in range(n_init):
+            for _ in range(starts):
                 start = self._start(data, m, opts.family, opts.reg_covar, graph, rng)
                 result = run_em(data, start, graph, opts, rng, self.progress, iterations)
                 iterations += result.n_iter
-                if best is None or result.estep.bound > best.estep.bound:
-                    best = result
+                score = 0.0
+                if len(models) > 1:
+                    plain = self._plain_proba(data, result.params, opts.family).argmax(axis=1)
+                    score = agreement(plain, relations, known)
+                key = (score, result.estep.bound)
+                if chosen is None or key > chosen[0]:
+                    chosen = (key, result, name, opts)
                 if result.cancelled:
                     break
-            assert best is not None
-            plain = self._plain_proba(data, best.params, opts.family)
-            score = agreement(plain.argmax(axis=1), relations, known) if len(models) > 1 else 0.0
-            if chosen is None or score > chosen[0]:
-                chosen = (score, best, name, opts)
-            if best.cancelled:
+            if result.cancelled:
                 break
         assert chosen is not None
         _, best, self.covariance_, opts = chosen
