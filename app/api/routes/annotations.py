@@ -91,7 +91,7 @@ def redo_annotation(dataset_id: Id, session: SessionDep, access: EditorAccess) -
     )
 
 
-@router.delete("/{annotation_id}", response_model=UndoRedoRead)
+@router.delete("/{annotation_id:int}", response_model=UndoRedoRead)
 def delete_annotation(
     dataset_id: Id, annotation_id: Id, session: SessionDep, access: EditorAccess
 ) -> UndoRedoRead:
@@ -107,7 +107,7 @@ def delete_annotation(
     )
 
 
-@router.patch("/{annotation_id}", response_model=AnnotationRead)
+@router.patch("/{annotation_id:int}", response_model=AnnotationRead)
 def edit_annotation(
     dataset_id: Id,
     annotation_id: Id,
