@@ -6,10 +6,10 @@ data by spread (a tight and a broad component, ARI 0.13) and has the better like
 while the class split is a tied-covariance one (ARI 0.65). Hard relations fix the constrained
 samples' labels either way, so ``labels_`` agree with them whatever the model; what differs is
 whether the fitted *mixture* (its plain posterior, ``predict``) agrees with them. ``auto`` fits
-both models from ``AUTO_STARTS`` starts each and keeps the fit whose mixture agrees with more
-relations and labels (the side information acts as a validation set), the higher objective on a
-tie. Without side information it is
-``full``, the spec's model; so is it with mean-field components (image grids).
+both models from max(n_init, ``AUTO_STARTS``) starts each and keeps the fit whose mixture agrees
+with more relations and labels (the side information acts as a validation set), the higher
+objective on a tie. Without side information it is ``full``, the spec's model; so is it with
+mean-field components (image grids).
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ IntArray = NDArray[np.int64]
 
 COVARIANCES = (*FAMILIES, "tied", "auto")
 AUTO_CANDIDATES = ("full", "tied")
-# Starts per model when choosing by the side information: digits with 200 pairs 0.54 -> 0.55,
-# iris 0.93 -> 0.95 (docs/ppc.md); more starts chosen by the objective alone did not help.
-AUTO_STARTS = 3
+# Least starts per model when choosing by the side information. 3 measured no better overall
+# (digits-50 0.547 -> 0.514, digits-200 0.538 -> 0.543; docs/ppc.md): with few must-links the
+# agreement barely separates starts, and the objective then picks worse ones.
+AUTO_STARTS = 1
 
 
 def family_of(covariance: str) -> tuple[int, bool]:
