@@ -24,14 +24,21 @@ IMAGE_PPC_COVARIANCE = "tied"
 
 
 def image_params(params: Params) -> Params:
-    """The run's parameters with the image defaults for what it left empty (a copy)."""
+    """The run's parameters with the image defaults where they hold the table default (a copy).
+
+    Runs store their parameters with every default filled in, so a value equal to the table
+    default reads as "left empty": asking for exactly that value on an image gets the image's."""
     update: dict[str, object] = {}
-    n_init = getattr(params, "n_init", None)
-    if "n_init" not in params.model_fields_set and n_init is not None and n_init > IMAGE_N_INIT:
+    if _is_default(params, "n_init") and getattr(params, "n_init", 0) > IMAGE_N_INIT:
         update["n_init"] = IMAGE_N_INIT
-    if isinstance(params, PPCParams) and "covariance" not in params.model_fields_set:
+    if isinstance(params, PPCParams) and _is_default(params, "covariance"):
         update["covariance"] = IMAGE_PPC_COVARIANCE
     return params.model_copy(update=update) if update else params
+
+
+def _is_default(params: Params, name: str) -> bool:
+    field = type(params).model_fields.get(name)
+    return field is not None and getattr(params, name) == field.default
 
 
 def image_structure(item_of_pixel: NDArray[np.int32], superpixels: bool) -> ItemStructure:

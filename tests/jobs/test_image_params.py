@@ -17,8 +17,8 @@ def test_empty_n_init_becomes_the_image_default() -> None:
 
 
 def test_an_explicit_n_init_is_kept() -> None:
-    params = CECIBParams.model_validate({"n_init": 10})
-    assert image_params(params).n_init == 10
+    params = CECIBParams.model_validate({"n_init": 5})
+    assert image_params(params).n_init == 5
 
 
 def test_ppc_keeps_its_single_restart_and_shares_one_covariance() -> None:
@@ -26,11 +26,18 @@ def test_ppc_keeps_its_single_restart_and_shares_one_covariance() -> None:
     adjusted = image_params(params)
     assert adjusted.n_init == 1
     assert isinstance(adjusted, PPCParams) and adjusted.covariance == "tied"
-    assert params.covariance == "full"  # tables keep the table default
+    assert params.covariance == PPCParams.model_fields["covariance"].default  # tables keep theirs
 
 
 def test_an_explicit_ppc_covariance_is_kept() -> None:
-    params = PPCParams.model_validate({"covariance": "full"})
-    assert isinstance(params, PPCParams)
+    params = PPCParams.model_validate({"covariance": "diagonal"})
     adjusted = image_params(params)
-    assert isinstance(adjusted, PPCParams) and adjusted.covariance == "full"
+    assert isinstance(adjusted, PPCParams) and adjusted.covariance == "diagonal"
+
+
+def test_stored_parameters_with_every_default_filled_in_get_the_image_defaults() -> None:
+    stored = CECIBParams.model_validate(CECIBParams().model_dump(mode="json"))
+    assert image_params(stored).n_init == IMAGE_N_INIT
+    stored_ppc = PPCParams.model_validate(PPCParams().model_dump(mode="json"))
+    adjusted = image_params(stored_ppc)
+    assert isinstance(adjusted, PPCParams) and adjusted.covariance == "tied"
