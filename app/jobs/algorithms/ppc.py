@@ -28,7 +28,11 @@ class PPCParams(Params):
     n_components: int | None = Field(
         None, ge=1, le=200, description=f"Number of mixture components; {AUTO_CLUSTERS}, else 3"
     )
-    covariance: Literal["full", "tied", "diagonal", "spherical"] = "full"
+    covariance: Literal["auto", "full", "tied", "diagonal", "spherical"] = Field(
+        "auto",
+        description="auto: with links or labels, a full and a tied model, the one that agrees "
+        "more with them (docs/ppc.md); without any, full. Images use tied unless set",
+    )
     e_step: Literal["auto", "exact", "mean_field", "gibbs"] = Field(
         "auto", description="Posterior under the pairwise prior, chosen per linked component"
     )
