@@ -9,6 +9,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.sideinfo import SideInformation
+from app.sideinfo.groups import distinct_groups
 
 Progress = Callable[[int, float], bool]
 FloatArray = NDArray[np.floating]
@@ -103,13 +104,17 @@ def hard_pairs(pairs: NDArray[np.int64], confidence: NDArray[np.float64]) -> NDA
     return pairs[confidence >= 1.0]
 
 
-AUTO_CLUSTERS = "empty (the default): one per label category when there are 2 or more"
+AUTO_CLUSTERS = (
+    "empty (the default): one per group you told apart (label categories, or must-linked sets "
+    "kept apart by cannot-links) when there are 2 or more"
+)
 
 
 def clusters_for(value: int | None, info: SideInformation, otherwise: int) -> int:
-    """A cluster count left empty: one cluster per label category (scribbles on an image, or
-    labels on a table) when there are two or more, else `otherwise`."""
+    """A cluster count left empty: one cluster per group the expert told apart (label
+    categories, scribbles on an image, or must-linked sets that cannot-links keep pairwise
+    apart) when there are two or more, else `otherwise`."""
     if value is not None:
         return value
-    categories = int(np.unique(info.labels[info.labels >= 0]).shape[0])
-    return categories if categories >= 2 else otherwise
+    groups = distinct_groups(info)
+    return groups if groups >= 2 else otherwise

@@ -31,10 +31,10 @@ class SMICParams(Params):
         "auto",
         description="Nearest neighbours in the kernel (1 to 100), or 'auto' (chosen by LSMI)",
     )
-    normalize: Literal["none", "symmetric"] = Field(
-        "none",
-        description="'symmetric' is the degree-normalised kernel: it reproduces all four of the "
-        "paper's toy results, the literal kernel ('none') two",
+    normalize: Literal["auto", "none", "symmetric"] = Field(
+        "auto",
+        description="'auto' tries the paper's kernel ('none') and the degree-normalised one "
+        "('symmetric') for every t and lets LSMI choose (docs/smic.md)",
     )
     random_state: Seed = 0
 
