@@ -163,6 +163,18 @@ def _claim(factory: sessionmaker[Session], run_id: int, key: str, notify: Notify
     return Claim(factory, run_id, key, notify)
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float as None: JSON has no inf or NaN, and PostgreSQL's
+    JSON type refuses them (an empty cluster's energy is +inf, for example)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    return value
+
+
 def _cluster_params(estimator: Any) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name in ("weights_", "means_"):
@@ -259,9 +271,9 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
             RunResult(
                 run_id=claim.run_id,
                 labels=labels.astype("<i4").tobytes(),
-                cluster_params=_cluster_params(estimator),
+                cluster_params=json_safe(_cluster_params(estimator)),
                 cost_history=[c if math.isfinite(c) else None for c in progress.history],
-                metrics=metrics,
+                metrics=json_safe(metrics),
                 model=model,
                 mask=mask,
             )
