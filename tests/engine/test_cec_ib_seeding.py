@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 from sklearn.metrics import adjusted_rand_score
 
 from app.engine import CEC, CECIB
-from app.engine.core.label_seeding import label_seeded_partition
+from app.engine.core.cost import cec_ib_energy
+from app.engine.core.label_seeding import label_seeded_partition, resampled_categories
 
 
 def _whiten_by_hand(X: np.ndarray) -> np.ndarray:
@@ -106,12 +107,28 @@ def test_the_refined_start_is_a_k_means_fixed_point_in_whitened_space() -> None:
     np.testing.assert_array_equal(nearest, got)
 
 
-def test_one_cluster_per_category_needs_only_the_two_labeled_starts() -> None:
-    """Both labeled starts are deterministic when k equals the number of categories, so more
-    restarts would repeat them: n_init = 2 and 10 give the same fit."""
-    X, truth = load_wine(return_X_y=True)
-    y = np.where(np.arange(truth.shape[0]) % 10 == 0, truth, -1)
-    a = CECIB(3, n_init=2, random_state=0).fit(X, y=y)
-    b = CECIB(3, n_init=10, random_state=5).fit(X, y=y)
-    np.testing.assert_array_equal(a.labels_, b.labels_)
-    assert a.energy_ == b.energy_
+def test_resampled_categories_keep_a_labeled_subset_of_every_category() -> None:
+    categories = np.array([-1, 0, 0, 1, -1, 1, 1, 2, 0, -1, 2, 1])
+    for seed in range(20):
+        got = resampled_categories(categories, 3, np.random.RandomState(seed))
+        kept = got >= 0
+        np.testing.assert_array_equal(got[kept], categories[kept])  # same category, labeled only
+        assert set(got[kept]) == {0, 1, 2}
+
+
+def test_further_starts_only_lower_the_energy_of_one_cluster_per_category() -> None:
+    """The first two starts (labeled means, then Lloyd-refined) are deterministic, so restarts
+    from resampled labeled items can only keep or lower the energy. On iris with five labeled
+    items per class (this draw) they lower it, and reach the classes better (measured ARI 0.75
+    with two starts, 0.94 with ten)."""
+    X, truth = load_iris(return_X_y=True)
+    rng = np.random.default_rng(1)
+    y = np.full(truth.shape[0], -1)
+    for c in range(3):
+        chosen = rng.choice(np.flatnonzero(truth == c), 5, replace=False)
+        y[chosen] = c
+    two = CECIB(3, n_init=2, random_state=0).fit(X, y=y)
+    ten = CECIB(3, n_init=10, random_state=0).fit(X, y=y)
+    assert ten.energy_ < two.energy_ - 1e-3
+    assert adjusted_rand_score(truth, ten.labels_) > adjusted_rand_score(truth, two.labels_)
+    np.testing.assert_allclose(ten.energy_, cec_ib_energy(X, ten.labels_, y, beta=1.0), rtol=1e-9)

@@ -25,8 +25,9 @@ class CECIB(_CECBase):
     Parameters are those of ``CEC`` plus ``beta >= 0``, the weight of the label-consistency
     term: 1 for trusted labels ("CEC-IB_1"), ``BETA0`` = 0.26978 for noisy ones ("CEC-IB_0").
     ``energy_`` is the cost of eq. (10) in nats. With labels (and beta > 0) the k-means++ starts
-    begin at the categories' labeled means; with one cluster per category there are two such
-    starts (the second Lloyd-refined), so at most two restarts run (docs/cec-ib.md).
+    begin at the categories' labeled means; with one cluster per category the first start is
+    those means, the second the same after Lloyd refinement, and the others refined means of
+    bootstrap resamples of the labeled items (docs/cec-ib.md).
     """
 
     def __init__(

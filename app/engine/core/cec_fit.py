@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.families import family_covariances, min_cluster_points
 from app.engine.core.hartigan import dissolve_invalid, hartigan_sweep, mark_all_changed, new_clock
-from app.engine.core.label_seeding import label_seeded_partition
+from app.engine.core.label_seeding import label_seeded_partition, resampled_categories
 from app.engine.core.seeding import initial_partition
 
 FloatArray = NDArray[np.float64]
@@ -87,10 +87,18 @@ def _start(
     from the categories' means (``label_seeding``)."""
     n, d = X.shape
     if seeds_from_labels(init, beta, n_categories, n_clusters):
-        # One cluster per category: the second start is the Lloyd-refined one (both are
-        # deterministic). With extra clusters every start draws its own extra centres.
-        refine = restart % 2 == 1 and n_clusters == n_categories
-        assign = label_seeded_partition(X, categories, n_categories, n_clusters, rng, refine=refine)
+        # One cluster per category: the labeled means, then the same Lloyd-refined, then
+        # refined means of resampled labeled items. With extra clusters every start draws its
+        # own extra centres (refinement did not help there, docs/cec-ib.md).
+        one_each = n_clusters == n_categories
+        seeds = (
+            resampled_categories(categories, n_categories, rng)
+            if one_each and restart >= 2
+            else categories
+        )
+        assign = label_seeded_partition(
+            X, seeds, n_categories, n_clusters, rng, refine=one_each and restart >= 1
+        )
     else:
         assign = initial_partition(X, n_clusters, init, rng)
     state = new_state(n_clusters, d, n_categories)
@@ -207,8 +215,6 @@ def fit_cec(
     best: _Run | None = None
     iteration = 0
     stop = False
-    if seeds_from_labels(init, beta, n_categories, n_clusters) and n_clusters == n_categories:
-        n_init = min(n_init, 2)  # both labeled starts are deterministic; more would repeat them
     for restart in range(n_init):
         run, stop = _run(
             X,

@@ -4,6 +4,13 @@ Random k-means++ starts ignore the labels, and on wine or breast cancer with 10%
 labeled Hartigan moves from them settle in partitions that mix the classes. Starting where
 SeededKMeans starts, one centre per category at the mean of its labeled points, lets the labels
 choose the basin; the IB term then keeps the clusters consistent.
+
+With one cluster per category the two starts above are deterministic, and on iris and wine
+(10% labeled) they often settle above the energy of the partition reached from the true classes.
+Further restarts take the category means of a bootstrap resample of the labeled items
+(``resampled_categories``): still one centre per category near its labeled items, so the search
+stays in label-guided basins (random k-means++ starts found lower energies on breast cancer that
+mix the classes), but from different places (docs/cec-ib.md).
 """
 
 from __future__ import annotations
@@ -75,6 +82,19 @@ def label_seeded_partition(
     if refine:
         lloyd(Z, centres[:found], assign)
     return assign
+
+
+def resampled_categories(
+    categories: IntArray, n_categories: int, rng: np.random.RandomState
+) -> IntArray:
+    """``categories`` with each category's labeled items replaced by a bootstrap resample of them
+    (drawn with replacement, kept once: about 63% of them); the others become unlabeled. Every
+    category keeps at least one labeled item."""
+    out = np.full_like(categories, -1)
+    for c in range(n_categories):
+        members = np.flatnonzero(categories == c)
+        out[rng.choice(members, members.shape[0], replace=True)] = c
+    return out
 
 
 def lloyd(Z: FloatArray, centres: FloatArray, assign: IntArray) -> None:
