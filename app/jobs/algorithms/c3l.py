@@ -14,9 +14,8 @@ from app.jobs.algorithms.base import (
     FitPlan,
     FloatArray,
     Progress,
-    clusters_for,
 )
-from app.jobs.algorithms.cec import DEFAULT_CLUSTERS, CECParams
+from app.jobs.algorithms.cec import CECParams, cec_kwargs
 from app.sideinfo import SideInformation
 
 
@@ -49,16 +48,7 @@ def side_scores(info: SideInformation, features: FloatArray) -> np.ndarray:
 def plan_c3l(
     params: C3LParams, info: SideInformation, features: FloatArray, progress: Progress
 ) -> FitPlan:
-    estimator = C3L(
-        n_clusters=clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
-        leakage=params.leakage,
-        min_cluster_fraction=params.min_cluster_fraction,
-        covariance=params.covariance,
-        n_init=params.n_init,
-        max_iter=params.max_iter,
-        random_state=params.random_state,
-        progress=progress,
-    )
+    estimator = C3L(leakage=params.leakage, **cec_kwargs(params, info, progress))
     return FitPlan(estimator, {"side_scores": side_scores(info, features)})
 
 

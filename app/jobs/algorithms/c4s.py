@@ -12,11 +12,10 @@ from app.jobs.algorithms.base import (
     FitPlan,
     FloatArray,
     Progress,
-    clusters_for,
     hard_pairs,
     link_kwargs,
 )
-from app.jobs.algorithms.cec import DEFAULT_CLUSTERS, CECParams
+from app.jobs.algorithms.cec import CECParams, cec_kwargs
 from app.sideinfo import SideInformation
 from app.sideinfo.label_links import label_links
 
@@ -40,14 +39,7 @@ def plan_c4s(
         [hard_pairs(info.cannot_link, info.cannot_link_confidence), label_cannot]
     )
     estimator = C4S(
-        n_clusters=clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
-        n_chunklet_clusters=params.n_chunklet_clusters,
-        min_cluster_fraction=params.min_cluster_fraction,
-        covariance=params.covariance,
-        n_init=params.n_init,
-        max_iter=params.max_iter,
-        random_state=params.random_state,
-        progress=progress,
+        n_chunklet_clusters=params.n_chunklet_clusters, **cec_kwargs(params, info, progress)
     )
     return FitPlan(estimator, link_kwargs(must, cannot))
 

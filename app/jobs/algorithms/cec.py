@@ -1,6 +1,6 @@
 """CEC and CEC-IB (specs/cec-ib.md)."""
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -60,7 +60,8 @@ class CECIBParams(CECParams):
 DEFAULT_CLUSTERS = 10
 
 
-def _cec_kwargs(params: CECParams, info: SideInformation, progress: Progress) -> dict[str, object]:
+def cec_kwargs(params: CECParams, info: SideInformation, progress: Progress) -> dict[str, Any]:
+    """The constructor arguments every CEC-family estimator shares (CEC, CEC-IB, C3L, C4s)."""
     return {
         "n_clusters": clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
         "covariance": params.covariance,
@@ -75,13 +76,13 @@ def _cec_kwargs(params: CECParams, info: SideInformation, progress: Progress) ->
 def plan_cec(
     params: CECParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
-    return FitPlan(CEC(**_cec_kwargs(params, info, progress)))  # type: ignore[arg-type]
+    return FitPlan(CEC(**cec_kwargs(params, info, progress)))
 
 
 def plan_cec_ib(
     params: CECIBParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
-    estimator = CECIB(beta=params.beta, **_cec_kwargs(params, info, progress))  # type: ignore[arg-type]
+    estimator = CECIB(beta=params.beta, **cec_kwargs(params, info, progress))
     return FitPlan(estimator, {"y": info.labels})
 
 
