@@ -1,11 +1,4 @@
-"""${message}
-
-Revision ID: ${up_revision}
-Revises: ${down_revision | comma,n}
-Create Date: ${create_date}
-"""
-
-from collections.abc import Sequence
+"""${message} (created ${create_date.date()})."""
 
 import sqlalchemy as sa
 from alembic import op
@@ -13,8 +6,12 @@ ${imports if imports else ""}
 
 revision: str = ${repr(up_revision)}
 down_revision: str | None = ${repr(down_revision)}
-branch_labels: str | Sequence[str] | None = ${repr(branch_labels)}
-depends_on: str | Sequence[str] | None = ${repr(depends_on)}
+% if branch_labels:
+branch_labels = ${repr(branch_labels)}
+% endif
+% if depends_on:
+depends_on = ${repr(depends_on)}
+% endif
 
 
 def upgrade() -> None:

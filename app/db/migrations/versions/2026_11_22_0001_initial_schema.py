@@ -1,19 +1,10 @@
-"""initial schema
-
-Revision ID: 0001_initial
-Revises:
-Create Date: 2026-11-22 02:17:06.876503
-"""
-
-from collections.abc import Sequence
+"""initial schema (created 2026-11-22)."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0001_initial"
 down_revision: str | None = None
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -1,19 +1,10 @@
-"""views and undo
-
-Revision ID: 0002_views_undo
-Revises: 0001_initial
-Create Date: 2026-11-22 02:37:37.971931
-"""
-
-from collections.abc import Sequence
+"""views and undo (created 2026-11-22)."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002_views_undo"
 down_revision: str | None = "0001_initial"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -1,18 +1,4 @@
-"""ids are never reused; a run remembers which worker claimed it
-
-Revision ID: 0003_ids_never_reused
-Revises: 0002_views_undo
-Create Date: 2026-11-23 17:20:00
-
-SQLite without AUTOINCREMENT gives a new row max(id) + 1, so deleting the newest run (or
-dataset, project...) hands its id to the next one: a worker still running for the deleted run
-would then write into someone else's. AUTOINCREMENT cannot be added in place; batch mode
-rebuilds each table. Dropping the old table would cascade its deletes into the children, so
-foreign keys are switched off first; that works only before this migration's first write, which
-`transaction_per_migration` (env.py) guarantees. PostgreSQL sequences never reuse values.
-"""
-
-from collections.abc import Sequence
+"""ids are never reused; a run remembers which worker claimed it (created 2026-11-23)."""
 
 import sqlalchemy as sa
 from alembic import op
@@ -21,8 +7,6 @@ from app.db.migration_tools import check_foreign_keys, foreign_keys_off
 
 revision: str = "0003_ids_never_reused"
 down_revision: str | None = "0002_views_undo"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 TABLES = ("users", "api_tokens", "projects", "datasets", "annotations", "views", "runs")
 

@@ -1,19 +1,13 @@
 """login throttles: recent failed sign-ins per username and per client address
 
-Revision ID: 0004_login_throttles
-Revises: 0003_ids_never_reused
-Create Date: 2026-11-23 18:00:00
+Created 2026-11-23.
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0004_login_throttles"
 down_revision: str | None = "0003_ids_never_reused"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -1,11 +1,7 @@
 """image runs: a run may apply another run's fitted model; results keep the model and a mask
 
-Revision ID: 0005_image_runs
-Revises: 0004_login_throttles
-Create Date: 2026-11-23 17:40:00
+Created 2026-11-23.
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -14,8 +10,6 @@ from app.db.migration_tools import KEEP_IDS, check_foreign_keys, foreign_keys_of
 
 revision: str = "0005_image_runs"
 down_revision: str | None = "0004_login_throttles"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
