@@ -7,11 +7,17 @@ from typing import Any
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+from sklearn.decomposition import PCA
 from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import StandardScaler
 
 from app.engine import CEC, CECIB
 from app.engine.core.cost import cec_ib_energy
-from app.engine.core.label_seeding import label_seeded_partition, resampled_categories
+from app.engine.core.label_seeding import (
+    label_seeded_partition,
+    labeled_agreement,
+    resampled_categories,
+)
 
 
 def _whiten_by_hand(X: np.ndarray) -> np.ndarray:
@@ -116,11 +122,23 @@ def test_resampled_categories_keep_a_labeled_subset_of_every_category() -> None:
         assert set(got[kept]) == {0, 1, 2}
 
 
-def test_further_starts_only_lower_the_energy_of_one_cluster_per_category() -> None:
-    """The first two starts (labeled means, then Lloyd-refined) are deterministic, so restarts
-    from resampled labeled items can only keep or lower the energy. On iris with five labeled
-    items per class (this draw) they lower it, and reach the classes better (measured ARI 0.75
-    with two starts, 0.94 with ten)."""
+def _agreement(labels: np.ndarray, y: np.ndarray) -> int:
+    return labeled_agreement(labels, y, int(labels.max()) + 1, int(y.max()) + 1)
+
+
+def test_labeled_agreement_counts_items_in_their_clusters_majority() -> None:
+    assign = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 0])
+    categories = np.array([0, 0, 1, 1, 1, -1, -1, -1, -1, 2])
+    # cluster 0 holds categories 0, 0, 1, 2 (majority 2 items); cluster 1: 1, 1; cluster 2: none
+    assert labeled_agreement(assign, categories, 3, 3) == 4
+
+
+def test_further_starts_reach_lower_energy_on_iris() -> None:
+    """The first two starts (labeled means, then Lloyd-refined) are deterministic, so further
+    restarts from resampled labeled items can only keep or improve (agreement with the labeled
+    items, then energy). On iris with five labeled items per class (this draw) every start agrees
+    with all labeled items and the further ones reach a lower energy, nearer the classes
+    (measured ARI 0.75 with two starts, 0.94 with ten)."""
     X, truth = load_iris(return_X_y=True)
     rng = np.random.default_rng(1)
     y = np.full(truth.shape[0], -1)
@@ -129,6 +147,27 @@ def test_further_starts_only_lower_the_energy_of_one_cluster_per_category() -> N
         y[chosen] = c
     two = CECIB(3, n_init=2, random_state=0).fit(X, y=y)
     ten = CECIB(3, n_init=10, random_state=0).fit(X, y=y)
+    assert _agreement(ten.labels_, y) == _agreement(two.labels_, y) == 15
     assert ten.energy_ < two.energy_ - 1e-3
     assert adjusted_rand_score(truth, ten.labels_) > adjusted_rand_score(truth, two.labels_)
     np.testing.assert_allclose(ten.energy_, cec_ib_energy(X, ten.labels_, y, beta=1.0), rtol=1e-9)
+
+
+def test_agreement_with_the_labels_ranks_before_energy() -> None:
+    """Digits (standardised, 10 principal components, 10% of each class labeled, draw 1): the
+    lowest-energy restart merges labeled categories (measured: energy 14.710, 83% of the labeled
+    items in their cluster's majority, ARI 0.57); the kept fit agrees with more labeled items
+    than any lower-energy one would, and so with at least as many as the first two starts."""
+    X, truth = load_digits(return_X_y=True)
+    Z = PCA(10, random_state=0).fit_transform(StandardScaler().fit_transform(X))
+    rng = np.random.default_rng(1)
+    y = np.full(truth.shape[0], -1)
+    for c in range(10):
+        members = np.flatnonzero(truth == c)
+        y[rng.choice(members, round(0.1 * members.shape[0]), replace=False)] = c
+    two = CECIB(10, n_init=2, random_state=0).fit(Z, y=y)
+    ten = CECIB(10, n_init=10, random_state=0).fit(Z, y=y)
+    assert _agreement(ten.labels_, y) >= _agreement(two.labels_, y)
+    if _agreement(ten.labels_, y) == _agreement(two.labels_, y):
+        assert ten.energy_ <= two.energy_
+    assert adjusted_rand_score(truth, ten.labels_) > 0.65

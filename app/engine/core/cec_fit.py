@@ -18,7 +18,11 @@ from numpy.typing import NDArray
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.families import family_covariances, min_cluster_points
 from app.engine.core.hartigan import dissolve_invalid, hartigan_sweep, mark_all_changed, new_clock
-from app.engine.core.label_seeding import label_seeded_partition, resampled_categories
+from app.engine.core.label_seeding import (
+    label_seeded_partition,
+    labeled_agreement,
+    resampled_categories,
+)
 from app.engine.core.seeding import initial_partition
 
 FloatArray = NDArray[np.float64]
@@ -206,12 +210,23 @@ def fit_cec(
     rng: np.random.RandomState,
     progress: Progress | None = None,
 ) -> CECResult:
-    """Best of ``n_init`` Hartigan runs of CEC-IB (beta = 0 or no labels: plain CEC).
+    """Best of ``n_init`` Hartigan runs of CEC-IB (beta = 0 or no labels: plain CEC): the
+    lowest energy, except with one cluster per label category, where the run whose clusters
+    agree with more labeled points wins and energy breaks ties (``labeled_agreement``).
 
     ``categories[i]`` is the category code 0..n_categories-1 of point i, or -1 if unlabeled.
     """
     n, d = X.shape
     min_size = min_cluster_size(n, d, family, min_cluster_fraction)
+    by_labels = seeds_from_labels(init, beta, n_categories, n_clusters) and (
+        n_clusters == n_categories
+    )
+
+    def rank(run: _Run) -> tuple[int, float]:
+        if not by_labels:
+            return (0, run.energy)
+        return (-labeled_agreement(run.assign, categories, n_clusters, n_categories), run.energy)
+
     best: _Run | None = None
     iteration = 0
     stop = False
@@ -232,7 +247,7 @@ def fit_cec(
             restart=restart,
         )
         iteration += run.n_iter
-        if best is None or run.energy < best.energy:
+        if best is None or rank(run) < rank(best):
             best = run
         if stop:
             break
