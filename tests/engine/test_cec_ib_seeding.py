@@ -153,6 +153,7 @@ def test_further_starts_reach_lower_energy_on_iris() -> None:
     np.testing.assert_allclose(ten.energy_, cec_ib_energy(X, ten.labels_, y, beta=1.0), rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_agreement_with_the_labels_ranks_before_energy() -> None:
     """Digits (standardised, 10 principal components, 10% of each class labeled, draw 1): the
     lowest-energy restart merges labeled categories (measured: energy 14.710, 83% of the labeled

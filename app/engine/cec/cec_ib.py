@@ -27,7 +27,8 @@ class CECIB(_CECBase):
     ``energy_`` is the cost of eq. (10) in nats. With labels (and beta > 0) the k-means++ starts
     begin at the categories' labeled means; with one cluster per category the first start is
     those means, the second the same after Lloyd refinement, and the others refined means of
-    bootstrap resamples of the labeled items (docs/cec-ib.md).
+    bootstrap resamples of the labeled items; the restart kept is then the one whose clusters
+    agree with more labeled items, energy breaking ties (docs/cec-ib.md).
     """
 
     def __init__(
