@@ -1,9 +1,11 @@
 """`limit` and `offset`, the same on every list operation: at most `MAX_LIMIT` rows a page
-(items of a dataset: `MAX_ITEMS_LIMIT`), `total` counts them all."""
+(items of a dataset: `MAX_ITEMS_LIMIT`), `total` counts them all. A route takes them as one
+`Paging` (or `ItemsPaging`) parameter; FastAPI publishes its fields as the query parameters."""
 
-from typing import Annotated, TypeVar
+from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import Query
+from fastapi import Depends, Query
 
 from app.api.schemas.common import Index
 
@@ -11,11 +13,23 @@ MAX_LIMIT = 1000
 MAX_ITEMS_LIMIT = 10_000
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Rows a page, 1 to {MAX_LIMIT}")]
+ItemsLimit = Annotated[
+    int, Query(ge=1, le=MAX_ITEMS_LIMIT, description=f"Items a page, 1 to {MAX_ITEMS_LIMIT}")
+]
 Offset = Annotated[Index, Query(description="Rows to skip")]
 
-Row = TypeVar("Row")
+
+@dataclass(frozen=True)
+class PageQuery:
+    limit: Limit = 100
+    offset: Offset = 0
 
 
-def window(rows: list[Row], limit: int, offset: int) -> list[Row]:
-    """One page of a list the service returns whole (members, views, algorithms: a few)."""
-    return rows[offset : offset + limit]
+@dataclass(frozen=True)
+class ItemsPageQuery:
+    limit: ItemsLimit = 100
+    offset: Offset = 0
+
+
+Paging = Annotated[PageQuery, Depends()]
+ItemsPaging = Annotated[ItemsPageQuery, Depends()]

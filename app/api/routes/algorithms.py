@@ -1,7 +1,7 @@
 from fastapi import APIRouter
 
 from app.api.deps import CurrentUser
-from app.api.paging import Limit, Offset, window
+from app.api.paging import Paging
 from app.api.schemas.common import ERROR_RESPONSES
 from app.api.schemas.runs import AlgorithmRead, AlgorithmsPage
 from app.jobs.algorithms import ALGORITHMS
@@ -10,7 +10,7 @@ router = APIRouter(prefix="/algorithms", tags=["runs"], responses=ERROR_RESPONSE
 
 
 @router.get("", response_model=AlgorithmsPage)
-def read_algorithms(_user: CurrentUser, limit: Limit = 100, offset: Offset = 0) -> AlgorithmsPage:
+def read_algorithms(_user: CurrentUser, page: Paging) -> AlgorithmsPage:
     """Every algorithm, the side information it uses, and the JSON Schema of its parameters
     (the same definition that validates run requests)."""
     items = [
@@ -24,6 +24,4 @@ def read_algorithms(_user: CurrentUser, limit: Limit = 100, offset: Offset = 0) 
         )
         for a in ALGORITHMS.values()
     ]
-    return AlgorithmsPage(
-        items=window(items, limit, offset), total=len(items), limit=limit, offset=offset
-    )
+    return AlgorithmsPage.window(items, page)

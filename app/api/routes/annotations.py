@@ -3,7 +3,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, status
 
 from app.api.deps import EditorAccess, SessionDep, ViewerAccess
-from app.api.paging import Limit, Offset
+from app.api.paging import Paging
 from app.api.schemas.annotations import (
     AnnotationCreate,
     AnnotationEdit,
@@ -46,23 +46,21 @@ def read_annotations(
     dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    page: Paging,
     include_deleted: bool = False,
 ) -> AnnotationsPage:
     dataset = access.require_dataset()
     rows, total = annotations.list_annotations(
         session=session,
         dataset=dataset,
-        limit=limit,
-        offset=offset,
+        limit=page.limit,
+        offset=page.offset,
         include_deleted=include_deleted,
     )
-    return AnnotationsPage(
-        items=[AnnotationRead.model_validate(a) for a in rows],
-        total=total,
-        limit=limit,
-        offset=offset,
+    return AnnotationsPage.of(
+        rows,
+        total,
+        page,
         revision=dataset.revision,
         can_undo=annotations.can_undo(session=session, dataset=dataset),
         can_redo=annotations.can_redo(session=session, dataset=dataset),

@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile, status
+from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 from fastapi.responses import StreamingResponse
 from pydantic.json_schema import SkipJsonSchema
 
@@ -14,13 +14,12 @@ from app.api.deps import (
     ViewerAccess,
 )
 from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
-from app.api.paging import MAX_ITEMS_LIMIT, Limit, Offset
+from app.api.paging import ItemsPaging, Paging
 from app.api.schemas.common import ERROR_RESPONSES, Id, OptionalName
 from app.api.schemas.datasets import (
     DatasetRead,
     DatasetsPage,
     FeaturizationInfo,
-    ItemRead,
     ItemsPage,
 )
 from app.api.uploads import UploadForm, import_uploaded_file
@@ -33,28 +32,18 @@ from app.store import chunks, dataset_arrays
 
 router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
 
-ItemsLimit = Annotated[
-    int, Query(ge=1, le=MAX_ITEMS_LIMIT, description=f"Items a page, 1 to {MAX_ITEMS_LIMIT}")
-]
-
 
 @router.get("/projects/{project_id}/datasets", response_model=DatasetsPage)
 def read_datasets(
     project_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    page: Paging,
 ) -> DatasetsPage:
     items, total = datasets.list_datasets(
-        session=session, project=access.project, limit=limit, offset=offset
+        session=session, project=access.project, limit=page.limit, offset=page.offset
     )
-    return DatasetsPage(
-        items=[DatasetRead.model_validate(d) for d in items],
-        total=total,
-        limit=limit,
-        offset=offset,
-    )
+    return DatasetsPage.of(items, total, page)
 
 
 @router.post(
@@ -138,18 +127,14 @@ def read_items(
     dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: ItemsLimit = 100,
-    offset: Offset = 0,
+    page: ItemsPaging,
 ) -> ItemsPage:
     """Items in row order: id, feature values and ground truth; `total` is the item count."""
     dataset = access.require_dataset()
-    rows = datasets.read_items(session=session, dataset=dataset, limit=limit, offset=offset)
-    return ItemsPage(
-        items=[ItemRead(**row) for row in rows],
-        total=dataset.n_items if dataset.status == "ready" else 0,
-        limit=limit,
-        offset=offset,
+    rows = datasets.read_items(
+        session=session, dataset=dataset, limit=page.limit, offset=page.offset
     )
+    return ItemsPage.of(rows, dataset.n_items if dataset.status == "ready" else 0, page)
 
 
 @router.get(

@@ -4,8 +4,7 @@ from fastapi import APIRouter, Path, Request, Response, status
 
 from app.api.deps import CurrentUser, OwnerAccess, SessionDep, ViewerAccess
 from app.api.job_signals import runs_changed
-from app.api.paging import Limit as PageLimit
-from app.api.paging import Offset, window
+from app.api.paging import Paging
 from app.api.schemas.common import ERROR_RESPONSES, Id, Name
 from app.api.schemas.projects import (
     MemberRead,
@@ -22,16 +21,11 @@ router = APIRouter(prefix="/projects", tags=["projects"], responses=ERROR_RESPON
 
 
 @router.get("", response_model=ProjectsPage)
-def read_projects(
-    session: SessionDep, user: CurrentUser, limit: PageLimit = 100, offset: Offset = 0
-) -> ProjectsPage:
-    items, total = projects.list_projects(session=session, user=user, limit=limit, offset=offset)
-    return ProjectsPage(
-        items=[ProjectRead.model_validate(p) for p in items],
-        total=total,
-        limit=limit,
-        offset=offset,
+def read_projects(session: SessionDep, user: CurrentUser, page: Paging) -> ProjectsPage:
+    items, total = projects.list_projects(
+        session=session, user=user, limit=page.limit, offset=page.offset
     )
+    return ProjectsPage.of(items, total, page)
 
 
 @router.post("", response_model=ProjectRead, status_code=status.HTTP_201_CREATED)
@@ -68,14 +62,11 @@ def read_members(
     project_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: PageLimit = 100,
-    offset: Offset = 0,
+    page: Paging,
 ) -> MembersPage:
     rows = projects.list_members(session=session, project=access.project)
     items = [MemberRead(username=u.username, role=Role(m.role)) for m, u in rows]
-    return MembersPage(
-        items=window(items, limit, offset), total=len(items), limit=limit, offset=offset
-    )
+    return MembersPage.window(items, page)
 
 
 @router.put("/{project_id}/members", response_model=MemberRead)

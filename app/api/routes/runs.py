@@ -19,7 +19,7 @@ from app.api.deps import (
     resolve_access,
 )
 from app.api.job_signals import runs_changed
-from app.api.paging import Limit, Offset
+from app.api.paging import Paging
 from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id
 from app.api.schemas.runs import RunApply, RunCreate, RunRead, RunResultRead, RunsPage
 from app.db.models import Role, Run
@@ -103,16 +103,13 @@ def read_runs(
     dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    page: Paging,
 ) -> RunsPage:
     """Runs of a dataset, newest first."""
     rows, total = runs.list_runs(
-        session=session, dataset=access.require_dataset(), limit=limit, offset=offset
+        session=session, dataset=access.require_dataset(), limit=page.limit, offset=page.offset
     )
-    return RunsPage(
-        items=[RunRead.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
-    )
+    return RunsPage.of(rows, total, page)
 
 
 @router.get("/runs/{run_id}", response_model=RunRead)

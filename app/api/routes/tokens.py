@@ -1,7 +1,7 @@
 from fastapi import APIRouter, status
 
 from app.api.deps import CurrentUser, SessionDep
-from app.api.paging import Limit, Offset, window
+from app.api.paging import Paging
 from app.api.schemas.accounts import ApiTokenCreate, ApiTokenCreated, ApiTokenRead, ApiTokensPage
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.services import accounts
@@ -26,17 +26,10 @@ def create_api_token(
 def read_api_tokens(
     session: SessionDep,
     user: CurrentUser,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    page: Paging,
 ) -> ApiTokensPage:
     tokens = accounts.list_api_tokens(session=session, user=user)
-    page = window(tokens, limit, offset)
-    return ApiTokensPage(
-        items=[ApiTokenRead.model_validate(t) for t in page],
-        total=len(tokens),
-        limit=limit,
-        offset=offset,
-    )
+    return ApiTokensPage.window(tokens, page)
 
 
 @router.delete("/{token_id}", response_model=ApiTokenRead)

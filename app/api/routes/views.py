@@ -3,7 +3,7 @@ from typing import Literal
 from fastapi import APIRouter, Response, status
 
 from app.api.deps import EditorAccess, SessionDep, SettingsDep, ViewerAccess
-from app.api.paging import Limit, Offset, window
+from app.api.paging import Paging
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.api.schemas.views import ViewCreate, ViewRead, ViewsPage
 from app.services import datasets, views
@@ -17,16 +17,10 @@ def read_views(
     dataset_id: Id,
     session: SessionDep,
     access: ViewerAccess,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    page: Paging,
 ) -> ViewsPage:
     items = views.list_views(session=session, dataset=access.require_dataset())
-    return ViewsPage(
-        items=[ViewRead.model_validate(v) for v in window(items, limit, offset)],
-        total=len(items),
-        limit=limit,
-        offset=offset,
-    )
+    return ViewsPage.window(items, page)
 
 
 @router.post("", response_model=ViewRead, status_code=status.HTTP_201_CREATED)

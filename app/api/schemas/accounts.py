@@ -2,7 +2,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.common import Name, RequestBody
+from app.api.schemas.common import Name, Page, RequestBody
 
 
 class TokenRead(BaseModel):
@@ -44,7 +44,7 @@ class ApiTokenCreated(ApiTokenRead):
     token: str = Field(description="The secret. Shown only in this response; store it now.")
 
 
-class ApiTokensPage(BaseModel):
+class ApiTokensPage(Page):
     items: list[ApiTokenRead]
     total: int
     limit: int

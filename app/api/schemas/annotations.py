@@ -4,7 +4,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from app.api.schemas.common import DatasetPartRead, FiniteFloat, Id, Index, Name, RequestBody
+from app.api.schemas.common import DatasetPartRead, FiniteFloat, Id, Index, Name, Page, RequestBody
 
 ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
 ItemId = Annotated[str, Field(max_length=1000)]
@@ -190,7 +190,7 @@ class AnnotationRead(DatasetPartRead):
     deleted_at: datetime | None
 
 
-class AnnotationsPage(BaseModel):
+class AnnotationsPage(Page):
     items: list[AnnotationRead]
     total: int
     limit: int

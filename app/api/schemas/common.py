@@ -1,7 +1,8 @@
 """Shapes shared by every resource: pages, errors, and the bounded integers and names that path,
 query and body parameters use, so the published schema refuses what the server refuses."""
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Protocol, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic_core import PydanticCustomError
@@ -107,10 +108,27 @@ class ErrorRead(BaseModel):
     )
 
 
-class PageMeta(BaseModel):
-    total: int
-    limit: int
-    offset: int
+class Window(Protocol):
+    @property
+    def limit(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+
+
+class Page(BaseModel):
+    """A list operation's answer. Subclasses declare `items` (first, so the published schema
+    lists it first) and `total`, `limit`, `offset`."""
+
+    @classmethod
+    def of(cls, rows: Sequence[object], total: int, page: Window, **extra: object) -> Self:
+        """The page of `rows` (ORM objects or models, one page already), `total` in all."""
+        body = {"items": rows, "total": total, "limit": page.limit, "offset": page.offset}
+        return cls.model_validate(body | extra, from_attributes=True)
+
+    @classmethod
+    def window(cls, rows: Sequence[object], page: Window) -> Self:
+        """One page of a list the service returns whole (members, views, algorithms: a few)."""
+        return cls.of(rows[page.offset : page.offset + page.limit], len(rows), page)
 
 
 # Routers declare these so FastAPI registers `ErrorRead`; the published document then keeps, per

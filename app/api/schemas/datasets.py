@@ -3,6 +3,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.common import Page
+
 DatasetKind = Literal["table", "image"]
 DatasetStatus = Literal["ready", "featurizing", "failed"]
 """Tables are `ready` at once; an image is `featurizing` until `ready` or `failed`."""
@@ -50,7 +52,7 @@ class DatasetRead(BaseModel):
     created_at: datetime
 
 
-class DatasetsPage(BaseModel):
+class DatasetsPage(Page):
     items: list[DatasetRead]
     total: int
     limit: int
@@ -64,7 +66,7 @@ class ItemRead(BaseModel):
     ground_truth: str | None
 
 
-class ItemsPage(BaseModel):
+class ItemsPage(Page):
     items: list[ItemRead]
     total: int
     limit: int

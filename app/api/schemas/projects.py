@@ -3,7 +3,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
-from app.api.schemas.common import Name, RequestBody, Text
+from app.api.schemas.common import Name, Page, RequestBody, Text
 from app.db.models import Role
 
 
@@ -21,7 +21,7 @@ class ProjectRead(BaseModel):
     created_at: datetime
 
 
-class ProjectsPage(BaseModel):
+class ProjectsPage(Page):
     items: list[ProjectRead]
     total: int
     limit: int
@@ -38,7 +38,7 @@ class MemberRead(BaseModel):
     role: Role
 
 
-class MembersPage(BaseModel):
+class MembersPage(Page):
     items: list[MemberRead]
     total: int
     limit: int

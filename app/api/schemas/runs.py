@@ -3,7 +3,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from app.api.schemas.common import DatasetPartRead, Id, RequestBody
+from app.api.schemas.common import DatasetPartRead, Id, Page, RequestBody
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 """As stored in `runs.status` (`services.runs.ACTIVE` + `TERMINAL`)."""
@@ -35,7 +35,7 @@ class RunRead(DatasetPartRead):
     finished_at: datetime | None
 
 
-class RunsPage(BaseModel):
+class RunsPage(Page):
     items: list[RunRead]
     total: int
     limit: int
@@ -69,7 +69,7 @@ class AlgorithmRead(BaseModel):
     parameters: dict[str, Any] = Field(description="JSON Schema of the run parameters")
 
 
-class AlgorithmsPage(BaseModel):
+class AlgorithmsPage(Page):
     items: list[AlgorithmRead]
     total: int
     limit: int

@@ -1,9 +1,9 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from app.api.schemas.common import DatasetPartRead, Index, RequestBody
+from app.api.schemas.common import DatasetPartRead, Index, Page, RequestBody
 
 ViewMethod = Literal["features", "pca", "umap"]
 FeatureRef = Annotated[str, Field(max_length=1000)] | Index
@@ -22,7 +22,7 @@ class ViewRead(DatasetPartRead):
     created_at: datetime
 
 
-class ViewsPage(BaseModel):
+class ViewsPage(Page):
     items: list[ViewRead]
     total: int
     limit: int
