@@ -1,6 +1,7 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Body, status
+from sqlalchemy.orm import Session
 
 from app.api.deps import EditorAccess, SessionDep, ViewerAccess
 from app.api.paging import Paging
@@ -12,6 +13,7 @@ from app.api.schemas.annotations import (
     UndoRedoRead,
 )
 from app.api.schemas.common import ERROR_RESPONSES, Id
+from app.db.models import Annotation, Dataset
 from app.services import annotations
 
 router = APIRouter(
@@ -67,15 +69,20 @@ def read_annotations(
     )
 
 
+def _committed(session: Session, dataset: Dataset, annotation: Annotation) -> UndoRedoRead:
+    """Commit an undo, redo or delete and answer with the annotation it touched."""
+    session.commit()
+    return UndoRedoRead(
+        annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
+    )
+
+
 @router.post("/undo", response_model=UndoRedoRead)
 def undo_annotation(dataset_id: Id, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
     """Soft-delete the newest live annotation."""
     dataset = access.require_dataset()
     annotation = annotations.undo(session=session, dataset=dataset)
-    session.commit()
-    return UndoRedoRead(
-        annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
-    )
+    return _committed(session, dataset, annotation)
 
 
 @router.post("/redo", response_model=UndoRedoRead)
@@ -83,10 +90,7 @@ def redo_annotation(dataset_id: Id, session: SessionDep, access: EditorAccess) -
     """Restore the most recently undone annotation (until a new annotation is made)."""
     dataset = access.require_dataset()
     annotation = annotations.redo(session=session, dataset=dataset)
-    session.commit()
-    return UndoRedoRead(
-        annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
-    )
+    return _committed(session, dataset, annotation)
 
 
 @router.delete("/{annotation_id:int}", response_model=UndoRedoRead)
@@ -99,10 +103,7 @@ def delete_annotation(
     annotation = annotations.delete_annotation(
         session=session, dataset=dataset, annotation_id=annotation_id
     )
-    session.commit()
-    return UndoRedoRead(
-        annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
-    )
+    return _committed(session, dataset, annotation)
 
 
 @router.patch("/{annotation_id:int}", response_model=AnnotationRead)
