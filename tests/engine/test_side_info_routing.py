@@ -33,6 +33,17 @@ def _blobs(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return centres[truth] * [1.0, 30.0] + rng.normal(size=(120, 2)) * [1.0, 30.0], truth
 
 
+def _ari_search(estimator: BaseEstimator, grid: dict[str, list[object]]) -> GridSearchCV:
+    """A grid search scored by ARI against y over 3 shuffled folds; a failing fit raises."""
+    return GridSearchCV(
+        estimator,
+        grid,
+        scoring="adjusted_rand_score",
+        cv=KFold(3, shuffle=True, random_state=0),
+        error_score="raise",
+    )
+
+
 def test_pipeline_routes_pairs_to_ppc() -> None:
     """The Pipeline fit equals PPC fitted on the scaled data with the same relations."""
     X, _ = _blobs()
@@ -87,13 +98,7 @@ def test_grid_search_splits_per_row_labels() -> None:
     X, truth = _blobs(2)
     labels = np.where(np.arange(120) % 10 == 0, truth, -1)
     ppc = PPC(random_state=0).set_fit_request(labels=True)
-    search = GridSearchCV(
-        ppc,
-        {"n_components": [3, 4]},
-        scoring="adjusted_rand_score",
-        cv=KFold(3, shuffle=True, random_state=0),
-        error_score="raise",
-    ).fit(X, truth, labels=labels)
+    search = _ari_search(ppc, {"n_components": [3, 4]}).fit(X, truth, labels=labels)
     # held-out rows are predicted by the plain mixture (labels do not apply to new rows)
     assert search.best_score_ > 0.7
     best = search.best_estimator_
@@ -104,13 +109,7 @@ def test_grid_search_splits_per_row_side_scores() -> None:
     X, truth = _blobs(3)
     scores = np.where(truth == 0, 1.0, -1.0)
     c3l = C3L(3, n_init=2, random_state=0).set_fit_request(side_scores=True)
-    search = GridSearchCV(
-        c3l,
-        {"leakage": [0.01, 0.05]},
-        scoring="adjusted_rand_score",
-        cv=KFold(3, shuffle=True, random_state=0),
-        error_score="raise",
-    ).fit(X, truth, side_scores=scores)
+    search = _ari_search(c3l, {"leakage": [0.01, 0.05]}).fit(X, truth, side_scores=scores)
     assert search.best_score_ > 0.7
 
 
