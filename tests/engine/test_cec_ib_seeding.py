@@ -172,3 +172,23 @@ def test_agreement_with_the_labels_ranks_before_energy() -> None:
     if _agreement(ten.labels_, y) == _agreement(two.labels_, y):
         assert ten.energy_ <= two.energy_
     assert adjusted_rand_score(truth, ten.labels_) > 0.65
+
+
+def test_a_start_already_run_is_not_run_again() -> None:
+    """Well-separated blobs with many labeled items: every resampled labeled start refines to
+    the Lloyd-refined one, so ten restarts sweep exactly as often as two and end alike."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(300, 2)) + np.repeat([[0.0, 0.0], [9.0, 0.0], [0.0, 9.0]], 100, axis=0)
+    y = np.where(np.arange(300) % 2 == 0, np.arange(300) // 100, -1)
+    sweeps = {2: 0, 10: 0}
+    fits = {}
+    for n_init in sweeps:
+
+        def count(_iteration: int, _energy: float, n_init: int = n_init) -> bool:
+            sweeps[n_init] += 1
+            return True
+
+        fits[n_init] = CECIB(3, n_init=n_init, random_state=0, progress=count).fit(X, y=y)
+    assert sweeps[10] == sweeps[2] > 0
+    np.testing.assert_array_equal(fits[10].labels_, fits[2].labels_)
+    assert fits[10].energy_ == fits[2].energy_

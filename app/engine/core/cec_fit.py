@@ -8,6 +8,7 @@ called, so cancelling always leaves a consistent partition.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,14 +138,22 @@ def _run(
     progress: Progress | None,
     first_iteration: int,
     restart: int,
-) -> tuple[_Run, bool]:
-    """One restart; returns the run and whether ``progress`` asked to stop."""
+    seen: set[bytes] | None = None,
+) -> tuple[_Run | None, bool]:
+    """One restart; returns the run and whether ``progress`` asked to stop. With ``seen`` (the
+    start partitions run so far), a start already run is skipped (None): sweeps are
+    deterministic, so it would end where that one did."""
     n, d = X.shape
     work = np.empty(3 * d)
     delta = np.empty(n_clusters)
     assign, state = _start(
         X, categories, n_categories, n_clusters, family, beta, min_size, init, rng, work, restart
     )
+    if seen is not None:
+        key = hashlib.blake2b(assign.tobytes(), digest_size=16).digest()  # 16 bytes, not 8n
+        if key in seen:
+            return None, False
+        seen.add(key)
     clock = new_clock(n, n_clusters)
     history: list[float] = []
     converged = False
@@ -227,6 +236,8 @@ def fit_cec(
             return (0, run.energy)
         return (-labeled_agreement(run.assign, categories, n_clusters, n_categories), run.energy)
 
+    # Resampled labeled starts often refine to a start already run (many labeled items: images)
+    seen: set[bytes] | None = set() if by_labels else None
     best: _Run | None = None
     iteration = 0
     stop = False
@@ -245,7 +256,10 @@ def fit_cec(
             progress=progress,
             first_iteration=iteration,
             restart=restart,
+            seen=seen,
         )
+        if run is None:
+            continue
         iteration += run.n_iter
         if best is None or rank(run) < rank(best):
             best = run
