@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
@@ -16,6 +16,7 @@ from app.db.models import Annotation, Dataset, User, View
 from app.engine.image.strokes import rasterize_strokes
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.item_ids import resolve_item_ids
+from app.services.paging import page
 from app.sideinfo.model import (
     BOUNDARY,
     CANNOT_LINK,
@@ -185,31 +186,21 @@ def list_annotations(
     query = select(Annotation).where(Annotation.dataset_id == dataset.id)
     if not include_deleted:
         query = query.where(Annotation.deleted_at.is_(None))
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.scalars(query.order_by(Annotation.id).limit(limit).offset(offset)).all()
-    return list(rows), total
+    return page(session, query, Annotation.id, limit, offset)
 
 
 def can_redo(*, session: Session, dataset: Dataset) -> bool:
-    return (
-        session.scalar(
-            select(Annotation.id)
-            .where(Annotation.dataset_id == dataset.id, Annotation.deleted_revision.is_not(None))
-            .limit(1)
-        )
-        is not None
-    )
+    return _has_annotation(session, dataset, Annotation.deleted_revision.is_not(None))
 
 
 def can_undo(*, session: Session, dataset: Dataset) -> bool:
-    return (
-        session.scalar(
-            select(Annotation.id)
-            .where(Annotation.dataset_id == dataset.id, Annotation.deleted_at.is_(None))
-            .limit(1)
-        )
-        is not None
-    )
+    return _has_annotation(session, dataset, Annotation.deleted_at.is_(None))
+
+
+def _has_annotation(session: Session, dataset: Dataset, state: ColumnElement[bool]) -> bool:
+    """Whether any annotation of the dataset is in `state` (live, or undone and redoable)."""
+    query = select(Annotation.id).where(Annotation.dataset_id == dataset.id, state).limit(1)
+    return session.scalar(query) is not None
 
 
 def undo(*, session: Session, dataset: Dataset) -> Annotation:

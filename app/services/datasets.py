@@ -19,7 +19,6 @@ from app.services import views
 from app.services.errors import (
     Conflict,
     InvalidInput,
-    NotFound,
     PayloadTooLarge,
     UnsupportedMediaType,
 )
@@ -29,7 +28,7 @@ from app.services.ingest.detect import detect_format
 from app.services.ingest.image_file import parse_image
 from app.services.ingest.npy_array import parse_npy
 from app.services.ingest.parsed import ParsedImage, ParsedTable
-from app.services.paging import page
+from app.services.paging import get_or_not_found, page
 from app.store import chunks, dataset_arrays
 from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, IMAGE, ITEM_IDS, PIXEL_GROUND_TRUTH
 
@@ -234,10 +233,7 @@ def _pixel_classes(data: bytes, shape: tuple[int, int]) -> tuple[np.ndarray, lis
 
 
 def get_dataset(*, session: Session, dataset_id: int) -> Dataset:
-    dataset = session.get(Dataset, dataset_id)
-    if dataset is None:
-        raise NotFound(f"no dataset with id {dataset_id}")
-    return dataset
+    return get_or_not_found(session, Dataset, dataset_id, "dataset")
 
 
 def list_datasets(

@@ -6,6 +6,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Membership, Project, Role, User
 from app.services.accounts import get_user_by_username
 from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.paging import get_or_not_found
 
 
 def create_project(*, session: Session, owner: User, name: str, description: str = "") -> Project:
@@ -20,10 +21,7 @@ def create_project(*, session: Session, owner: User, name: str, description: str
 
 
 def get_project(*, session: Session, project_id: int) -> Project:
-    project = session.get(Project, project_id)
-    if project is None:
-        raise NotFound(f"no project with id {project_id}")
-    return project
+    return get_or_not_found(session, Project, project_id, "project")
 
 
 def role_in_project(*, session: Session, user: User, project_id: int) -> Role | None:

@@ -12,8 +12,8 @@ from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult, User
 from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
 from app.services.datasets import require_ready
-from app.services.errors import Conflict, InvalidInput, NotFound, TooManyRequests
-from app.services.paging import page
+from app.services.errors import Conflict, InvalidInput, TooManyRequests
+from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
 from app.store import chunks, dataset_arrays
 from app.store.side_information_blob import to_npz
@@ -127,10 +127,7 @@ def _check_active_runs(session: Session, user: User, max_active: int) -> None:
 
 
 def get_run(*, session: Session, run_id: int) -> Run:
-    run = session.get(Run, run_id)
-    if run is None:
-        raise NotFound(f"no run with id {run_id}")
-    return run
+    return get_or_not_found(session, Run, run_id, "run")
 
 
 def list_runs(
