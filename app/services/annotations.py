@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import ColumnElement, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.db.base import utcnow
 from app.db.models import Annotation, Dataset, User, View
@@ -180,36 +180,38 @@ def create_annotation(
     return annotation
 
 
+# Live annotations are undoable; undone ones (with the revision that undid them) are redoable.
+LIVE = Annotation.deleted_at.is_(None)
+REDOABLE = Annotation.deleted_revision.is_not(None)
+
+
 def list_annotations(
     *, session: Session, dataset: Dataset, limit: int, offset: int, include_deleted: bool
 ) -> tuple[list[Annotation], int]:
     query = select(Annotation).where(Annotation.dataset_id == dataset.id)
     if not include_deleted:
-        query = query.where(Annotation.deleted_at.is_(None))
+        query = query.where(LIVE)
     return page(session, query, Annotation.id, limit, offset)
 
 
 def can_redo(*, session: Session, dataset: Dataset) -> bool:
-    return _has_annotation(session, dataset, Annotation.deleted_revision.is_not(None))
+    return _newest(session, dataset, REDOABLE, Annotation.deleted_revision) is not None
 
 
 def can_undo(*, session: Session, dataset: Dataset) -> bool:
-    return _has_annotation(session, dataset, Annotation.deleted_at.is_(None))
+    return _newest(session, dataset, LIVE, Annotation.id) is not None
 
 
-def _has_annotation(session: Session, dataset: Dataset, state: ColumnElement[bool]) -> bool:
-    """Whether any annotation of the dataset is in `state` (live, or undone and redoable)."""
-    query = select(Annotation.id).where(Annotation.dataset_id == dataset.id, state).limit(1)
-    return session.scalar(query) is not None
+def _newest(
+    session: Session, dataset: Dataset, state: ColumnElement[bool], by: InstrumentedAttribute[Any]
+) -> Annotation | None:
+    """The dataset's annotation in `state` that is newest by `by`, if any."""
+    query = select(Annotation).where(Annotation.dataset_id == dataset.id, state)
+    return session.scalar(query.order_by(by.desc()).limit(1))
 
 
 def undo(*, session: Session, dataset: Dataset) -> Annotation:
-    latest = session.scalar(
-        select(Annotation)
-        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_at.is_(None))
-        .order_by(Annotation.id.desc())
-        .limit(1)
-    )
+    latest = _newest(session, dataset, LIVE, Annotation.id)
     if latest is None:
         raise Conflict("nothing to undo: the dataset has no live annotations")
     latest.deleted_revision = _next_revision(session, dataset)
@@ -220,12 +222,7 @@ def undo(*, session: Session, dataset: Dataset) -> Annotation:
 
 
 def redo(*, session: Session, dataset: Dataset) -> Annotation:
-    undone = session.scalar(
-        select(Annotation)
-        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_revision.is_not(None))
-        .order_by(Annotation.deleted_revision.desc())
-        .limit(1)
-    )
+    undone = _newest(session, dataset, REDOABLE, Annotation.deleted_revision)
     if undone is None:
         raise Conflict("nothing to redo")
     _next_revision(session, dataset)
@@ -261,7 +258,7 @@ def _live_annotation(session: Session, dataset: Dataset, annotation_id: int) -> 
 def _empty_redo_stack(session: Session, dataset: Dataset) -> None:
     session.execute(
         update(Annotation)
-        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_revision.is_not(None))
+        .where(Annotation.dataset_id == dataset.id, REDOABLE)
         .values(deleted_revision=None)
     )
 
@@ -319,7 +316,7 @@ def edit_annotation(
 def live_records(*, session: Session, dataset: Dataset) -> list[AnnotationRecord]:
     rows = session.execute(
         select(Annotation.id, Annotation.kind, Annotation.payload, Annotation.confidence)
-        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_at.is_(None))
+        .where(Annotation.dataset_id == dataset.id, LIVE)
         .order_by(Annotation.id)
     )
     return [
