@@ -13,6 +13,7 @@ from app.api.deps import (
     SettingsDep,
     ViewerAccess,
 )
+from app.api.file_responses import file_response
 from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
 from app.api.paging import ItemsPaging, Paging
 from app.api.schemas.common import ERROR_RESPONSES, Id, OptionalName
@@ -137,11 +138,7 @@ def read_items(
     return ItemsPage.of(rows, dataset.n_items if dataset.status == "ready" else 0, page)
 
 
-@router.get(
-    "/datasets/{dataset_id}/features",
-    response_class=StreamingResponse,
-    responses={200: {"content": {"application/x-npy": {}}}},
-)
+@router.get("/datasets/{dataset_id}/features", **file_response("application/x-npy", streamed=True))
 def read_features(dataset_id: Id, request: Request, access: ViewerAccess) -> StreamingResponse:
     """The feature matrix as one NPY file (n_items x n_features), streamed chunk by chunk."""
     dataset = access.require_dataset()
@@ -169,11 +166,7 @@ def read_features(dataset_id: Id, request: Request, access: ViewerAccess) -> Str
     )
 
 
-@router.get(
-    "/datasets/{dataset_id}/image",
-    response_class=Response,
-    responses={200: {"content": {"image/png": {}, "image/jpeg": {}}}},
-)
+@router.get("/datasets/{dataset_id}/image", **file_response("image/png", "image/jpeg"))
 def read_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """The uploaded image file of an image dataset, as it was uploaded."""
     dataset = access.require_dataset()
@@ -184,11 +177,7 @@ def read_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Res
     return Response(content=data, media_type=media)
 
 
-@router.get(
-    "/datasets/{dataset_id}/ground-truth",
-    response_class=Response,
-    responses={200: {"content": {"application/octet-stream": {}}}},
-)
+@router.get("/datasets/{dataset_id}/ground-truth", **file_response("application/octet-stream"))
 def read_ground_truth(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """Ground-truth class codes as raw little-endian int32, one per item (-1 = unknown); the
     class names are the dataset's `ground_truth_classes`."""

@@ -1,17 +1,14 @@
 from fastapi import APIRouter, Response
 
 from app.api.deps import SessionDep, ViewerAccess
+from app.api.file_responses import file_response
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.services.label_export import labels_and_clusters_csv
 
 router = APIRouter(tags=["exports"], responses=ERROR_RESPONSES)
 
 
-@router.get(
-    "/datasets/{dataset_id}/labels-clusters.csv",
-    response_class=Response,
-    responses={200: {"content": {"text/csv": {}}}},
-)
+@router.get("/datasets/{dataset_id}/labels-clusters.csv", **file_response("text/csv"))
 def read_labels_and_clusters(
     dataset_id: Id, session: SessionDep, access: ViewerAccess, run_id: Id | None = None
 ) -> Response:

@@ -18,6 +18,7 @@ from app.api.deps import (
     optional_user,
     resolve_access,
 )
+from app.api.file_responses import file_response
 from app.api.job_signals import runs_changed
 from app.api.paging import Paging
 from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id
@@ -126,11 +127,7 @@ def cancel_run(run_id: Id, request: Request, session: SessionDep, access: Editor
     return RunRead.model_validate(run)
 
 
-@router.get(
-    "/runs/{run_id}/events",
-    response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
-)
+@router.get("/runs/{run_id}/events", **file_response("text/event-stream", streamed=True))
 async def stream_run_events(
     run_id: Id, request: Request, bearer: Annotated[str | None, Depends(oauth2_scheme)]
 ) -> StreamingResponse:
@@ -216,11 +213,7 @@ def read_run_result(
     )
 
 
-@router.get(
-    "/runs/{run_id}/result.csv",
-    response_class=Response,
-    responses={200: {"content": {"text/csv": {}}}},
-)
+@router.get("/runs/{run_id}/result.csv", **file_response("text/csv"))
 def read_run_labels_csv(run_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """Cluster labels as CSV: `item` (row position), `id` (the dataset's id column), `cluster`."""
     run = access.require_run()
@@ -231,11 +224,7 @@ def read_run_labels_csv(run_id: Id, session: SessionDep, access: ViewerAccess) -
     return Response(text, media_type="text/csv", headers=_attachment(run, "csv"))
 
 
-@router.get(
-    "/runs/{run_id}/result.npy",
-    response_class=Response,
-    responses={200: {"content": {"application/x-npy": {}}}},
-)
+@router.get("/runs/{run_id}/result.npy", **file_response("application/x-npy"))
 def read_run_labels_npy(run_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """Cluster labels as an NPY file: int32, one per item in row order."""
     run = access.require_run()
@@ -244,11 +233,7 @@ def read_run_labels_npy(run_id: Id, session: SessionDep, access: ViewerAccess) -
     return Response(body, media_type="application/x-npy", headers=_attachment(run, "npy"))
 
 
-@router.get(
-    "/runs/{run_id}/result.png",
-    response_class=Response,
-    responses={200: {"content": {"image/png": {}}}},
-)
+@router.get("/runs/{run_id}/result.png", **file_response("image/png"))
 def read_run_mask(run_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """Images: the full-resolution cluster mask as PNG, pixel value = cluster id (8-bit, or
     16-bit beyond 255 clusters); 409 for a table."""

@@ -3,6 +3,7 @@ from typing import Literal
 from fastapi import APIRouter, Response, status
 
 from app.api.deps import EditorAccess, SessionDep, SettingsDep, ViewerAccess
+from app.api.file_responses import file_response
 from app.api.paging import Paging
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.api.schemas.views import ViewCreate, ViewRead, ViewsPage
@@ -50,8 +51,7 @@ def create_view(
 
 @router.get(
     "/{view_id}/coordinates",
-    response_class=Response,
-    responses={200: {"content": {"application/octet-stream": {}, "application/x-npy": {}}}},
+    **file_response("application/octet-stream", "application/x-npy"),
 )
 def read_view_coordinates(
     dataset_id: Id,
