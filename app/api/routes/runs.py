@@ -5,6 +5,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
+from sqlalchemy.orm import Session
 
 from app.api.deps import (
     CurrentUser,
@@ -35,16 +36,25 @@ EVENT_POLL_S = 1.0  # how often a stream re-reads a run whose changes nobody ann
 HEARTBEAT_S = 15.0  # a keep-alive comment this often on a quiet stream
 
 
+# Both operations that start a run answer 202 at once, or 429 over the user's run limit.
+QUEUES_A_RUN: dict[str, Any] = {
+    "response_model": RunRead,
+    "status_code": status.HTTP_202_ACCEPTED,
+    "responses": RATE_LIMITED,
+}
+
+
+def _queued(request: Request, session: Session, run: Run) -> RunRead:
+    session.commit()
+    request.app.state.executor.submit(run.id)
+    return RunRead.model_validate(run)
+
+
 def run_create_access(run_in: RunCreate, session: SessionDep, user: CurrentUser) -> ProjectAccess:
     return resolve_access(session, user, {"dataset_id": run_in.dataset_id}, Role.editor)
 
 
-@router.post(
-    "/runs",
-    response_model=RunRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=RATE_LIMITED,
-)
+@router.post("/runs", **QUEUES_A_RUN)
 def create_run(
     run_in: RunCreate,
     request: Request,
@@ -64,17 +74,10 @@ def create_run(
         params=run_in.params,
         max_active=settings.max_active_runs_per_user,
     )
-    session.commit()
-    request.app.state.executor.submit(run.id)
-    return RunRead.model_validate(run)
+    return _queued(request, session, run)
 
 
-@router.post(
-    "/runs/{run_id}/apply",
-    response_model=RunRead,
-    status_code=status.HTTP_202_ACCEPTED,
-    responses=RATE_LIMITED,
-)
+@router.post("/runs/{run_id}/apply", **QUEUES_A_RUN)
 def apply_run(
     run_id: Id,
     apply_in: RunApply,
@@ -94,9 +97,7 @@ def apply_run(
         user=access.user,
         max_active=settings.max_active_runs_per_user,
     )
-    session.commit()
-    request.app.state.executor.submit(run.id)
-    return RunRead.model_validate(run)
+    return _queued(request, session, run)
 
 
 @router.get("/datasets/{dataset_id}/runs", response_model=RunsPage)
