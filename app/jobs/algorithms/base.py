@@ -100,8 +100,13 @@ def link_kwargs(must: NDArray[np.integer], cannot: NDArray[np.integer]) -> dict[
     return kwargs
 
 
-def hard_pairs(pairs: NDArray[np.int64], confidence: NDArray[np.float64]) -> NDArray[np.int64]:
-    return pairs[confidence >= 1.0]
+def hard_links(info: SideInformation) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The must-links and cannot-links given with full confidence (methods whose constraints
+    always hold ignore the soft ones)."""
+    return (
+        info.must_link[info.must_link_confidence >= 1.0],
+        info.cannot_link[info.cannot_link_confidence >= 1.0],
+    )
 
 
 AUTO_CLUSTERS = (

@@ -12,7 +12,7 @@ from app.jobs.algorithms.base import (
     FitPlan,
     FloatArray,
     Progress,
-    hard_pairs,
+    hard_links,
     link_kwargs,
 )
 from app.jobs.algorithms.cec import CECParams, cec_kwargs
@@ -34,10 +34,8 @@ def plan_c4s(
     params: C4SParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
     label_must, label_cannot = label_links(info.labels, np.random.default_rng(params.random_state))
-    must = np.concatenate([hard_pairs(info.must_link, info.must_link_confidence), label_must])
-    cannot = np.concatenate(
-        [hard_pairs(info.cannot_link, info.cannot_link_confidence), label_cannot]
-    )
+    must, cannot = hard_links(info)
+    must, cannot = np.concatenate([must, label_must]), np.concatenate([cannot, label_cannot])
     estimator = C4S(
         n_chunklet_clusters=params.n_chunklet_clusters, **cec_kwargs(params, info, progress)
     )

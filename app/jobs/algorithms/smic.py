@@ -17,7 +17,7 @@ from app.jobs.algorithms.base import (
     Seed,
     at_most_items,
     clusters_for,
-    hard_pairs,
+    hard_links,
     link_kwargs,
 )
 from app.sideinfo import SideInformation
@@ -58,9 +58,7 @@ def plan_smic(
         random_state=params.random_state,
         progress=progress,
     )
-    must = hard_pairs(info.must_link, info.must_link_confidence)
-    cannot = hard_pairs(info.cannot_link, info.cannot_link_confidence)
-    return FitPlan(estimator, link_kwargs(must, cannot))
+    return FitPlan(estimator, link_kwargs(*hard_links(info)))
 
 
 SMIC_ALGORITHM = Algorithm(
