@@ -35,27 +35,29 @@ def _operation_ids(live_server: str) -> list[str]:
     return [op["operationId"] for path in schema["paths"].values() for op in path.values()]
 
 
-def test_swagger_ui_renders_every_operation_offline(
-    offline_page: tuple[Page, list[str]], live_server: str
+@pytest.mark.parametrize(
+    ("path", "operation", "one_operation"),
+    [
+        # Swagger UI: a block per operation, named by tag and operation id.
+        ("/docs", ".opblock", "[id$='-runs-create']"),
+        (
+            "/redoc",
+            "[data-section-id^='operation/']",
+            "[data-section-id='operation/datasets-upload']",
+        ),
+    ],
+)
+def test_api_docs_render_every_operation_offline(
+    offline_page: tuple[Page, list[str]],
+    live_server: str,
+    path: str,
+    operation: str,
+    one_operation: str,
 ) -> None:
     page, refused = offline_page
     ids = _operation_ids(live_server)
-    page.goto("/docs")
-    page.wait_for_selector(".opblock", timeout=30_000)
-    assert page.locator(".opblock").count() == len(ids)
-    # Swagger UI names each block by tag and operation id.
-    page.locator("[id$='-runs-create']").first.wait_for()
-    assert refused == []
-
-
-def test_redoc_renders_every_operation_offline(
-    offline_page: tuple[Page, list[str]], live_server: str
-) -> None:
-    page, refused = offline_page
-    ids = _operation_ids(live_server)
-    page.goto("/redoc")
-    page.wait_for_selector("[data-section-id^='operation/']", timeout=30_000)
-    sections = page.locator("[data-section-id^='operation/']")
-    assert sections.count() == len(ids)
-    assert page.locator("[data-section-id='operation/datasets-upload']").count() == 1
+    page.goto(path)
+    page.wait_for_selector(operation, timeout=30_000)
+    assert page.locator(operation).count() == len(ids)
+    page.locator(one_operation).first.wait_for()
     assert refused == []
