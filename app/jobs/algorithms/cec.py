@@ -33,7 +33,13 @@ class CECParams(Params):
     min_cluster_fraction: float = Field(
         0.05, ge=0.0, lt=1.0, description="Remove clusters smaller than this fraction of items"
     )
-    n_init: int = Field(10, ge=1, le=100, description="Restarts; the lowest energy is kept")
+    n_init: int = Field(
+        10,
+        ge=1,
+        le=100,
+        description="Restarts; the lowest energy is kept (CEC-IB with one cluster per label "
+        "category: the one whose clusters agree with more labeled items, then energy)",
+    )
     max_iter: int = Field(100, ge=1, le=10_000, description="Most Hartigan sweeps per restart")
     random_state: Seed = 0
 
