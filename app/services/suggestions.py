@@ -12,11 +12,12 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Run
 from app.engine.active import Question, knowledge, suggest_items, suggest_pairs
+from app.engine.image import ItemRegion, item_regions
 from app.services.datasets import require_ready
 from app.services.errors import Conflict, NotFound
 from app.services.runs import get_result, result_labels
 from app.services.side_information import compile_for_dataset
-from app.store.dataset_arrays import load_features
+from app.store.dataset_arrays import load_features, load_item_of_pixel
 
 Kind = Literal["pairs", "items"]
 
@@ -26,6 +27,7 @@ class Suggestions:
     run: Run
     revision: int  # the annotations the questions already take into account
     questions: list[Question]
+    regions: list[list[ItemRegion]] | None  # images: each question's items' regions
 
 
 def reasoning_run(*, session: Session, dataset: Dataset, run_id: int | None) -> Run:
@@ -66,4 +68,8 @@ def suggest(
     )
     ask = suggest_pairs if kind == "pairs" else suggest_items
     questions = ask(np.asarray(features, dtype=np.float64), partition, n, facts)
-    return Suggestions(run=run, revision=info.revision, questions=questions)
+    regions = None
+    if dataset.kind == "image":
+        item_of_pixel = load_item_of_pixel(session=session, dataset=dataset)
+        regions = [item_regions(item_of_pixel, list(q.items)) for q in questions]
+    return Suggestions(run=run, revision=info.revision, questions=questions, regions=regions)

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Query
 
 from app.api.deps import SessionDep, ViewerAccess
 from app.api.schemas.common import ERROR_RESPONSES, Id
-from app.api.schemas.suggestions import SuggestionRead, SuggestionsRead
+from app.api.schemas.suggestions import RegionRead, SuggestionRead, SuggestionsRead
 from app.services.suggestions import suggest
 
 router = APIRouter(tags=["suggestions"], responses=ERROR_RESPONSES)
@@ -39,7 +39,10 @@ def read_suggestions(
                 clusters=list(q.clusters),
                 score=q.score,
                 reason=q.reason,
+                regions=None
+                if found.regions is None
+                else [RegionRead.model_validate(r, from_attributes=True) for r in found.regions[k]],
             )
-            for q in found.questions
+            for k, q in enumerate(found.questions)
         ],
     )

@@ -3,6 +3,16 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 
+class RegionRead(BaseModel):
+    anchor: tuple[int, int] = Field(
+        description="(x, y): a pixel of the item near its centre (x = column, y = row); a "
+        "stroke on it with radius `answer_radius` covers exactly this item"
+    )
+    answer_radius: float
+    radius: float = Field(description="The radius of a disc with the item's area, pixels")
+    bbox: tuple[int, int, int, int] = Field(description="(x0, y0, x1, y1), inclusive pixels")
+
+
 class SuggestionRead(BaseModel):
     kind: Literal["pair", "item"] = Field(
         description="pair: are these two items the same thing? item: which label has it?"
@@ -11,6 +21,10 @@ class SuggestionRead(BaseModel):
     clusters: list[int] = Field(description="The two clusters of the run the question is about")
     score: float = Field(description="Higher is more useful; comparable within one response")
     reason: str
+    regions: list[RegionRead] | None = Field(
+        None,
+        description="Images: where each item is, in the order of `items`; null for tables",
+    )
 
 
 class SuggestionsRead(BaseModel):

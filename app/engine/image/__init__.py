@@ -9,13 +9,16 @@ from app.engine.image.featurize import (
     featurize,
 )
 from app.engine.image.grid_links import grid_links, grid_neighbour_pairs, neighbour_disagreement
+from app.engine.image.item_regions import ANSWER_RADIUS, ItemRegion, item_regions
 from app.engine.image.masks import decode_index_png, encode_png, item_labels_to_mask, mean_iou
 from app.engine.image.region_links import region_adjacency, region_links
 from app.engine.image.strokes import items_under, rasterize_strokes
 
 __all__ = [
+    "ANSWER_RADIUS",
     "Featurization",
     "FittedReduction",
+    "ItemRegion",
     "Recipe",
     "apply_featurization",
     "decode_index_png",
@@ -24,6 +27,7 @@ __all__ = [
     "grid_links",
     "grid_neighbour_pairs",
     "item_labels_to_mask",
+    "item_regions",
     "items_under",
     "mean_iou",
     "neighbour_disagreement",
