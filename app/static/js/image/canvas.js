@@ -11,6 +11,7 @@
 // [c, c + 1) x [r, r + 1); the API's stroke points name pixel centres, i.e. image - 0.5.
 
 const MAX_SCALE = 40;
+const MIN_WINDOW = 48;
 const BACKGROUND = '#e9ecf1';
 
 export function createCanvasView(canvas, { width, height }) {
@@ -88,6 +89,16 @@ export function createCanvasView(canvas, { width, height }) {
     const s = Math.min(cssWidth() / width, cssHeight() / height) * 0.98;
     minScale = s / 4;
     setTransform(s, (cssWidth() - s * width) / 2, (cssHeight() - s * height) / 2);
+  }
+
+  // Show the image box [x0, x1] x [y0, y1] (inclusive pixels) whole and centred, with a margin,
+  // but never closer than a window of MIN_WINDOW pixels (one pixel filling the view says nothing).
+  function zoomTo(x0, y0, x1, y1) {
+    const w = Math.max(x1 - x0 + 1, MIN_WINDOW);
+    const h = Math.max(y1 - y0 + 1, MIN_WINDOW);
+    const s = Math.min(cssWidth() / w, cssHeight() / h) * 0.8;
+    const scale = Math.min(MAX_SCALE, Math.max(minScale, s));
+    setTransform(scale, cssWidth() / 2 - (scale * (x0 + x1 + 1)) / 2, cssHeight() / 2 - (scale * (y0 + y1 + 1)) / 2);
   }
 
   function resize() {
@@ -206,6 +217,7 @@ export function createCanvasView(canvas, { width, height }) {
     toImage,
     toScreen,
     zoomAt,
+    zoomTo,
     addLayer(layer) {
       layers.push(layer);
       invalidate();

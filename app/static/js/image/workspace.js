@@ -7,12 +7,14 @@
 //   labels.js       the label palette        annotations.js  server sync, undo / redo
 //   overlay.js      result overlay and mask exports;  png.js  exact cluster-mask decoding
 //   orientation.js  the picture in the server's pixel layout (EXIF-turned JPEGs)
+//   ask.js          "Ask me": the engine's questions ringed on the picture, answered as strokes
 // and from the scatterplot workspace the page-independent run panel, palette, keys and ui.
 import { api, apiBinary } from '../workspace/api.js';
 import { bindKeys } from '../workspace/keyboard.js';
 import { createRunPanel } from '../workspace/run-panel.js';
 import { $, bind, report, status } from '../workspace/ui.js';
 import { createAnnotations } from './annotations.js';
+import { createImageAsker } from './ask.js';
 import { createCanvasView } from './canvas.js';
 import { createLabels } from './labels.js';
 import { createLinkLayer, strokeLinks } from './links.js';
@@ -64,6 +66,9 @@ const labels = createLabels(datasetId, {
     showOverlayColours();
   },
 });
+
+// Editors can be asked (S / D / 1-9 / Space); the answers are strokes like any other.
+const asker = canEdit ? createImageAsker({ datasetId, view, annotations, labels, onScribbled: () => replay() }) : null;
 
 function usedLabels() {
   return new Set(annotations.live('scribble').map((a) => a.payload.label).filter(Boolean));
@@ -162,6 +167,7 @@ const runPanel = createRunPanel({
     setOverlayVisible(true);
     renderStale();
     status(`Run #${run.id}: ${result.n_clusters} clusters shown over the image (O hides them).`);
+    asker?.refresh();
   },
 });
 
@@ -182,6 +188,7 @@ function bindControls() {
   ));
   labels.bindControls();
   runPanel.bindControls();
+  asker?.bind();
   const keys = {
     f: () => view.fit(),
     h: () => tools.setTool('pan'),
@@ -199,7 +206,13 @@ function bindControls() {
       'ctrl+z': () => undoRedo('undo'),
       'ctrl+shift+z': () => undoRedo('redo'),
     });
-    for (const key of '123456789') keys[key] = () => tools.pickLabel(Number(key));
+    // 1-9 answer an asked item question, and otherwise pick the brush's label.
+    for (const key of '123456789') {
+      keys[key] = async () => {
+        if (!(await asker.label(Number(key)))) tools.pickLabel(Number(key));
+      };
+    }
+    Object.assign(keys, asker.shortcuts());
   }
   bindKeys(keys);
 }
