@@ -11,12 +11,15 @@ from tests.api.test_runs import upload_csv, wait
 pytestmark = pytest.mark.db
 
 
-def _run_ppc(client: TestClient, headers: dict[str, str], dataset_id: int) -> None:
+def _questions(client: TestClient, headers: dict[str, str], dataset_id: int, kind: str, n: int):  # type: ignore[no-untyped-def]
+    """The questions after a PPC run with its defaults."""
     response = client.post(
         "/api/v1/runs", json={"dataset_id": dataset_id, "algorithm": "ppc"}, headers=headers
     )
     assert response.status_code == 202, response.text
     assert wait(client, headers, response.json()["id"])["status"] == "succeeded"
+    url = f"/api/v1/datasets/{dataset_id}/suggestions"
+    return client.get(url, params={"kind": kind, "n": n}, headers=headers).json()["items"]
 
 
 def _stroke(region: dict) -> dict:  # type: ignore[type-arg]
@@ -28,21 +31,16 @@ def test_pair_questions_on_an_image_carry_regions_and_answers_hit_the_items(
     admin_headers: dict[str, str],
     image_id: int,  # noqa: F811 (the fixture)
 ) -> None:
-    _run_ppc(client, admin_headers, image_id)
-    page = client.get(
-        f"/api/v1/datasets/{image_id}/suggestions",
-        params={"kind": "pairs", "n": 3},
-        headers=admin_headers,
-    ).json()
-    assert page["items"], page
-    for question in page["items"]:
+    questions = _questions(client, admin_headers, image_id, "pairs", 3)
+    assert questions
+    for question in questions:
         assert len(question["regions"]) == 2
         for item, region in zip(question["items"], question["regions"], strict=True):
             x, y = item % WIDTH, item // WIDTH  # pixel items, row-major
             assert region["anchor"] == [x, y]
             assert region["bbox"] == [x, y, x, y]
             assert 0 <= x < WIDTH and 0 <= y < HEIGHT
-    first = page["items"][0]
+    first = questions[0]
     a, b = first["regions"]
     answer = {"kind": "cannot_link", "strokes_a": [_stroke(a)], "strokes_b": [_stroke(b)]}
     url = f"/api/v1/datasets/{image_id}/annotations"
@@ -56,13 +54,7 @@ def test_item_questions_on_an_image_are_labelled_by_a_scribble_on_the_anchor(
     admin_headers: dict[str, str],
     image_id: int,  # noqa: F811 (the fixture)
 ) -> None:
-    _run_ppc(client, admin_headers, image_id)
-    page = client.get(
-        f"/api/v1/datasets/{image_id}/suggestions",
-        params={"kind": "items", "n": 1},
-        headers=admin_headers,
-    ).json()
-    (question,) = page["items"]
+    (question,) = _questions(client, admin_headers, image_id, "items", 1)
     (region,) = question["regions"]
     body = {"kind": "scribble", "label": "disc", "strokes": [_stroke(region)]}
     url = f"/api/v1/datasets/{image_id}/annotations"

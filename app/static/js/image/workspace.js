@@ -243,12 +243,13 @@ async function followFeaturization() {
 async function main() {
   picture.image = await rawPicture(await apiBinary(`/datasets/${datasetId}/image`), width, height);
   const [dataset] = await Promise.all([
-    api(`/datasets/${datasetId}`), annotations.load(), runPanel.loadAlgorithms(), runPanel.loadRuns(),
+    api(`/datasets/${datasetId}`), annotations.load(), runPanel.loadAlgorithms(),
   ]);
   showDataset(dataset);
   tools.setLinkKind('same');
   tools.setTool(canEdit ? 'brush' : 'pan');
   bindControls();
+  await runPanel.resume(); // the newest result is shown, a run still going is followed
   view.invalidate();
   root.dataset.ready = 'true';
   status(canEdit ? 'Paint with the brush (B); 1–9 pick a label, E erases, Ctrl+Enter runs.' : 'Read-only: you can look at the scribbles and the results of runs.');
