@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset
-from app.services import runs  # a module import: runs imports annotations, which imports this
 from app.services.errors import InvalidInput
+from app.store.dataset_arrays import load_item_ids
 
 # Field naming items by id -> the field naming the same items by row position.
 BY_ID = {"item_ids": "items", "item_ids_a": "items_a", "item_ids_b": "items_b"}
@@ -25,7 +25,7 @@ def resolve_item_ids(*, session: Session, dataset: Dataset, body: dict[str, Any]
     if dataset.status != "ready" or dataset.n_items == 0:
         raise InvalidInput(f"dataset {dataset.id} has no items to annotate yet")
     position = {
-        item_id: row for row, item_id in enumerate(runs.item_ids(session=session, dataset=dataset))
+        item_id: row for row, item_id in enumerate(load_item_ids(session=session, dataset=dataset))
     }
     for field, values in given.items():
         if resolved.get(BY_ID[field]) is not None:

@@ -8,6 +8,7 @@ from app.services import runs
 from app.services.csv_export import csv_text
 from app.services.errors import NotFound
 from app.services.side_information import compile_for_dataset
+from app.store.dataset_arrays import load_item_ids
 
 
 def labels_and_clusters_csv(*, session: Session, dataset: Dataset, run_id: int | None) -> str:
@@ -20,7 +21,7 @@ def labels_and_clusters_csv(*, session: Session, dataset: Dataset, run_id: int |
         clusters = runs.result_labels(runs.get_result(session=session, run=run)).tolist()
     info = compile_for_dataset(session=session, dataset=dataset)
     names = info.label_names
-    ids = runs.item_ids(session=session, dataset=dataset)
+    ids = load_item_ids(session=session, dataset=dataset)
     rows = (
         (
             i,

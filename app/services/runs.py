@@ -15,7 +15,6 @@ from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput, TooManyRequests
 from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
-from app.store import chunks, dataset_arrays
 from app.store.side_information_blob import to_npz
 
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -157,14 +156,6 @@ def get_result(*, session: Session, run: Run) -> RunResult:
 
 def result_labels(result: RunResult) -> np.ndarray:
     return np.frombuffer(result.labels, dtype="<i4")
-
-
-def item_ids(*, session: Session, dataset: Dataset) -> list[str]:
-    if dataset.id_column:
-        return chunks.read_strings(
-            session=session, dataset_id=dataset.id, kind=dataset_arrays.ITEM_IDS
-        )
-    return [str(i) for i in range(dataset.n_items)]
 
 
 def active_run_ids(

@@ -75,3 +75,10 @@ def load_pixel_ground_truth(*, session: Session, dataset: Dataset) -> NDArray[np
     if flat.size == 0:
         return None
     return flat.reshape(int(meta["height"]), int(meta["width"]))
+
+
+def load_item_ids(*, session: Session, dataset: Dataset) -> list[str]:
+    """Each item's id: the dataset's id column, or the row position as text."""
+    if dataset.id_column:
+        return chunks.read_strings(session=session, dataset_id=dataset.id, kind=ITEM_IDS)
+    return [str(i) for i in range(dataset.n_items)]

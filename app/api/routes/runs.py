@@ -29,6 +29,7 @@ from app.jobs.run_events import RunEvents
 from app.services import runs
 from app.services.csv_export import csv_text
 from app.services.npy_export import npy_stream
+from app.store.dataset_arrays import load_item_ids
 
 router = APIRouter(tags=["runs"], responses=ERROR_RESPONSES)
 
@@ -219,7 +220,7 @@ def read_run_labels_csv(run_id: Id, session: SessionDep, access: ViewerAccess) -
     """Cluster labels as CSV: `item` (row position), `id` (the dataset's id column), `cluster`."""
     run = access.require_run()
     labels = runs.result_labels(runs.get_result(session=session, run=run))
-    ids = runs.item_ids(session=session, dataset=access.require_dataset())
+    ids = load_item_ids(session=session, dataset=access.require_dataset())
     rows = zip(range(len(labels)), ids, labels.tolist(), strict=True)
     text = csv_text(["item", "id", "cluster"], rows)
     return Response(text, media_type="text/csv", headers=_attachment(run, "csv"))
