@@ -72,3 +72,42 @@ def test_the_engine_face_exports_all_six_estimators() -> None:
         estimator = getattr(engine, name)
         assert estimator.__name__ == name
         assert hasattr(estimator, "fit")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(APP.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path, known: set[str]) -> set[str]:
+    """The app modules a module imports: `from app.x import y` names app.x.y when that is a
+    module, else app.x (its face)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                candidate = f"{node.module}.{alias.name}"
+                out.add(candidate if candidate in known else node.module)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return out & known
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    paths = sorted(APP.rglob("*.py"))
+    known = {_module_name(p) for p in paths}
+    graph = {_module_name(p): _imported_modules(p, known) - {_module_name(p)} for p in paths}
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> None:
+        if module in trail:
+            circle = [*trail[trail.index(module) :], module]
+            raise AssertionError("an import circle: " + " -> ".join(circle))
+        if module in done:
+            return
+        for imported in sorted(graph[module]):
+            visit(imported, [*trail, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
