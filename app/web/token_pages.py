@@ -1,5 +1,9 @@
 """The "API tokens" page: a user's named tokens for services, made, listed and revoked through
-the same services as /api/v1/tokens. A new secret is shown once, on the page that made it."""
+the same services as /api/v1/tokens.
+
+A new secret is shown once. Making a token answers with a redirect (post/redirect/get), so
+reloading the page never makes a second token; the secret rides along in a cookie that only
+this page reads, lives a minute at most, and is deleted by the page that shows it."""
 
 from typing import Annotated
 
@@ -12,6 +16,8 @@ from app.services.errors import ServiceError
 from app.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
+
+NEW_SECRET_COOKIE = "new_token_secret"
 
 
 def _page(
@@ -36,16 +42,20 @@ def _page(
 
 @router.get("/tokens", response_class=HTMLResponse)
 def tokens_page(request: Request, session: SessionDep, user: CurrentUser) -> HTMLResponse:
-    return _page(request, session, user)
+    secret = request.cookies.get(NEW_SECRET_COOKIE)
+    response = _page(request, session, user, secret=secret)
+    if secret is not None:
+        response.delete_cookie(NEW_SECRET_COOKIE, path="/tokens")
+    return response
 
 
-@router.post("/tokens", response_class=HTMLResponse)
+@router.post("/tokens", response_model=None)
 def create_token(
     request: Request,
     session: SessionDep,
     user: CurrentUser,
     name: Annotated[str, Form(max_length=200)],
-) -> HTMLResponse:
+) -> Response:
     try:
         _, secret = accounts.issue_token(
             session=session, user=user, kind="api", name=name, lifetime=None
@@ -54,7 +64,17 @@ def create_token(
         session.rollback()
         return _page(request, session, user, error=exc.detail)
     session.commit()
-    return _page(request, session, user, secret=secret)
+    response = RedirectResponse("/tokens", status_code=303)
+    response.set_cookie(
+        NEW_SECRET_COOKIE,
+        secret,
+        max_age=60,
+        path="/tokens",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
 
 
 @router.post("/tokens/{token_id}/revoke", response_model=None)

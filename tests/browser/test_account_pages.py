@@ -61,6 +61,9 @@ def test_a_user_makes_uses_and_revokes_a_token(page: Page, live_server: str) -> 
     row = page.get_by_test_id("tokens").locator("tr", has_text="nightly import")
     expect(row).to_contain_text("active")
     expect(row).to_contain_text(secret[:12])
+    page.reload()  # a reload makes no second token, and the secret is not shown again
+    expect(row).to_have_count(1)
+    expect(page.get_by_test_id("token-secret")).to_have_count(0)
 
     with httpx.Client(base_url=f"{live_server}/api/v1", timeout=30) as api:
         bearer = {"Authorization": f"Bearer {secret}"}
