@@ -168,7 +168,7 @@ export function createRunPanel({
   }
 
   // ---- live: re-run after each annotation -----------------------------------------------
-  const LIVE_DELAY_MS = 400; // a burst of acts (a few quick labels) starts one run
+  const LIVE_DELAY_MS = 200; // a burst of acts (a few quick labels) starts one run
   let liveTimer = null;
 
   async function rerun() {
