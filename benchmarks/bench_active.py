@@ -10,16 +10,18 @@ count one query each; the library's strategies add the constraints their neighbo
 and PPC infers the same from hard relations (must-links contract, cannot-links exclude).
 
 Data: iris, wine, breast cancer, digits; standardised, PCA to 10 dimensions where wider (the
-protocol of bench_constraints). Prints mean ARI over ``--draws`` per budget.
+protocol of bench_constraints). Prints mean ARI over ``--draws`` per budget. A row that takes
+more than ``--limit`` seconds is stopped and says so (the library's NPU refits PCKMeans after
+every answer and MinMax compares pairs in Python: on digits they may not finish).
 
-    .venv/bin/python -m benchmarks.bench_active [--data iris wine] [--draws 3]
+    .venv/bin/python -m benchmarks.bench_active [--data iris wine] [--draws 3] [--limit 1800]
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +32,7 @@ from sklearn.preprocessing import StandardScaler
 
 from app.engine import PPC
 from app.engine.active import knowledge, suggest_pairs
+from benchmarks._limits import interrupted_after
 
 with np.errstate():  # the library sets np.seterr("raise") on import; keep ours as it was
     from active_semi_clustering.active.pairwise_constraints import NPU, MinMax
@@ -102,7 +105,7 @@ def random_pairs(X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int
     rng = np.random.default_rng(seed)
     scores = []
     for budget in BUDGETS:
-        asked = []
+        asked: list[tuple[int, int]] = []
         while len(asked) < budget:
             i, j = rng.choice(len(y), 2, replace=False)
             asked.append((int(i), int(j)))
@@ -129,12 +132,23 @@ def library(strategy: Callable[[int], object]) -> Callable[..., list[float]]:
     return run
 
 
+def _curves(
+    strategy: Callable[..., list[float]],
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    k: int,
+    draws: int,
+) -> list[list[float]]:
+    return [strategy(X, y, k, seed) for seed in range(draws)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", default=list(LOADERS), choices=list(LOADERS))
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--refit", type=int, default=5, help="our answers per re-run")
     parser.add_argument("--strategies", nargs="+", default=["ours", "random", "NPU", "MinMax"])
+    parser.add_argument("--limit", type=float, default=1800.0, help="seconds a row may take")
     args = parser.parse_args()
     strategies: dict[str, Callable[..., list[float]]] = {
         "ours": lambda X, y, k, s: ours(X, y, k, s, args.refit),
@@ -149,11 +163,14 @@ def main() -> None:
         X, y = dataset(name)
         k = len(np.unique(y))
         for strategy in args.strategies:
-            started = time.perf_counter()
-            curves = np.array([strategies[strategy](X, y, k, seed) for seed in range(args.draws)])
-            seconds = (time.perf_counter() - started) / args.draws
-            cells = " | ".join(f"{v:.3f}" for v in curves.mean(axis=0))
-            print(f"| {name} | {strategy} | {cells} | {seconds:.1f} |", flush=True)
+            draws = partial(_curves, strategies[strategy], X, y, k, args.draws)
+            run = interrupted_after(draws, args.limit)
+            if run.value is None:
+                stopped = f"stopped after {args.limit:.0f} s | " * len(BUDGETS)
+                print(f"| {name} | {strategy} | {stopped}> {args.limit:.0f} |", flush=True)
+                continue
+            cells = " | ".join(f"{v:.3f}" for v in np.array(run.value).mean(axis=0))
+            print(f"| {name} | {strategy} | {cells} | {run.seconds / args.draws:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

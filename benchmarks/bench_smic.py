@@ -15,12 +15,8 @@ its ARI beside the best peer ARI. "large" fits the default SMIC alone on --n poi
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import resource
-import time
 import warnings
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,6 +25,7 @@ from sklearn.datasets import load_digits, make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from app.engine import SMIC
+from benchmarks._limits import within
 from benchmarks.toy_data import TOY_CLUSTERS, TOY_SETS, make_toy
 
 PAPER_TOY_ARI = {
@@ -58,34 +55,6 @@ def toy_table(n_seeds: int) -> None:
                 f"| {normalize} | {name} | {PAPER_TOY_ARI[name]:.3f} | {arr[:5].mean():.3f} | "
                 f"{arr.mean():.3f} | {' '.join(f'{a:.2f}' for a in arr)} | {' '.join(chosen)} |"
             )
-
-
-def _fit_in_child(fit: Callable[[], NDArray[np.int64]], pipe: Connection) -> None:
-    start = time.perf_counter()
-    labels = fit()
-    seconds = time.perf_counter() - start
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    pipe.send((seconds, labels, peak_mib))
-
-
-def _timed(
-    fit: Callable[[], NDArray[np.int64]], limit: float
-) -> tuple[float, NDArray[np.int64] | None, float]:
-    """Wall time and labels of fit(), run in a forked child that is stopped after `limit` s.
-
-    The limit exists for SpectralClustering's default ARPACK path, which factorises the n x n
-    Laplacian (shift-invert); at n = 50,000 that factorisation ran for over 25 minutes.
-    """
-    receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
-    child = multiprocessing.get_context("fork").Process(target=_fit_in_child, args=(fit, send))
-    child.start()
-    if receive.poll(limit):
-        seconds, labels, peak_mib = receive.recv()
-        child.join()
-        return seconds, labels, peak_mib
-    child.terminate()
-    child.join()
-    return limit, None, float("nan")
 
 
 def _solvers() -> tuple[str, ...]:
@@ -126,13 +95,15 @@ def _print_rows(
     peers = [(f"SpectralClustering nn, {s}", _spectral(c, s, X)) for s in SC_SOLVERS]
     results: dict[str, tuple[float, float]] = {}
     for label, fit in smic_runs + peers:
-        seconds, labels, peak = _timed(fit, limit)
-        if labels is None:
+        # The limit exists for SpectralClustering's default ARPACK path, which factorises the
+        # n x n Laplacian (shift-invert); at n = 50,000 that ran for over 25 minutes.
+        run = within(fit, limit)
+        if run.value is None:
             print(f"| {label} | stopped | > {limit:.0f} | |", flush=True)
             continue
-        ari = adjusted_rand_score(y, labels)
-        results[label] = (ari, seconds)
-        print(f"| {label} | {ari:.3f} | {seconds:.1f} | {peak:.0f} |", flush=True)
+        ari = adjusted_rand_score(y, run.value)
+        results[label] = (ari, run.seconds)
+        print(f"| {label} | {ari:.3f} | {run.seconds:.1f} | {run.peak_mib:.0f} |", flush=True)
     peer_rows = [results[p] for p, _ in peers if p in results]
     smic = results.get(smic_runs[0][0])
     if peer_rows and smic is not None:
@@ -164,12 +135,13 @@ def speed_table(n: int, limit: float) -> None:
 def large_table(n: int, limit: float) -> None:
     X, y = make_blobs(n_samples=n, n_features=10, centers=10, cluster_std=5.0, random_state=0)
     print(f"\n## Default SMIC alone on make_blobs, n = {n} (d = 10, c = 10)\n")
-    seconds, labels, peak = _timed(lambda: SMIC(10, random_state=0).fit(X).labels_, limit)
-    if labels is None:
+    run = within(lambda: SMIC(10, random_state=0).fit(X).labels_, limit)
+    if run.value is None:
         print(f"stopped after {limit:.0f} s", flush=True)
         return
-    ari = adjusted_rand_score(y, labels)
-    print(f"ARI {ari:.3f}, {seconds:.1f} s, peak RSS of the fitting process {peak:.0f} MiB")
+    ari = adjusted_rand_score(y, run.value)
+    peak = run.peak_mib
+    print(f"ARI {ari:.3f}, {run.seconds:.1f} s, peak RSS of the fitting process {peak:.0f} MiB")
 
 
 def main() -> None:
