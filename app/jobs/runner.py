@@ -219,6 +219,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
 
     progress = ProgressRecorder(claim, token)
     fit_started = time.perf_counter()
+    choice = None
     if inputs.model is not None:  # apply another run's fitted model to a new image
         inputs.featurize_target()
         assert inputs.features is not None
@@ -229,8 +230,10 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         plan = inputs.algorithm.plan(
             inputs.params, inputs.info, inputs.features, progress, **inputs.plan_kwargs()
         )
-        estimator = plan.estimator
-        estimator.fit(inputs.features, **plan.fit_kwargs)
+        plan.estimator.fit(inputs.features, **plan.fit_kwargs)
+        # A chooser among candidate fits (MostCoherentFit) is not the model: its pick is.
+        estimator = getattr(plan.estimator, "best_estimator_", plan.estimator)
+        choice = getattr(plan.estimator, "choice_", None)
         labels = np.asarray(estimator.labels_, dtype=np.int32)
     fit_seconds = time.perf_counter() - fit_started
     if progress.stop_reason == GONE:
@@ -242,6 +245,8 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         return
 
     metrics = run_metrics(labels, inputs.info, inputs.truth)
+    if choice is not None:
+        metrics["choice"] = choice
     if inputs.source_cluster_labels is not None:
         metrics["cluster_labels"] = inputs.source_cluster_labels
     metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}

@@ -1,9 +1,11 @@
-"""Image runs take fewer CEC restarts when the run leaves `n_init` empty; what a run sets, and
-algorithms with fewer restarts by default, are kept."""
+"""Image runs take fewer CEC restarts and keep smaller clusters when the run leaves `n_init`
+and `min_cluster_fraction` empty; what a run sets, and algorithms with fewer restarts by
+default, are kept."""
 
+from app.jobs.algorithms.c4s import C4SParams
 from app.jobs.algorithms.cec import CECIBParams
 from app.jobs.algorithms.ppc import PPCParams
-from app.jobs.image_runs import IMAGE_N_INIT, image_params
+from app.jobs.image_runs import IMAGE_MIN_CLUSTER_FRACTION, IMAGE_N_INIT, image_params
 
 
 def test_empty_n_init_becomes_the_image_default() -> None:
@@ -41,3 +43,15 @@ def test_stored_parameters_with_every_default_filled_in_get_the_image_defaults()
     stored_ppc = PPCParams.model_validate(PPCParams().model_dump(mode="json"))
     adjusted = image_params(stored_ppc)
     assert isinstance(adjusted, PPCParams) and adjusted.covariance == "tied"
+
+
+def test_empty_min_cluster_fraction_becomes_the_image_default() -> None:
+    params = CECIBParams.model_validate({})
+    assert params.min_cluster_fraction == 0.05
+    assert image_params(params).min_cluster_fraction == IMAGE_MIN_CLUSTER_FRACTION == 0.01
+    explicit = CECIBParams.model_validate({"min_cluster_fraction": 0.2})
+    assert image_params(explicit).min_cluster_fraction == 0.2
+    # C4s already defaults to 0.01 on tables; a smaller explicit value is kept too.
+    assert image_params(C4SParams.model_validate({})).min_cluster_fraction == 0.01
+    tiny = C4SParams.model_validate({"min_cluster_fraction": 0.001})
+    assert image_params(tiny).min_cluster_fraction == 0.001

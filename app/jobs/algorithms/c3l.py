@@ -13,9 +13,10 @@ from app.jobs.algorithms.base import (
     Algorithm,
     FitPlan,
     FloatArray,
+    ItemStructure,
     Progress,
 )
-from app.jobs.algorithms.cec import CECParams, cec_kwargs
+from app.jobs.algorithms.cec import CECParams, cec_fit_plan, cec_kwargs
 from app.sideinfo import SideInformation
 
 
@@ -46,10 +47,19 @@ def side_scores(info: SideInformation, features: FloatArray) -> np.ndarray:
 
 
 def plan_c3l(
-    params: C3LParams, info: SideInformation, features: FloatArray, progress: Progress
+    params: C3LParams,
+    info: SideInformation,
+    features: FloatArray,
+    progress: Progress,
+    structure: ItemStructure | None = None,
 ) -> FitPlan:
-    estimator = C3L(leakage=params.leakage, **cec_kwargs(params, info, progress))
-    return FitPlan(estimator, {"side_scores": side_scores(info, features)})
+    shared = cec_kwargs(params, info, progress)
+    return cec_fit_plan(
+        lambda covariance: C3L(leakage=params.leakage, covariance=covariance, **shared),
+        params,
+        structure,
+        {"side_scores": side_scores(info, features)},
+    )
 
 
 C3L_ALGORITHM = Algorithm(
@@ -62,5 +72,6 @@ C3L_ALGORITHM = Algorithm(
     "linear classifier whose decision function gives the scores.",
     params_model=C3LParams,
     plan=plan_c3l,
+    uses_structure=True,
     requirement=requirement,
 )

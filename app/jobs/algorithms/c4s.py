@@ -11,11 +11,12 @@ from app.jobs.algorithms.base import (
     Algorithm,
     FitPlan,
     FloatArray,
+    ItemStructure,
     Progress,
     hard_links,
     link_kwargs,
 )
-from app.jobs.algorithms.cec import CECParams, cec_kwargs
+from app.jobs.algorithms.cec import CECParams, cec_fit_plan, cec_kwargs
 from app.sideinfo import SideInformation
 from app.sideinfo.label_links import label_links
 
@@ -31,15 +32,24 @@ class C4SParams(CECParams):
 
 
 def plan_c4s(
-    params: C4SParams, info: SideInformation, _x: FloatArray, progress: Progress
+    params: C4SParams,
+    info: SideInformation,
+    _x: FloatArray,
+    progress: Progress,
+    structure: ItemStructure | None = None,
 ) -> FitPlan:
     label_must, label_cannot = label_links(info.labels, np.random.default_rng(params.random_state))
     must, cannot = hard_links(info)
     must, cannot = np.concatenate([must, label_must]), np.concatenate([cannot, label_cannot])
-    estimator = C4S(
-        n_chunklet_clusters=params.n_chunklet_clusters, **cec_kwargs(params, info, progress)
+    shared = cec_kwargs(params, info, progress)
+    return cec_fit_plan(
+        lambda covariance: C4S(
+            n_chunklet_clusters=params.n_chunklet_clusters, covariance=covariance, **shared
+        ),
+        params,
+        structure,
+        link_kwargs(must, cannot),
     )
-    return FitPlan(estimator, link_kwargs(must, cannot))
 
 
 C4S_ALGORITHM = Algorithm(
@@ -53,4 +63,5 @@ C4S_ALGORITHM = Algorithm(
     "classes (sampled).",
     params_model=C4SParams,
     plan=plan_c4s,
+    uses_structure=True,
 )

@@ -1,16 +1,19 @@
 """CEC and CEC-IB (specs/cec-ib.md)."""
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
 
 from app.engine import BETA0, CEC, CECIB
+from app.engine.image.coherent_choice import MostCoherentFit
 from app.jobs.algorithms.base import (
     AUTO_CLUSTERS,
     LABELS,
     Algorithm,
     FitPlan,
     FloatArray,
+    ItemStructure,
     Params,
     Progress,
     Seed,
@@ -27,8 +30,11 @@ class CECParams(Params):
         le=500,
         description=f"Initial (maximal) number of clusters; {AUTO_CLUSTERS}, else 10",
     )
-    covariance: Literal["full", "diagonal", "spherical"] = Field(
-        "full", description="Gaussian family of each cluster"
+    covariance: Literal["auto", "full", "diagonal", "spherical"] = Field(
+        "auto",
+        description="Gaussian family of each cluster. auto: full on tables; on images full "
+        "and diagonal are both fitted and the segmentation with fewer disagreeing neighbours "
+        "is kept (README, Image segmentation sessions)",
     )
     min_cluster_fraction: float = Field(
         0.05, ge=0.0, lt=1.0, description="Remove clusters smaller than this fraction of items"
@@ -45,10 +51,11 @@ class CECParams(Params):
 
     def data_problems(self, n_items: int, n_features: int) -> list[str]:
         problems = at_most_items("n_clusters", self.n_clusters, n_items)
-        if self.covariance == "full" and n_features >= n_items:
+        if self.covariance in ("auto", "full") and n_features >= n_items:
             problems.append(
-                f"covariance: 'full' needs more items than features (the dataset has {n_items} "
-                f"items and {n_features} features); use 'diagonal' or 'spherical'"
+                f"covariance: 'full' (which 'auto' is on a table) needs more items than "
+                f"features (the dataset has {n_items} items and {n_features} features); use "
+                "'diagonal' or 'spherical'"
             )
         return problems
 
@@ -66,11 +73,15 @@ class CECIBParams(CECParams):
 DEFAULT_CLUSTERS = 10
 
 
+# The Gaussian families `covariance: auto` fits on an image, in order (a tie keeps the first).
+IMAGE_COVARIANCES = ("full", "diagonal")
+
+
 def cec_kwargs(params: CECParams, info: SideInformation, progress: Progress) -> dict[str, Any]:
-    """The constructor arguments every CEC-family estimator shares (CEC, CEC-IB, C3L, C4s)."""
+    """The constructor arguments every CEC-family estimator shares (CEC, CEC-IB, C3L, C4s),
+    but the covariance family: `cec_fit_plan` resolves that."""
     return {
         "n_clusters": clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
-        "covariance": params.covariance,
         "min_cluster_fraction": params.min_cluster_fraction,
         "n_init": params.n_init,
         "max_iter": params.max_iter,
@@ -79,17 +90,50 @@ def cec_kwargs(params: CECParams, info: SideInformation, progress: Progress) -> 
     }
 
 
-def plan_cec(
-    params: CECParams, info: SideInformation, _x: FloatArray, progress: Progress
+def cec_fit_plan(
+    make: Callable[[str], Any],
+    params: CECParams,
+    structure: ItemStructure | None,
+    fit_kwargs: dict[str, Any] | None = None,
 ) -> FitPlan:
-    return FitPlan(CEC(**cec_kwargs(params, info, progress)))
+    """The plan of a CEC-family run; `make(covariance)` builds its estimator. `auto` is full
+    on tables; on an image (where `structure` links neighbouring items) it fits each of
+    IMAGE_COVARIANCES and keeps the most spatially coherent segmentation."""
+    kwargs = fit_kwargs or {}
+    if params.covariance != "auto":
+        return FitPlan(make(params.covariance), kwargs)
+    if structure is None:
+        return FitPlan(make("full"), kwargs)
+    candidates = [make(covariance) for covariance in IMAGE_COVARIANCES]
+    chooser = MostCoherentFit(candidates, IMAGE_COVARIANCES, structure.pairs, structure.weights)
+    return FitPlan(chooser, kwargs)
+
+
+def plan_cec(
+    params: CECParams,
+    info: SideInformation,
+    _x: FloatArray,
+    progress: Progress,
+    structure: ItemStructure | None = None,
+) -> FitPlan:
+    shared = cec_kwargs(params, info, progress)
+    return cec_fit_plan(lambda covariance: CEC(covariance=covariance, **shared), params, structure)
 
 
 def plan_cec_ib(
-    params: CECIBParams, info: SideInformation, _x: FloatArray, progress: Progress
+    params: CECIBParams,
+    info: SideInformation,
+    _x: FloatArray,
+    progress: Progress,
+    structure: ItemStructure | None = None,
 ) -> FitPlan:
-    estimator = CECIB(beta=params.beta, **cec_kwargs(params, info, progress))
-    return FitPlan(estimator, {"y": info.labels})
+    shared = cec_kwargs(params, info, progress)
+    return cec_fit_plan(
+        lambda covariance: CECIB(beta=params.beta, covariance=covariance, **shared),
+        params,
+        structure,
+        {"y": info.labels},
+    )
 
 
 CEC_ALGORITHM = Algorithm(
@@ -100,6 +144,7 @@ CEC_ALGORITHM = Algorithm(
     side_information_mapping="Uses no side information.",
     params_model=CECParams,
     plan=plan_cec,
+    uses_structure=True,
 )
 
 CEC_IB_ALGORITHM = Algorithm(
@@ -112,4 +157,5 @@ CEC_IB_ALGORITHM = Algorithm(
     "Links and boundaries are not used.",
     params_model=CECIBParams,
     plan=plan_cec_ib,
+    uses_structure=True,
 )

@@ -1,0 +1,86 @@
+"""MostCoherentFit keeps the candidate whose labels disagree least across linked items; the
+disagreement is checked against a brute-force count on small grids."""
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.engine.image import grid_links
+from app.engine.image.coherent_choice import MostCoherentFit, link_disagreement
+
+
+class FixedLabels:
+    """A stand-in estimator whose fit gives known labels and records what it was given."""
+
+    def __init__(self, labels: np.ndarray) -> None:
+        self.given = labels
+        self.seen: tuple[Any, ...] = ()
+
+    def fit(self, x: Any, *args: Any, **kwargs: Any) -> "FixedLabels":
+        self.seen = (x, args, kwargs)
+        self.labels_ = self.given
+        return self
+
+
+def brute_force(grid: np.ndarray) -> float:
+    height, width = grid.shape
+    differ = total = 0
+    for r in range(height):
+        for c in range(width):
+            for dr, dc in ((0, 1), (1, 0)):
+                if r + dr < height and c + dc < width:
+                    total += 1
+                    differ += grid[r, c] != grid[r + dr, c + dc]
+    return differ / total
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_uniform_links_on_a_grid_give_the_brute_force_fraction(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    grid = rng.integers(0, 3, size=(5, 7))
+    pairs, weights = grid_links(5, 7, 1.0)
+    assert link_disagreement(grid.ravel(), pairs, weights) == pytest.approx(brute_force(grid))
+
+
+def test_weights_count_each_pair_by_its_weight() -> None:
+    labels = np.array([0, 0, 1])
+    pairs = np.array([[0, 1], [1, 2]])
+    assert link_disagreement(labels, pairs, np.array([3.0, 1.0])) == pytest.approx(0.25)
+    assert link_disagreement(labels, pairs, np.array([1.0, 3.0])) == pytest.approx(0.75)
+    assert link_disagreement(labels, np.empty((0, 2)), np.empty(0)) == 0.0
+    with pytest.raises(ValueError, match="2 pairs but 1 weights"):
+        link_disagreement(labels, pairs, np.array([1.0]))
+
+
+def test_the_candidate_with_fewer_disagreeing_neighbours_is_kept() -> None:
+    pairs, weights = grid_links(4, 4, 1.0)
+    halves = np.repeat([0, 1], 8)  # two contiguous halves: 4 of 24 pairs differ
+    speckle = np.indices((4, 4)).sum(axis=0).ravel() % 2  # a checkerboard: every pair differs
+    noisy, clean = FixedLabels(speckle), FixedLabels(halves)
+    chooser = MostCoherentFit([noisy, clean], ["full", "diagonal"], pairs, weights)
+    x = np.zeros((16, 2))
+    assert chooser.fit(x, np.arange(16), y=5) is chooser
+    assert chooser.best_estimator_ is clean
+    np.testing.assert_array_equal(chooser.labels_, halves)
+    assert chooser.choice_ == {
+        "chosen": "diagonal",
+        "neighbour_disagreement": {"full": 1.0, "diagonal": pytest.approx(4 / 24)},
+    }
+    for candidate in (noisy, clean):  # every candidate saw the same inputs
+        assert candidate.seen[0] is x and candidate.seen[2] == {"y": 5}
+
+
+def test_a_tie_keeps_the_first_candidate() -> None:
+    pairs, weights = grid_links(2, 2, 1.0)
+    first, second = FixedLabels(np.array([0, 0, 1, 1])), FixedLabels(np.array([0, 1, 0, 1]))
+    chooser = MostCoherentFit([first, second], ["a", "b"], pairs, weights).fit(np.zeros((4, 1)))
+    assert chooser.best_estimator_ is first and chooser.choice_["chosen"] == "a"
+
+
+def test_candidates_and_names_must_match() -> None:
+    pairs, weights = grid_links(2, 2, 1.0)
+    with pytest.raises(ValueError, match="one name per candidate"):
+        MostCoherentFit([FixedLabels(np.zeros(4))], ["a", "b"], pairs, weights)
+    with pytest.raises(ValueError, match="one name per candidate"):
+        MostCoherentFit([], [], pairs, weights)
