@@ -78,9 +78,22 @@ def test_a_tie_keeps_the_first_candidate() -> None:
     assert chooser.best_estimator_ is first and chooser.choice_["chosen"] == "a"
 
 
+def test_a_later_candidate_must_be_clearly_more_coherent() -> None:
+    pairs, weights = grid_links(1, 11, 1.0)  # a row: 10 links
+    two_changes = FixedLabels(np.array([0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]))
+    one_change = FixedLabels(np.array([0] * 5 + [1] * 6))
+    x = np.zeros((11, 1))
+    strict = MostCoherentFit([two_changes, one_change], ["a", "b"], pairs, weights, margin=0.6)
+    assert strict.fit(x).choice_["chosen"] == "a"  # 0.1 is not below 0.4 * 0.2
+    loose = MostCoherentFit([two_changes, one_change], ["a", "b"], pairs, weights, margin=0.4)
+    assert loose.fit(x).choice_["chosen"] == "b"  # 0.1 is below 0.6 * 0.2
+
+
 def test_candidates_and_names_must_match() -> None:
     pairs, weights = grid_links(2, 2, 1.0)
     with pytest.raises(ValueError, match="one name per candidate"):
         MostCoherentFit([FixedLabels(np.zeros(4))], ["a", "b"], pairs, weights)
     with pytest.raises(ValueError, match="one name per candidate"):
         MostCoherentFit([], [], pairs, weights)
+    with pytest.raises(ValueError, match="margin must be in"):
+        MostCoherentFit([FixedLabels(np.zeros(4))], ["a"], pairs, weights, margin=1.0)

@@ -13,7 +13,7 @@ def test_empty_n_init_becomes_the_image_default() -> None:
     assert params.n_init == 10
     adjusted = image_params(params)
     assert isinstance(adjusted, CECIBParams)
-    assert adjusted.n_init == IMAGE_N_INIT == 3
+    assert adjusted.n_init == IMAGE_N_INIT == 2
     assert adjusted.beta == 0.5
     assert params.n_init == 10  # the run's own parameters are not changed
 
