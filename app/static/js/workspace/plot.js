@@ -1,5 +1,6 @@
 // The WebGL scatterplot (regl-scatterplot) with an SVG overlay for links and boundaries.
 import createScatterplot from '../../vendor/regl-scatterplot/regl-scatterplot.js';
+import { createRasterScatterplot } from './raster-scatterplot.js';
 
 // A minimal linear scale with the d3 interface regl-scatterplot keeps in sync with the camera.
 function linearScale(domain, range = [0, 1]) {
@@ -25,7 +26,27 @@ function extent(values) {
   return [min - pad, max + pad];
 }
 
+// Above LARGE points the CPU draws the plot (raster-scatterplot.js): without a GPU a WebGL
+// frame of a million points takes over half a second and regl-scatterplot redraws on every
+// selection, while the CPU writes a million small squares in tens of milliseconds. Below it
+// WebGL draws antialiased, outlined points. `?renderer=canvas` or `?renderer=webgl` in the page's
+// address forces one (to compare them, or where WebGL is missing or broken); without WebGL the
+// canvas renderer is used at every size.
 const LARGE = 250_000;
+const FORCED = new URLSearchParams(window.location.search).get('renderer');
+
+function webglAvailable() {
+  try {
+    return Boolean(document.createElement('canvas').getContext('webgl'));
+  } catch {
+    return false;
+  }
+}
+
+function rendererFor(n) {
+  if (FORCED === 'canvas' || FORCED === 'webgl') return FORCED;
+  return n >= LARGE || !webglAvailable() ? 'canvas' : 'webgl';
+}
 
 export class Plot {
   constructor(canvas, overlay) {
@@ -39,36 +60,41 @@ export class Plot {
     this.draft = null;
     this.handlers = []; // [event, handler]: kept to subscribe a rebuilt scatterplot again
     this.mode = 'pan';
-    this.build(false);
+    this.scatterplot = null; // built by the first setPoints, once the size is known
     new ResizeObserver(() => {
-      const box = canvas.getBoundingClientRect();
+      if (!this.scatterplot) return;
+      const box = this.canvas.getBoundingClientRect();
       this.scatterplot.set({ width: box.width, height: box.height });
       this.drawOverlay();
     }).observe(canvas);
   }
 
-  // Above LARGE points the scatterplot is built in its performance mode (no anti-aliasing,
-  // smaller points): every frame redraws every point, and without a GPU (or on a weak one) the
-  // fill rate of a million 6-pixel discs is what makes a lasso or a first render take seconds.
-  // The mode can only be chosen when the scatterplot is created, so it is rebuilt when a view's
-  // size crosses the line.
-  build(performance) {
+  // The renderer can only be chosen when the scatterplot is created, so it is rebuilt when a
+  // view's size crosses the line. A canvas keeps the kind of context it was first asked for, and
+  // regl-scatterplot asks for a 2D one (it copies from a shared WebGL canvas), so both
+  // renderers can take turns on the page's canvas.
+  build(renderer) {
     if (this.scatterplot) this.scatterplot.destroy();
     const { width, height } = this.canvas.getBoundingClientRect();
-    this.scatterplot = createScatterplot({
+    const options = {
       canvas: this.canvas,
       width,
       height,
-      performanceMode: performance,
-      pointSize: performance ? 2 : 6,
-      pointSizeSelected: performance ? 1 : 2,
-      pointOutlineWidth: performance ? 0 : 1,
       backgroundColor: '#ffffff',
       lassoColor: [0.18, 0.42, 0.87, 1],
-      lassoClearEvent: 'lassoEnd',
-      opacity: performance ? 0.6 : 0.85,
-    });
-    this.performance = performance;
+    };
+    this.scatterplot = renderer === 'canvas'
+      ? createRasterScatterplot({ ...options, pointSize: 2 })
+      : createScatterplot({
+        ...options,
+        pointSize: 6,
+        pointSizeSelected: 2,
+        pointOutlineWidth: 1,
+        lassoClearEvent: 'lassoEnd',
+        opacity: 0.85,
+      });
+    this.renderer = renderer;
+    this.canvas.dataset.renderer = renderer;
     this.spatialIndex = null;
     this.scatterplot.subscribe('view', () => this.drawOverlay());
     for (const [event, handler] of this.handlers) this.scatterplot.subscribe(event, handler);
@@ -81,7 +107,7 @@ export class Plot {
 
   async setPoints(coords) {
     const n = coords.length / 2;
-    if ((n >= LARGE) !== this.performance) this.build(n >= LARGE);
+    if (rendererFor(n) !== this.renderer) this.build(rendererFor(n));
     this.x = new Float32Array(n);
     this.y = new Float32Array(n);
     for (let i = 0; i < n; i += 1) {
@@ -118,7 +144,7 @@ export class Plot {
 
   setMode(mode) {
     this.mode = mode;
-    this.scatterplot.set({ mouseMode: mode === 'lasso' ? 'lasso' : 'panZoom' });
+    this.scatterplot?.set({ mouseMode: mode === 'lasso' ? 'lasso' : 'panZoom' });
   }
 
   // The camera's home position shows every point (the coordinates are normalised to [-1, 1]).
@@ -140,7 +166,7 @@ export class Plot {
 
   subscribe(event, handler) {
     this.handlers.push([event, handler]);
-    this.scatterplot.subscribe(event, handler);
+    this.scatterplot?.subscribe(event, handler);
   }
 
   toScreen(i) {
