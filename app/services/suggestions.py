@@ -71,5 +71,7 @@ def suggest(
     regions = None
     if dataset.kind == "image":
         item_of_pixel = load_item_of_pixel(session=session, dataset=dataset)
-        regions = [item_regions(item_of_pixel, list(q.items)) for q in questions]
+        asked = [int(item) for q in questions for item in q.items]
+        found = dict(zip(asked, item_regions(item_of_pixel, asked), strict=True))
+        regions = [[found[int(item)] for item in q.items] for q in questions]
     return Suggestions(run=run, revision=info.revision, questions=questions, regions=regions)

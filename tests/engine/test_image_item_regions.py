@@ -53,3 +53,16 @@ def test_an_answer_stroke_on_the_anchor_covers_exactly_that_item(rule: str) -> N
 def test_an_item_with_no_pixel_is_refused() -> None:
     with pytest.raises(ValueError, match="item 3 covers no pixel"):
         item_regions(np.zeros((2, 2), dtype=np.int32), [3])
+
+
+def test_many_items_at_once_in_any_order_with_repeats() -> None:
+    rng = np.random.default_rng(1)
+    item_of_pixel = slic(rng.random((30, 40, 3)), n_segments=20, compactness=1.0, start_label=0)
+    n_items = int(item_of_pixel.max()) + 1
+    asked = [int(i) for i in rng.integers(0, n_items, size=25)]  # repeats, unsorted
+    together = item_regions(item_of_pixel, asked)
+    assert together == [item_regions(item_of_pixel, [item])[0] for item in asked]
+    for item, region in zip(asked, together, strict=True):
+        assert region.anchor == _brute_anchor(item_of_pixel, item)
+        rows, cols = np.nonzero(item_of_pixel == item)
+        assert region.bbox == (cols.min(), rows.min(), cols.max(), rows.max())

@@ -30,18 +30,28 @@ class ItemRegion:
 
 
 def item_regions(item_of_pixel: NDArray[np.integer], items: list[int]) -> list[ItemRegion]:
-    """The region of each of ``items`` in the (H, W) map ``item_of_pixel``."""
-    out = []
-    for item in items:
-        rows, cols = np.nonzero(item_of_pixel == item)
-        if rows.size == 0:
+    """The region of each of ``items`` (repeats allowed) in the (H, W) map ``item_of_pixel``.
+
+    One pass over the map picks the asked items' pixels, then a sort groups them by item, so
+    asking about many items of a large image costs about as much as asking about one."""
+    wanted = np.unique(np.asarray(items, dtype=np.int64))
+    flat = item_of_pixel.ravel()
+    positions = np.flatnonzero(np.isin(flat, wanted))
+    owners = flat[positions]
+    order = np.argsort(owners, kind="stable")
+    positions, owners = positions[order], owners[order]
+    starts = np.searchsorted(owners, wanted, side="left")
+    ends = np.searchsorted(owners, wanted, side="right")
+    width = item_of_pixel.shape[1]
+    found = {}
+    for item, start, end in zip(wanted.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        if start == end:
             raise ValueError(f"item {item} covers no pixel")
+        rows, cols = np.divmod(positions[start:end], width)
         nearest = int(np.argmin((rows - rows.mean()) ** 2 + (cols - cols.mean()) ** 2))
-        out.append(
-            ItemRegion(
-                anchor=(int(cols[nearest]), int(rows[nearest])),
-                radius=math.sqrt(rows.size / math.pi),
-                bbox=(int(cols.min()), int(rows.min()), int(cols.max()), int(rows.max())),
-            )
+        found[item] = ItemRegion(
+            anchor=(int(cols[nearest]), int(rows[nearest])),
+            radius=math.sqrt(rows.size / math.pi),
+            bbox=(int(cols.min()), int(rows.min()), int(cols.max()), int(rows.max())),
         )
-    return out
+    return [found[int(item)] for item in items]
