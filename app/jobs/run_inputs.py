@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset, Run, RunResult
 from app.engine.image.featurize import FittedReduction, Recipe, apply_featurization
 from app.jobs.algorithms import Algorithm, get_algorithm
-from app.jobs.algorithms.base import Params
+from app.jobs.algorithms.base import ItemStructure, Params
 from app.jobs.featurizer import decode_image, item_ground_truth
 from app.jobs.image_runs import image_params, image_structure
 from app.sideinfo import SideInformation, compile_side_information
@@ -53,7 +53,12 @@ class RunInputs:
     def plan_kwargs(self) -> dict[str, Any]:
         if not self.algorithm.uses_structure or self.image is None:
             return {}
-        return {"structure": image_structure(self.image.item_of_pixel, self.image.superpixels)}
+        return {"structure": self.structure()}
+
+    def structure(self) -> ItemStructure:
+        """The image's neighbour links (pixels or touching superpixels)."""
+        assert self.image is not None
+        return image_structure(self.image.item_of_pixel, self.image.superpixels)
 
     def featurize_target(self) -> None:
         """Apply runs: featurize the new image with the model image's recipe and reduction."""

@@ -26,6 +26,7 @@ from app import __version__
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
+from app.engine.image.coherent_apply import coherent_apply
 from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
 from app.jobs.run_inputs import load_inputs
@@ -224,7 +225,14 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         inputs.featurize_target()
         assert inputs.features is not None
         estimator = inputs.model
-        labels = np.asarray(estimator.predict(inputs.features), dtype=np.int32)
+        if inputs.algorithm.pools_covariance_on_apply and inputs.image is not None:
+            structure = inputs.structure()
+            estimator, predicted, choice = coherent_apply(
+                estimator, inputs.features, structure.pairs, structure.weights
+            )
+            labels = predicted.astype(np.int32)
+        else:
+            labels = np.asarray(estimator.predict(inputs.features), dtype=np.int32)
     else:
         assert inputs.features is not None
         plan = inputs.algorithm.plan(

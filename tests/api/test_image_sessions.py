@@ -98,6 +98,10 @@ def test_apply_a_run_to_another_image(
     result = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()
     assert result["metrics"]["mean_iou"] > 0.8
     assert result["cluster_labels"] == names  # the model's clusters keep their labels
+    # The CEC family chooses, on the new image, between its fitted and pooled covariances.
+    choice = result["metrics"]["choice"]
+    assert set(choice["neighbour_disagreement"]) == {"fitted covariances", "pooled covariance"}
+    assert choice["chosen"] in choice["neighbour_disagreement"]
     labels = np.asarray(result["labels"]).reshape(HEIGHT, WIDTH)
     # The same cluster ids mean the same thing: the disc's centre gets the source's disc cluster.
     assert names[labels[48, 42]] == "disc" and names[labels[4, 120]] == "background"

@@ -42,6 +42,26 @@ def link_disagreement(labels: ArrayLike, pairs: ArrayLike, weights: ArrayLike) -
     return float(weights[differs].sum() / total)
 
 
+def most_coherent(
+    labelings: Sequence[ArrayLike],
+    pairs: ArrayLike,
+    weights: ArrayLike,
+    margin: float = 0.2,
+) -> tuple[int, list[float]]:
+    """Index of the labeling to keep and every labeling's disagreement: the first, unless a
+    later one disagrees on at least ``margin`` fewer of the links than the one kept so far."""
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"margin must be in [0, 1), got {margin!r}")
+    scores = [link_disagreement(labels, pairs, weights) for labels in labelings]
+    if not scores:
+        raise ValueError("most_coherent needs at least one labeling")
+    best = 0
+    for index, score in enumerate(scores):
+        if score < (1.0 - margin) * scores[best]:
+            best = index
+    return best, scores
+
+
 class MostCoherentFit:
     """Fit every candidate on the same data and keep the most coherent (see the module).
 
@@ -69,19 +89,15 @@ class MostCoherentFit:
         self.weights = weights
 
     def fit(self, x: ArrayLike, *args: Any, **kwargs: Any) -> MostCoherentFit:
-        scores: dict[str, float] = {}
-        best, best_score = None, np.inf
-        for name, candidate in zip(self.names, self.candidates, strict=True):
+        for candidate in self.candidates:
             candidate.fit(x, *args, **kwargs)
-            score = link_disagreement(candidate.labels_, self.pairs, self.weights)
-            scores[name] = score
-            if best is None or score < (1.0 - self.margin) * best_score:
-                best, best_score = candidate, score
-        assert best is not None
-        self.best_estimator_ = best
-        self.labels_ = best.labels_
+        index, scores = most_coherent(
+            [c.labels_ for c in self.candidates], self.pairs, self.weights, self.margin
+        )
+        self.best_estimator_ = self.candidates[index]
+        self.labels_ = self.best_estimator_.labels_
         self.choice_ = {
-            "chosen": self.names[self.candidates.index(best)],
-            "neighbour_disagreement": scores,
+            "chosen": self.names[index],
+            "neighbour_disagreement": dict(zip(self.names, scores, strict=True)),
         }
         return self

@@ -81,6 +81,9 @@ class Algorithm:
     requirement: Callable[[SideInformation], str | None] | None = None
     # Whether `plan` also takes `structure=` (an ItemStructure or None) for images.
     uses_structure: bool = False
+    # Whether applying its model to another image may pool the clusters' covariances (CEC
+    # family; app/engine/image/coherent_apply.py says why and when).
+    pools_covariance_on_apply: bool = False
 
     def parameters_schema(self) -> dict[str, Any]:
         return self.params_model.model_json_schema()

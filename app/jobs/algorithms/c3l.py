@@ -73,5 +73,6 @@ C3L_ALGORITHM = Algorithm(
     params_model=C3LParams,
     plan=plan_c3l,
     uses_structure=True,
+    pools_covariance_on_apply=True,
     requirement=requirement,
 )

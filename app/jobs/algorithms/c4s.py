@@ -64,4 +64,5 @@ C4S_ALGORITHM = Algorithm(
     params_model=C4SParams,
     plan=plan_c4s,
     uses_structure=True,
+    pools_covariance_on_apply=True,
 )

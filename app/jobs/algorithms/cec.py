@@ -145,6 +145,7 @@ CEC_ALGORITHM = Algorithm(
     params_model=CECParams,
     plan=plan_cec,
     uses_structure=True,
+    pools_covariance_on_apply=True,
 )
 
 CEC_IB_ALGORITHM = Algorithm(
@@ -158,4 +159,5 @@ CEC_IB_ALGORITHM = Algorithm(
     params_model=CECIBParams,
     plan=plan_cec_ib,
     uses_structure=True,
+    pools_covariance_on_apply=True,
 )

@@ -1,0 +1,105 @@
+"""Applying a CEC-family model to another image: the pooled covariance is the weighted mean of
+the clusters' (brute force, every family), and the new image's coherence decides between the
+fitted and the pooled model."""
+
+import numpy as np
+import pytest
+
+from app.engine import C4S, CEC, CECIB
+from app.engine.image import grid_links
+from app.engine.image.coherent_apply import (
+    FITTED,
+    POOLED,
+    coherent_apply,
+    with_pooled_covariance,
+)
+from app.engine.image.coherent_choice import link_disagreement
+
+SIDE = 40  # a SIDE x SIDE image, left half class 0, right half class 1
+
+
+def two_halves(spread_left: float, spread_right: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel features (row-major) and truth of an image whose left half is N((0, 0), s_l^2 I)
+    and right half N((4, 0), s_r^2 I)."""
+    rng = np.random.default_rng(seed)
+    truth = np.zeros((SIDE, SIDE), dtype=np.int64)
+    truth[:, SIDE // 2 :] = 1
+    flat = truth.ravel()
+    centres = np.where(flat[:, None] == 0, [0.0, 0.0], [4.0, 0.0])
+    spreads = np.where(flat == 0, spread_left, spread_right)[:, None]
+    return centres + spreads * rng.standard_normal((flat.size, 2)), flat
+
+
+def source_model() -> CEC:
+    x, truth = two_halves(0.15, 1.0, seed=0)
+    model = CEC(n_clusters=2, covariance="full", random_state=0).fit(x)
+    assert model.n_clusters_ == 2
+    assert abs(np.corrcoef(model.labels_, truth)[0, 1]) > 0.95  # it found the two halves
+    return model
+
+
+def accuracy(labels: np.ndarray, truth: np.ndarray) -> float:
+    return max(np.mean(labels == truth), np.mean(labels != truth))
+
+
+@pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
+def test_pooled_covariance_is_the_weighted_mean_of_the_clusters(covariance: str) -> None:
+    rng = np.random.default_rng(1)
+    x = np.vstack([rng.normal(0, 0.3, (200, 3)), rng.normal(3, 1.5, (100, 3))])
+    model = CEC(n_clusters=2, covariance=covariance, random_state=0).fit(x)
+    pooled = with_pooled_covariance(model)
+    expected = (
+        sum(w * c for w, c in zip(model.weights_, model.covariances_, strict=True))
+        / model.weights_.sum()
+    )
+    assert pooled.covariances_.shape == model.covariances_.shape
+    for c in pooled.covariances_:
+        np.testing.assert_allclose(c, expected)
+    # The fitted model is untouched; the copy still predicts (same means and weights).
+    assert not np.allclose(model.covariances_[0], model.covariances_[1])
+    np.testing.assert_array_equal(pooled.means_, model.means_)
+    assert pooled.predict(x).shape == (x.shape[0],)
+
+
+def test_a_class_that_spreads_on_the_new_image_is_segmented_with_the_pooled_model() -> None:
+    model = source_model()
+    pairs, weights = grid_links(SIDE, SIDE, 1.0)
+    # On the new image the tight class is four times as spread: the fitted (tight) covariance
+    # hands its outer pixels to the broad class, a speckle the pooled model does not make.
+    x, truth = two_halves(0.6, 1.0, seed=2)
+    fitted_labels = model.predict(x)
+    applied, labels, choice = coherent_apply(model, x, pairs, weights)
+    assert choice["chosen"] == POOLED
+    scores = choice["neighbour_disagreement"]
+    assert scores[FITTED] == pytest.approx(link_disagreement(fitted_labels, pairs, weights))
+    assert scores[POOLED] == pytest.approx(link_disagreement(labels, pairs, weights))
+    assert scores[POOLED] < 0.8 * scores[FITTED]
+    np.testing.assert_array_equal(labels, applied.predict(x))
+    assert accuracy(labels, truth) > accuracy(fitted_labels, truth) + 0.05
+
+
+def test_an_image_like_the_fitted_one_keeps_the_fitted_model() -> None:
+    model = source_model()
+    pairs, weights = grid_links(SIDE, SIDE, 1.0)
+    x, truth = two_halves(0.15, 1.0, seed=3)
+    applied, labels, choice = coherent_apply(model, x, pairs, weights)
+    assert choice["chosen"] == FITTED
+    assert applied is model
+    np.testing.assert_array_equal(labels, model.predict(x))
+    assert accuracy(labels, truth) > 0.95
+
+
+@pytest.mark.parametrize("make", [CECIB, C4S])
+def test_other_cec_family_models_pool_too(make: type) -> None:
+    x, truth = two_halves(0.15, 1.0, seed=0)
+    if make is CECIB:
+        y = np.full(x.shape[0], -1)
+        y[[0, 1, SIDE - 1]] = truth[[0, 1, SIDE - 1]]
+        model = make(n_clusters=2, random_state=0).fit(x, y)
+    else:
+        model = make(n_clusters=2, random_state=0).fit(x, must_link=np.array([[0, 1]]))
+    pairs, weights = grid_links(SIDE, SIDE, 1.0)
+    x2, truth2 = two_halves(0.6, 1.0, seed=2)
+    _, labels, choice = coherent_apply(model, x2, pairs, weights)
+    assert choice["chosen"] == POOLED
+    assert accuracy(labels, truth2) > accuracy(model.predict(x2), truth2)
