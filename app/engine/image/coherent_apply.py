@@ -13,7 +13,7 @@ kept unless pooling disagrees on at least 20 % fewer of them).
 Measured (benchmarks/bench_image.py, CEC-IB fitted with the image defaults, then applied to a
 second image of the same kind; mIoU, fitted -> pooled): silhouette brick/gravel 0.61 -> 0.89
 (pooling: 41 % fewer disagreeing links), mosaic-3 0.40 -> 0.39 (43 % fewer); kept as fitted:
-mosaic-2 (pooling 0.56, but 200 % more disagreement), silhouette gravel/grass (0.79; pooled
+mosaic-2 (pooled 0.56, but three times the disagreement), silhouette gravel/grass (0.79; pooled
 0.70, 19 % fewer: under the margin).
 """
 
