@@ -118,3 +118,21 @@ def test_deterministic_and_bounded() -> None:
         suggest_items(X, np.full(len(y), -1), 3)
     with pytest.raises(ValueError, match="must_link names an item outside"):
         knowledge(3, must_link=[[0, 3]])
+
+
+def test_a_cluster_told_apart_only_by_its_anchor_is_a_group_too() -> None:
+    """Two clusters have must-linked items, the third only its anchor, told apart from the
+    others. Its items are no boundary of the named groups: asking each of them against every
+    other group (the answer is always "different") wasted 70 of 100 answers on iris."""
+    X, y = _blobs()
+    skeleton = suggest_pairs(X, y, 3)
+    anchors = {int(y[i]): i for q in skeleton for i in q.items}
+    cannot = np.array([q.items for q in skeleton])
+    must = np.array([[anchors[c], i] for c in (0, 1) for i in np.flatnonzero(y == c)[:3]])
+    must = must[must[:, 0] != must[:, 1]]
+    facts = knowledge(len(y), must_link=must, cannot_link=cannot)
+    typical = cluster_posteriors(X, y).posteriors[:, 2] > 0.99
+    for q in suggest_pairs(X, y, 10, facts):
+        assert not facts.related(*q.items)
+        deep_in_2 = [i for i in q.items if typical[i] and i != anchors[2]]
+        assert not deep_in_2 or anchors[2] in q.items, q

@@ -18,7 +18,8 @@ information:
    relative to the smaller one), so they come first; and for an unresolved item (its component
    is a single unlabeled item), "is it the same as the anchor of its first cluster?" (of its
    second when the first is known to be different), scored by ``u``. Once the expert has named
-   two groups or more (labeled items, or components of two items or more), the boundary
+   two groups or more (labeled items, or components of two items or more; from then on also
+   each cluster's anchor that was told apart from another item), the boundary
    questions measure ``u`` and pick anchors between those *groups* instead of the run's
    clusters (the run's boundary may be wrong where the expert's groups are not), with the
    run's pooled variances while the groups are too small to have their own; and ``u`` is
@@ -142,7 +143,7 @@ def suggest_pairs(
     facts = known or knowledge(labels.size)
     anchors = _anchors(model, labels, facts)
     candidates = _anchor_questions(model, anchors, facts)
-    groups = _named_groups(facts)
+    groups = _named_groups(facts, anchors)
     if np.unique(groups[groups >= 0]).size >= 2:
         # Rule 4b: once the expert has named two groups or more, boundaries are measured
         # between those groups (what is known), not between the run's clusters.
@@ -167,10 +168,19 @@ def _distance_to_named(X: FloatArray, named: NDArray[np.bool_]) -> FloatArray:
     return np.asarray(distance / top if top > 0 else np.ones_like(distance), dtype=np.float64)
 
 
-def _named_groups(facts: Knowledge) -> IntArray:
-    """Per item, its component when the expert has named it (labeled, or two items or more
-    linked), else -1."""
+def _named_groups(facts: Knowledge, anchors: list[int]) -> IntArray:
+    """Per item, its component when the expert has named it, else -1. Named: labeled, two
+    items or more linked, or a cluster's anchor the expert has told apart from another item
+    (the anchor questions' skeleton: without it a cluster whose anchor has no must-link yet
+    is no group, its items look far from every group, and each costs a "different" answer
+    per named group while never being asked about its own anchor)."""
     named = facts.labeled | (facts.sizes >= 2)
+    if np.count_nonzero(named) < 2:
+        return np.where(named[facts.component], facts.component, -1)
+    told_apart = {c for pair in facts.different for c in pair}
+    for anchor in anchors:
+        if int(facts.component[anchor]) in told_apart:
+            named[facts.component[anchor]] = True
     return np.where(named[facts.component], facts.component, -1)
 
 
