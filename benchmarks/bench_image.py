@@ -271,6 +271,8 @@ def ours(
             row.notes.append(f"{algorithm}: server mean_iou {server} vs label-mask mIoU {miou:.4f}")
         if result["n_clusters"] != len(task.classes) or None in names:
             row.notes.append(f"{algorithm}: {result['n_clusters']} clusters, labels {names}")
+        if "choice" in result["metrics"]:
+            row.notes.append(f"{algorithm}: {_choice(result['metrics']['choice'])}")
         timings = result["metrics"].get("timings", {})
         row.notes.append(
             f"{algorithm}: load {timings.get('load_s', float('nan')):.2f} s, "
@@ -282,6 +284,8 @@ def ours(
             row.cells[f"{algorithm} applied"] = Cell(note="failed")
             row.notes.append(f"{algorithm} applied: {applied['error']}")
             continue
+        if "choice" in applied["metrics"]:
+            row.notes.append(f"{algorithm} applied: {_choice(applied['metrics']['choice'])}")
         # Same cluster ids as the source run: read them through the source run's labels.
         miou2 = mean_iou(truth2, label_mask(api.mask(applied["run_id"]), names, task.classes))
         row.cells[f"{algorithm} applied"] = Cell(miou2, seconds)
@@ -291,6 +295,15 @@ def ours(
                 f"{algorithm} applied: server mean_iou {server} vs label-mask mIoU {miou2:.4f} "
                 f"(apply run's cluster_labels {applied['cluster_labels']})"
             )
+
+
+def _choice(choice: dict[str, Any]) -> str:
+    """A run's choice between fits (``metrics.choice``): what was kept, and every candidate's
+    share of neighbour links told apart."""
+    scores = ", ".join(
+        f"{name} {value:.4f}" for name, value in choice["neighbour_disagreement"].items()
+    )
+    return f"kept {choice['chosen']} (neighbour disagreement: {scores})"
 
 
 def warm_up(api: Api) -> float:
