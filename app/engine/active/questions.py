@@ -175,12 +175,11 @@ def _named_groups(facts: Knowledge, anchors: list[int]) -> IntArray:
     is no group, its items look far from every group, and each costs a "different" answer
     per named group while never being asked about its own anchor)."""
     named = facts.labeled | (facts.sizes >= 2)
-    if np.count_nonzero(named) < 2:
-        return np.where(named[facts.component], facts.component, -1)
-    told_apart = {c for pair in facts.different for c in pair}
-    for anchor in anchors:
-        if int(facts.component[anchor]) in told_apart:
-            named[facts.component[anchor]] = True
+    if np.count_nonzero(named) >= 2:
+        told_apart = {c for pair in facts.different for c in pair}
+        for anchor in anchors:
+            if int(facts.component[anchor]) in told_apart:
+                named[facts.component[anchor]] = True
     return np.where(named[facts.component], facts.component, -1)
 
 
