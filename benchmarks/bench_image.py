@@ -519,13 +519,28 @@ def code_state() -> str:
     return f"commit {head or '?'} + {len(changed)} changed or untracked files under app/"
 
 
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 0,1,2, got {text!r}"
+        ) from None
+    if len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"seeds must be distinct and non-negative, got {text!r}")
+    return seeds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two tasks, 512 x 512 featurization")
     parser.add_argument("--part", choices=["all", "segment", "featurize"], default="all")
     parser.add_argument("--tasks", default=None, help="comma-separated task names")
     parser.add_argument(
-        "--seeds", default="0,1,2", help="comma-separated draws of every task (default 0,1,2)"
+        "--seeds",
+        type=_seed_list,
+        default=[0, 1, 2],
+        help="comma-separated draws of every task (default 0,1,2)",
     )
     args = parser.parse_args()
     tasks = TASKS
@@ -534,7 +549,7 @@ def main() -> None:
         tasks = [t for t in TASKS if t.name in wanted]
     elif args.quick:
         tasks = [t for t in TASKS if t.name in ("mosaic-2", "shapes")]
-    seeds = [0] if args.quick else [int(v) for v in args.seeds.split(",")]
+    seeds = [0] if args.quick else args.seeds
     print(
         f"bench_image {datetime.datetime.now():%Y-%m-%d %H:%M}; {code_state()}; "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
