@@ -66,6 +66,13 @@ def _check_damping(value: object) -> float:
     return damping
 
 
+def _check_unlabeled_weight(value: object) -> float:
+    weight = check_real("unlabeled_weight", value, 0.0, 1.0)
+    if weight == 0.0:
+        raise ValueError("unlabeled_weight must be in (0, 1], got 0")
+    return weight
+
+
 class PPC(ClusterMixin, BaseEstimator):
     """Gaussian mixture with soft and hard pairwise relations, fitted by EM.
 
@@ -105,6 +112,10 @@ class PPC(ClusterMixin, BaseEstimator):
     init_params : ``'kmeans'`` (as GaussianMixture: k-means, then an M-step; components with
         labeled samples seeded at their mean) or ``'random'`` (spec Sec. 3.8: M distinct
         random samples as means, the data covariance, uniform weights).
+    unlabeled_weight : in (0, 1]; the M-step counts every unlabeled sample with this weight and
+        every labeled one with 1 (EM-lambda, Nigam et al. 2000). 1 (default) is the spec's EM.
+        Below 1 the labeled samples keep the components near their classes when the unlabeled
+        ones are many and the mixture is misspecified (image scribbles: docs/ppc.md).
     weights_init, means_init, covariances_init : optional start (GaussianMixture shapes) that
         overrides ``init_params`` for what is given.
 
@@ -139,6 +150,7 @@ class PPC(ClusterMixin, BaseEstimator):
         weights_init: ArrayLike | None = None,
         means_init: ArrayLike | None = None,
         covariances_init: ArrayLike | None = None,
+        unlabeled_weight: float = 1.0,
     ) -> None:
         self.n_components = n_components
         self.covariance = covariance
@@ -161,6 +173,7 @@ class PPC(ClusterMixin, BaseEstimator):
         self.weights_init = weights_init
         self.means_init = means_init
         self.covariances_init = covariances_init
+        self.unlabeled_weight = unlabeled_weight
 
     def _options(self, graph: RelationGraph, covariance: str) -> Options:
         pi_update = check_choice("pi_update", self.pi_update, PI_UPDATES)
@@ -187,6 +200,7 @@ class PPC(ClusterMixin, BaseEstimator):
             gibbs_burn_in=check_int("gibbs_burn_in", self.gibbs_burn_in, 0),
             anneal=check_int("anneal", self.anneal, 0),
             pi_free=pi_free,
+            unlabeled_weight=_check_unlabeled_weight(self.unlabeled_weight),
         )
 
     def _start(

@@ -51,6 +51,7 @@ class Options:
     pi_free: bool = False  # pi is held only because Omega is intractable (pi_update="auto")
     free_tol: float = 1e-3  # before that, EM without their coupling until this tolerance
     tied: bool = False  # covariance='tied': one full covariance shared by every component
+    unlabeled_weight: float = 1.0  # M-step weight of an unlabeled sample (EM-lambda), labeled 1
 
 
 @dataclass
@@ -293,7 +294,10 @@ def m_step(
     opts: Options,
     grid: tuple[FloatArray, FloatArray] | None,
     pi_update: str,
+    sample_weight: FloatArray | None = None,
 ) -> Params:
+    if sample_weight is not None:
+        resp = resp * sample_weight[:, np.newaxis]
     nk, means, covariances = gaussian_m_step(X, resp, opts.family, opts.reg_covar)
     if opts.tied:
         covariances = tie(nk, covariances)
@@ -304,6 +308,16 @@ def m_step(
     else:
         weights = params.weights
     return Params(weights, means, covariances, precision_cholesky(covariances, opts.family))
+
+
+def m_step_weights(n: int, graph: RelationGraph, opts: Options) -> FloatArray | None:
+    """Per-sample M-step weights of EM-lambda (Nigam et al. 2000): labeled samples 1, the others
+    ``unlabeled_weight``; None (plain EM) when that is 1 or nothing is labeled."""
+    if opts.unlabeled_weight == 1.0 or graph.labeled.shape[0] == 0:
+        return None
+    weights = np.full(n, opts.unlabeled_weight)
+    weights[graph.labeled] = 1.0
+    return weights
 
 
 def _parameter_change(old: Params, new: Params, scale: float) -> float:
@@ -380,11 +394,12 @@ def run_em(
     stochastic = graph.gibbs_nodes.shape[0] > 0
     mean_field = graph.mf_nodes.shape[0] > 0
     schedule = Schedule(graph, opts)
+    sample_weight = m_step_weights(X.shape[0], graph, opts)
     previous: float | None = None
     for n_iter in range(1, opts.max_iter + 1):
         full = schedule.full
         est = e_step(X, params, graph, opts, chain, rng, schedule.scale)
-        new = m_step(X, est.resp, params, graph, opts, grid, schedule.pi_rule())
+        new = m_step(X, est.resp, params, graph, opts, grid, schedule.pi_rule(), sample_weight)
         if not full:
             schedule.advance(previous, est.bound)
             previous = est.bound if schedule.step == 0 else None
