@@ -103,9 +103,17 @@ class ProgressRecorder:
         self.history: list[float] = []
         self.stop_reason: str | None = None
         self._last_write = 0.0
+        # Candidate fits of one run may report from several threads (MostCoherentFit).
+        self._lock = threading.Lock()
 
     def __call__(self, iteration: int, cost: float) -> bool:
+        with self._lock:
+            return self._record(iteration, cost)
+
+    def _record(self, iteration: int, cost: float) -> bool:
         self.history.append(float(cost))
+        if self.stop_reason is not None:  # told already (maybe through another candidate)
+            return False
         if self.token is not None and self.token.is_set():
             self.stop_reason = self.token.reason
             return False

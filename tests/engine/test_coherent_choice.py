@@ -97,3 +97,47 @@ def test_candidates_and_names_must_match() -> None:
         MostCoherentFit([], [], pairs, weights)
     with pytest.raises(ValueError, match="margin must be in"):
         MostCoherentFit([FixedLabels(np.zeros(4))], ["a"], pairs, weights, margin=1.0)
+
+
+class Failing:
+    def fit(self, x: Any, *args: Any, **kwargs: Any) -> "Failing":
+        raise ValueError("this candidate cannot fit")
+
+
+def test_candidates_fitted_in_threads_choose_as_one_at_a_time() -> None:
+    """Real CEC-IB candidates on a small two-region image with scribbles: the same choice,
+    labels and energies whether fitted one after another or at once."""
+    from app.engine import CECIB
+
+    rng = np.random.default_rng(0)
+    side = 20
+    truth = (np.indices((side, side))[1] >= side // 2).astype(int).ravel()
+    x = np.stack([truth * 2.0, truth * 1.0], axis=1) + rng.normal(0, 0.7, (side * side, 2))
+    y = np.full(side * side, -1)
+    y[::17] = truth[::17]
+    pairs, weights = grid_links(side, side, 1.0)
+
+    def chooser(n_jobs: int | None) -> MostCoherentFit:
+        candidates = [
+            CECIB(n_clusters=2, covariance=c, n_init=2, random_state=0)
+            for c in ("full", "diagonal")
+        ]
+        return MostCoherentFit(candidates, ["full", "diagonal"], pairs, weights, n_jobs=n_jobs)
+
+    one_by_one, at_once = chooser(1).fit(x, y), chooser(2).fit(x, y)
+    assert one_by_one.choice_ == at_once.choice_
+    np.testing.assert_array_equal(one_by_one.labels_, at_once.labels_)
+    for a, b in zip(one_by_one.candidates, at_once.candidates, strict=True):
+        assert a.energy_ == b.energy_
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_failing_candidate_fails_the_fit(n_jobs: int) -> None:
+    pairs, weights = grid_links(2, 2, 1.0)
+    chooser = MostCoherentFit(
+        [FixedLabels(np.zeros(4)), Failing()], ["a", "b"], pairs, weights, n_jobs=n_jobs
+    )
+    with pytest.raises(ValueError, match="cannot fit"):
+        chooser.fit(np.zeros((4, 1)))
+    with pytest.raises(ValueError, match="n_jobs"):
+        MostCoherentFit([FixedLabels(np.zeros(4))], ["a"], pairs, weights, n_jobs=0)

@@ -20,7 +20,9 @@ image (0.47 against 0.79): the margin keeps full there.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -65,7 +67,11 @@ def most_coherent(
 class MostCoherentFit:
     """Fit every candidate on the same data and keep the most coherent (see the module).
 
-    ``names`` describe the candidates (e.g. their covariance families). Fitted attributes:
+    ``names`` describe the candidates (e.g. their covariance families). ``n_jobs`` candidates
+    are fitted at once, in threads (default: as many as there are candidates and CPUs): the CEC
+    kernels release the GIL, so on 2 cores a scribble-and-run wait is about halved. Each
+    candidate has its own state and seed, so the result does not depend on ``n_jobs``.
+    Fitted attributes:
     ``best_estimator_`` (the kept candidate, fitted), ``labels_`` (its labels), ``choice_``
     (the kept name and every candidate's disagreement, for the run's metrics).
     """
@@ -77,7 +83,10 @@ class MostCoherentFit:
         pairs: NDArray[np.int64],
         weights: NDArray[np.float64],
         margin: float = 0.2,
+        n_jobs: int | None = None,
     ) -> None:
+        if n_jobs is not None and n_jobs < 1:
+            raise ValueError(f"n_jobs must be a positive number or None, got {n_jobs!r}")
         if not candidates or len(candidates) != len(names):
             raise ValueError("MostCoherentFit needs one name per candidate, and a candidate")
         if not 0.0 <= margin < 1.0:
@@ -87,10 +96,18 @@ class MostCoherentFit:
         self.names = list(names)
         self.pairs = pairs
         self.weights = weights
+        self.n_jobs = n_jobs
 
     def fit(self, x: ArrayLike, *args: Any, **kwargs: Any) -> MostCoherentFit:
-        for candidate in self.candidates:
-            candidate.fit(x, *args, **kwargs)
+        workers = self.n_jobs or min(len(self.candidates), os.cpu_count() or 1)
+        if workers == 1:
+            for candidate in self.candidates:
+                candidate.fit(x, *args, **kwargs)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                fits = [pool.submit(c.fit, x, *args, **kwargs) for c in self.candidates]
+                for done in fits:
+                    done.result()  # re-raises a candidate's error here
         index, scores = most_coherent(
             [c.labels_ for c in self.candidates], self.pairs, self.weights, self.margin
         )
