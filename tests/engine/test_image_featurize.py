@@ -311,7 +311,7 @@ def test_energy_features_separate_two_textures(left: str, right: str) -> None:
     image = np.concatenate(halves, axis=1)
     truth = np.repeat([0, 1], side)[None, :].repeat(side, axis=0).ravel()
     # Plain standardisation: the texture maps' share is not lowered as in the default recipe
-    # (family_balance 2, chosen for scribbled runs, where intensities matter as much).
+    # (family_balance 1, every family the same total variance).
     energy = featurize(image, Recipe(family_balance=0.0)).features
     labels = KMeans(2, n_init=4, random_state=0).fit_predict(energy)
     accuracy = max(np.mean(labels == truth), np.mean(labels != truth))
