@@ -166,3 +166,52 @@ def test_shortcut_help_accept_cluster_and_live(page: Page, dataset_id: int) -> N
     page.get_by_role("button", name="Label", exact=True).click()
     expect(page.locator("#run-select")).not_to_have_value(shown, timeout=120_000)
     expect(page.get_by_test_id("stale")).to_be_hidden()
+
+
+def test_the_method_follows_the_links_until_the_user_picks_one(
+    page: Page, live_server: str
+) -> None:
+    """CEC-IB (the default) reads labels only: once the expert draws a must-link the panel
+    chooses PPC, which reads links, and says why; undo takes it back; a method the user picks
+    stays picked; a reload with links live opens on PPC."""
+    rng = np.random.default_rng(11)
+    rows = np.vstack([rng.normal([-6.0, 0.0], 1.0, (40, 2)), rng.normal([6.0, 0.0], 1.0, (40, 2))])
+    dataset = upload_table(live_server, "follows-links", rows.tolist())
+    open_dataset_workspace(page, dataset)
+    algorithm = page.locator("#algorithm")
+    summary = page.locator("#algorithm-summary")
+    expect(algorithm).to_have_value("cec-ib")
+    expect(summary).not_to_contain_text("Chosen for your links")
+
+    page.get_by_role("button", name="Lasso").click()
+    lasso(page, 0.0, 0.3)
+    page.get_by_role("button", name="Must-link selection").click()
+    expect(page.get_by_test_id("annotations").locator("li")).to_have_count(1)
+    expect(algorithm).to_have_value("ppc")
+    expect(algorithm).to_have_attribute("data-chosen-by", "annotations")
+    expect(summary).to_contain_text("Chosen for your links: PPC uses them.")
+    expect(page.locator("[data-param=continuity]")).to_be_attached()  # PPC's own form
+
+    off_inputs(page)
+    page.keyboard.press("Control+z")
+    expect(page.get_by_test_id("annotations").locator("li")).to_have_count(0)
+    expect(algorithm).to_have_value("cec-ib")
+    page.keyboard.press("Control+Shift+z")
+    expect(algorithm).to_have_value("ppc")
+
+    page.reload()
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+    expect(algorithm).to_have_value("ppc")  # the link is live: the page opens on PPC
+
+    page.select_option("#algorithm", "c4s")
+    expect(algorithm).to_have_attribute("data-chosen-by", "user")
+    off_inputs(page)
+    page.keyboard.press("Control+z")
+    expect(page.get_by_test_id("annotations").locator("li")).to_have_count(0)
+    expect(algorithm).to_have_value("c4s")  # the user's choice is kept
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.get_by_test_id("progress")).to_have_attribute(
+        "data-status", "succeeded", timeout=120_000
+    )
+    runs = page.request.get(f"{live_server}/api/v1/datasets/{dataset}/runs").json()["items"]
+    assert [run["algorithm"] for run in runs] == ["c4s"]

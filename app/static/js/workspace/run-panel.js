@@ -10,6 +10,10 @@ import { buildForm } from './schema-form.js';
 import { $, bind, report, status } from './ui.js';
 
 const FINISHED = ['succeeded', 'failed', 'cancelled'];
+// What a run uses by default once the expert has drawn links: PPC reads labels, must-links and
+// cannot-links, and beats the constrained k-means family on pairs (docs/constraints.md).
+const LINKS_ALGORITHM = 'ppc';
+const LINK_KINDS = ['must_link', 'cannot_link'];
 
 // One cluster number per item.
 export async function runLabels(runId) {
@@ -94,6 +98,10 @@ function showResultLine(result) {
 //   loadLabels  async (runId) => labels  what `labels` is: by default one cluster per item (NPY);
 //               an image page loads the full-resolution mask instead (items may be superpixels)
 //   defaultAlgorithm  the algorithm chosen first
+//   annotationKinds  () => the kinds of the live annotations; until the user picks an algorithm
+//               or edits a parameter, the panel follows them: with a must-link or cannot-link
+//               it chooses LINKS_ALGORITHM (defaultAlgorithm would ignore the links), without,
+//               defaultAlgorithm (see followAnnotations)
 //   live        offer the "Live" switch: the page then calls annotationsChanged() after each
 //               annotation, and the panel re-runs (debounced, the previous run cancelled)
 export function createRunPanel({
@@ -107,20 +115,36 @@ export function createRunPanel({
   onResult = () => {},
   loadLabels = runLabels,
   defaultAlgorithm = 'cec-ib',
+  annotationKinds = () => [],
   live = false,
 }) {
   const chosen = () => state.algorithms.find((a) => a.id === $('#algorithm').value);
+  let userChose = false; // the user picked an algorithm or edited a parameter: never switch
 
-  function chooseAlgorithm() {
+  // `reason` starts the summary line when the panel chose the algorithm itself.
+  function chooseAlgorithm(reason = '') {
     const algorithm = chosen();
-    $('#algorithm-summary').textContent = `${algorithm.summary} ${algorithm.side_information_mapping}`;
+    $('#algorithm-summary').textContent = `${reason}${algorithm.summary} ${algorithm.side_information_mapping}`;
     state.readParams = buildForm($('#params'), algorithm.parameters);
+  }
+
+  // The method the annotations call for, while the user has not chosen one: CEC-IB reads labels
+  // only, so a page with must-links or cannot-links runs PPC, which reads them too.
+  function followAnnotations() {
+    if (userChose || !state.algorithms.length) return;
+    const links = annotationKinds().some((kind) => LINK_KINDS.includes(kind));
+    const wanted = links ? LINKS_ALGORITHM : defaultAlgorithm;
+    if (!state.algorithms.some((a) => a.id === wanted) || $('#algorithm').value === wanted) return;
+    $('#algorithm').value = wanted;
+    $('#algorithm').dataset.chosenBy = 'annotations';
+    chooseAlgorithm(links ? `Chosen for your links: ${chosen().name} uses them. ` : '');
   }
 
   async function loadAlgorithms() {
     state.algorithms = (await api('/algorithms')).items;
     for (const a of state.algorithms) $('#algorithm').append(new Option(a.name, a.id));
     $('#algorithm').value = state.algorithms.some((a) => a.id === defaultAlgorithm) ? defaultAlgorithm : state.algorithms[0].id;
+    $('#algorithm').dataset.chosenBy = 'default';
     chooseAlgorithm();
   }
 
@@ -180,6 +204,7 @@ export function createRunPanel({
   }
 
   function annotationsChanged() {
+    followAnnotations();
     if (!live || !canEdit || !$('#live').checked) return;
     clearTimeout(liveTimer);
     liveTimer = setTimeout(() => rerun().catch(report), LIVE_DELAY_MS);
@@ -221,7 +246,12 @@ export function createRunPanel({
   }
 
   function bindControls() {
-    bind('#algorithm', 'change', chooseAlgorithm);
+    bind('#algorithm', 'change', () => {
+      userChose = true;
+      $('#algorithm').dataset.chosenBy = 'user';
+      chooseAlgorithm();
+    });
+    bind('#params', 'input', () => { userChose = true; });
     if (live && canEdit) $('#live-box').hidden = false;
     if (canEdit) {
       bind('#run', 'click', start);

@@ -30,6 +30,7 @@ const runPanel = createRunPanel({
   onConflicts: showConflicts,
   onRuns: listRuns,
   live: true,
+  annotationKinds: () => (state.annotations || []).map((annotation) => annotation.kind),
   onResult: async ({ run, result, labels }) => {
     state.shownRun = { run, labels, metrics: result.metrics };
     $('#color-by').value = 'clusters';
