@@ -7,7 +7,8 @@ row is repeated over ``--draws`` draws (seeds 0, 1, ...) and every method gets t
 
 Peers (``active-semi-supervised-clustering``, a dev dependency): PCKMeans, MPCKMeans and
 COPKMeans on pairs, SeededKMeans and ConstrainedKMeans on labels, all with k = classes. Ours:
-PPC with hard relations (w = +-inf, k = classes, defaults), C4S (k = classes, defaults) and,
+PPC with hard relations (w = +-inf, k = classes, defaults), C4S (k = classes, covariance
+'auto' as the API runs it on a table, engine defaults otherwise) and,
 on the labels, CEC-IB as the API runs it when the user leaves every parameter empty (its own
 ``plan_cec_ib``: one cluster per label category, ``random_state=0``, engine defaults otherwise),
 "PPC labels", PPC as the API runs it on labels with every parameter left empty (``plan_ppc``:
@@ -156,7 +157,8 @@ def _fit_ppc(task: Task) -> IntArray:
 
 
 def _fit_c4s(task: Task) -> IntArray:
-    model = C4S(task.k, random_state=task.seed)
+    # covariance 'auto', as the API runs C4S on a table: full and spherical, chosen by the pairs
+    model = C4S(task.k, covariance="auto", random_state=task.seed)
     model.fit(task.X, must_link=task.must, cannot_link=task.cannot)
     return np.asarray(model.labels_)
 

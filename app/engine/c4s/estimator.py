@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
+from app.engine.c4s.auto_covariance import AUTO_FAMILIES, constraint_agreement
 from app.engine.c4s.constraints import (
     aggregate,
     check_pairs,
@@ -53,7 +54,10 @@ class C4S(ClusterMixin, BaseEstimator):
     min_cluster_fraction : CEC removal threshold, for the global stage relative to all points and
         for a chunklet split relative to the chunklet (paper: 1%); a cluster is also removed
         below the size that keeps its covariance non-singular (d + 2 points for ``full``).
-    covariance : Gaussian family, ``'full'``, ``'diagonal'`` or ``'spherical'``.
+    covariance : Gaussian family, ``'full'``, ``'diagonal'`` or ``'spherical'``, or ``'auto'``:
+        with constraints, fit full and spherical and keep the one whose fitted Gaussians agree
+        with more constraints (``auto_covariance.py``); without, full. ``covariance_`` is the
+        family fitted.
     n_init : restarts (inner split and global stage); the lowest pre-merge cost wins.
     max_iter : cap on global Hartigan sweeps per restart (and on sweeps of each chunklet split).
     random_state : seed, ``numpy.random.RandomState`` or None.
@@ -64,7 +68,9 @@ class C4S(ClusterMixin, BaseEstimator):
     (number of groups), ``energy_`` (pre-merge CEC cost, nats), ``cluster_labels_`` (pre-merge
     Gaussian cluster of each point), ``weights_``, ``means_``, ``covariances_`` (of those
     Gaussian clusters, shaped as in ``GaussianMixture``), ``cluster_groups_`` (the group of each
-    Gaussian cluster), ``n_iter_``, ``converged_``, ``energy_history_``, ``n_features_in_``.
+    Gaussian cluster), ``n_iter_``, ``converged_``, ``energy_history_``, ``n_features_in_``,
+    ``covariance_`` and, for ``'auto'``, ``covariance_agreement_`` (constraints each family's
+    Gaussians agree with).
     """
 
     def __init__(
@@ -99,6 +105,8 @@ class C4S(ClusterMixin, BaseEstimator):
     ) -> C4S:
         """Cluster ``X`` under the (m, 2) index arrays ``must_link`` and ``cannot_link``; ``y`` is
         ignored (constraints are keyword-only and routable, see app/engine/side_info.py)."""
+        if self.covariance == "auto":
+            return self._fit_auto(X, must_link, cannot_link)
         settings = check_cec_settings(self, X)
         data, family, fraction = settings.data, settings.family, settings.min_cluster_fraction
         n, d = data.shape
@@ -155,7 +163,46 @@ class C4S(ClusterMixin, BaseEstimator):
         self.n_iter_ = best.n_iter
         self.converged_ = best.converged
         self.energy_history_ = best.history
+        self.covariance_ = self.covariance
         warn_unless_converged(self, converged=best.converged, cancelled=stop, max_iter=max_iter)
+        return self
+
+    def _fit_auto(
+        self, X: ArrayLike, must_link: ArrayLike | None, cannot_link: ArrayLike | None
+    ) -> C4S:
+        """Fit each of AUTO_FAMILIES (or full alone without constraints) and keep the fit whose
+        Gaussians agree with more constraints; the first on a tie. A cancelled fit ends the
+        search with what was fitted."""
+        n = int(np.shape(X)[0])
+        ml = check_pairs("must_link", must_link, n)
+        cl = check_pairs("cannot_link", cannot_link, n)
+        families = AUTO_FAMILIES if ml.shape[0] + cl.shape[0] else AUTO_FAMILIES[:1]
+        offset = 0
+        cancelled = False
+
+        def relay(iteration: int, energy: float) -> object:
+            nonlocal cancelled
+            keep = self.progress(offset + iteration, energy) if self.progress else True
+            cancelled = cancelled or keep is False
+            return keep
+
+        chosen: tuple[int, C4S] | None = None
+        agreement: dict[str, int] = {}
+        for name in families:
+            candidate = type(self)(**{**self.get_params(deep=False), "covariance": name})
+            candidate.progress = relay
+            candidate.fit(X, must_link=ml, cannot_link=cl)
+            offset += candidate.n_iter_
+            agreement[name] = constraint_agreement(candidate.predict(X), ml, cl)
+            if chosen is None or agreement[name] > chosen[0]:
+                chosen = (agreement[name], candidate)
+            if cancelled:
+                break
+        assert chosen is not None
+        for key, value in vars(chosen[1]).items():
+            if key.endswith("_") and not key.startswith("_"):
+                setattr(self, key, value)
+        self.covariance_agreement_ = agreement
         return self
 
     @engine_errstate

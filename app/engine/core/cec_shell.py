@@ -107,7 +107,7 @@ def predict_components(estimator: Any, X: ArrayLike) -> tuple[FloatArray, IntArr
     check_is_fitted(estimator)
     data = validate_data(estimator, X, dtype=np.float64, reset=False)
     data = predict_space(estimator, data)
-    family = FAMILIES[estimator.covariance]
+    family = FAMILIES[getattr(estimator, "covariance_", estimator.covariance)]
     return data, assign_by_density(
         data, estimator.weights_, estimator.means_, estimator.covariances_, family
     )

@@ -24,9 +24,10 @@ Pipeline (DESIGN.md Sec. 9):
    2 (a third of their spread; the default until PPC weighted its scribbles up) starves the
    texture directions instead: with 1, PPC on bench_image's 5 tasks x 3 draws went from 0.759
    to 0.778 mIoU (applied to a second image 0.696 -> 0.715; brick against grass 0.670 ->
-   0.696) and CEC-IB from 0.714 to 0.737 (applied 0.625 -> 0.624). For pixel items the means and scales come from every pixel and the PCA from
-   up to 2**18 pixels (all of them for images that ``"auto"`` keeps as pixels, a fixed-seed
-   sample above that); for superpixels both come from the superpixels.
+   0.696) and CEC-IB from 0.714 to 0.737 (applied 0.625 -> 0.624). For pixel items the means
+   and scales come from every pixel and the PCA from up to 2**18 pixels (all of them for
+   images that ``"auto"`` keeps as pixels, a fixed-seed sample above that); for superpixels
+   both come from the superpixels.
 
 Maps are computed a group at a time (one channel and sigma) and reduced at once, in two passes
 for pixels (statistics and sample, then projection), so memory grows with H * W * n_components,

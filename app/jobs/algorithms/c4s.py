@@ -1,5 +1,7 @@
 """C4s (specs/c4s.md): CEC with must-link chunklets and cannot-links that always hold."""
 
+from typing import Literal
+
 import numpy as np
 from pydantic import Field
 
@@ -22,6 +24,12 @@ from app.sideinfo.label_links import label_links
 
 
 class C4SParams(CECParams):
+    covariance: Literal["auto", "full", "diagonal", "spherical"] = Field(
+        "auto",
+        description="Gaussian family of each cluster. auto: on tables with constraints, full and "
+        "spherical are both fitted and the one whose Gaussians agree with more constraints is "
+        "kept (docs/c4s-c3l.md); on images as CEC's auto",
+    )
     n_chunklet_clusters: int = Field(
         4, ge=1, le=100, description="Most CEC clusters a single chunklet is split into"
     )
@@ -49,6 +57,7 @@ def plan_c4s(
         params,
         structure,
         link_kwargs(must, cannot),
+        table_auto="auto",
     )
 
 

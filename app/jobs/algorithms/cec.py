@@ -95,15 +95,17 @@ def cec_fit_plan(
     params: CECParams,
     structure: ItemStructure | None,
     fit_kwargs: dict[str, Any] | None = None,
+    table_auto: str = "full",
 ) -> FitPlan:
-    """The plan of a CEC-family run; `make(covariance)` builds its estimator. `auto` is full
-    on tables; on an image (where `structure` links neighbouring items) it fits each of
-    IMAGE_COVARIANCES and keeps the most spatially coherent segmentation."""
+    """The plan of a CEC-family run; `make(covariance)` builds its estimator. `auto` is
+    `table_auto` on tables (C4S: its own 'auto', which chooses by the constraints); on an
+    image (where `structure` links neighbouring items) it fits each of IMAGE_COVARIANCES and
+    keeps the most spatially coherent segmentation."""
     kwargs = fit_kwargs or {}
     if params.covariance != "auto":
         return FitPlan(make(params.covariance), kwargs)
     if structure is None:
-        return FitPlan(make("full"), kwargs)
+        return FitPlan(make(table_auto), kwargs)
     candidates = [make(covariance) for covariance in IMAGE_COVARIANCES]
     chooser = MostCoherentFit(candidates, IMAGE_COVARIANCES, structure.pairs, structure.weights)
     return FitPlan(chooser, kwargs)
