@@ -17,7 +17,7 @@ from app.jobs.algorithms.ppc import PPCParams
 # and 10 (the labels seed the starts). `covariance: auto` fits two families, so a run on an
 # image makes 4 fits, and a scribble-and-run session waits under 3 s.
 IMAGE_N_INIT = 2
-# PPC's covariance on an image when the run leaves it empty: one covariance shared by all
+# PPC's covariance on an image when the run leaves it at `auto`: one covariance shared by all
 # components. Scribbled classes differ mostly in their mean colour and texture; separate full
 # covariances let a broad component swallow the others (bench_image, noisy shapes: 0.59 mIoU
 # with 'full', 0.95 with 'tied'; also faster).
@@ -35,26 +35,23 @@ IMAGE_MIN_CLUSTER_FRACTION = 0.01
 
 
 def image_params(params: Params) -> Params:
-    """The run's parameters with the image defaults where they hold the table default (a copy).
+    """The run's parameters with the image defaults where the run left them empty (a copy).
 
-    Runs store their parameters with every default filled in, so a value equal to the table
-    default reads as "left empty": asking for exactly that value on an image gets the image's."""
+    `n_init`, `min_cluster_fraction` (CEC family) and `unlabeled_weight` (PPC) are empty (None)
+    unless the run sets them, so an explicit value, even the table's, is kept. PPC's
+    `covariance: auto` means "the method's choice", which on an image is `tied`."""
+    values = params.model_dump()
     update: dict[str, object] = {}
-    if _is_default(params, "n_init") and getattr(params, "n_init", 0) > IMAGE_N_INIT:
+    if "n_init" in values and values["n_init"] is None:
         update["n_init"] = IMAGE_N_INIT
-    fraction = getattr(params, "min_cluster_fraction", 0.0)
-    if _is_default(params, "min_cluster_fraction") and fraction > IMAGE_MIN_CLUSTER_FRACTION:
-        update["min_cluster_fraction"] = IMAGE_MIN_CLUSTER_FRACTION
-    if isinstance(params, PPCParams) and _is_default(params, "covariance"):
+    if "min_cluster_fraction" in values and values["min_cluster_fraction"] is None:
+        table = getattr(type(params), "TABLE_MIN_CLUSTER_FRACTION", IMAGE_MIN_CLUSTER_FRACTION)
+        update["min_cluster_fraction"] = min(table, IMAGE_MIN_CLUSTER_FRACTION)
+    if isinstance(params, PPCParams) and params.covariance == "auto":
         update["covariance"] = IMAGE_PPC_COVARIANCE
     if isinstance(params, PPCParams) and params.unlabeled_weight is None:
         update["unlabeled_weight"] = IMAGE_PPC_UNLABELED_WEIGHT
     return params.model_copy(update=update) if update else params
-
-
-def _is_default(params: Params, name: str) -> bool:
-    field = type(params).model_fields.get(name)
-    return field is not None and getattr(params, name) == field.default
 
 
 def image_structure(item_of_pixel: NDArray[np.int32], superpixels: bool) -> ItemStructure:

@@ -100,3 +100,22 @@ def test_on_breast_cancer_auto_keeps_the_spherical_class_split() -> None:
     assert auto.covariance_ == "spherical"
     assert auto.covariance_agreement_["spherical"] > auto.covariance_agreement_["full"]
     assert adjusted_rand_score(y, auto.labels_) > adjusted_rand_score(y, full.labels_) + 0.1
+
+
+def test_singular_data_is_clustered_in_its_principal_components_and_predicted() -> None:
+    """A constant feature (digits' blank pixels) leaves every full covariance singular: C4S fits
+    the leading principal components, as CEC does, so ``predict`` (which auto uses) works."""
+    rng = np.random.default_rng(3)
+    blobs = np.concatenate([rng.normal(-3, 1, (40, 2)), rng.normal(3, 1, (40, 2))])
+    X = np.column_stack([blobs, np.zeros(80)])
+    ml = np.array([[0, 1], [40, 41]])
+    cl = np.array([[0, 40]])
+    with pytest.warns(UserWarning, match="singular"):
+        model = C4S(2, n_init=2, random_state=0).fit(X, must_link=ml, cannot_link=cl)
+    assert model.projection_ is not None and model.means_.shape[1] == 2
+    predicted = model.predict(X)
+    assert np.mean(predicted == model.labels_) > 0.95
+    auto = C4S(2, covariance="auto", n_init=2, random_state=0)
+    with pytest.warns(UserWarning, match="singular"):
+        auto.fit(X, must_link=ml, cannot_link=cl)
+    assert set(auto.covariance_agreement_) == {"full", "spherical"}

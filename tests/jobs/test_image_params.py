@@ -1,26 +1,42 @@
 """Image runs take fewer CEC restarts and keep smaller clusters when the run leaves `n_init`
-and `min_cluster_fraction` empty; what a run sets, and algorithms with fewer restarts by
-default, are kept."""
+and `min_cluster_fraction` empty; what a run sets (even the table's value), and algorithms with
+fewer restarts by default, are kept."""
+
+import numpy as np
+import pytest
 
 from app.jobs.algorithms.c4s import C4SParams
-from app.jobs.algorithms.cec import CECIBParams
+from app.jobs.algorithms.cec import CECIBParams, plan_cec_ib
 from app.jobs.algorithms.ppc import PPCParams
 from app.jobs.image_runs import IMAGE_MIN_CLUSTER_FRACTION, IMAGE_N_INIT, image_params
+from app.sideinfo import SideInformation
+
+
+def info_with_labels() -> SideInformation:
+    return SideInformation(6, 0, np.array([0, 0, 1, 1, -1, -1], dtype=np.int32), ["a", "b"])
 
 
 def test_empty_n_init_becomes_the_image_default() -> None:
     params = CECIBParams.model_validate({"beta": 0.5})
-    assert params.n_init == 10
+    assert params.n_init is None
     adjusted = image_params(params)
     assert isinstance(adjusted, CECIBParams)
     assert adjusted.n_init == IMAGE_N_INIT == 2
     assert adjusted.beta == 0.5
-    assert params.n_init == 10  # the run's own parameters are not changed
+    assert params.n_init is None  # the run's own parameters are not changed
 
 
-def test_an_explicit_n_init_is_kept() -> None:
-    params = CECIBParams.model_validate({"n_init": 5})
-    assert image_params(params).n_init == 5
+@pytest.mark.parametrize("n_init", [5, 10])
+def test_an_explicit_n_init_is_kept(n_init: int) -> None:
+    """10 is the table's value; asking for it on an image gets it (it used to read as empty)."""
+    params = CECIBParams.model_validate({"n_init": n_init})
+    assert image_params(params).n_init == n_init
+
+
+def test_an_empty_n_init_is_the_table_default_on_a_table() -> None:
+    plan = plan_cec_ib(CECIBParams(), info_with_labels(), np.zeros((6, 2)), lambda i, c: True)
+    assert plan.estimator.n_init == 10
+    assert plan.estimator.min_cluster_fraction == 0.05
 
 
 def test_ppc_keeps_its_single_restart_and_shares_one_covariance() -> None:
@@ -40,6 +56,7 @@ def test_an_explicit_ppc_covariance_is_kept() -> None:
 def test_stored_parameters_with_every_default_filled_in_get_the_image_defaults() -> None:
     stored = CECIBParams.model_validate(CECIBParams().model_dump(mode="json"))
     assert image_params(stored).n_init == IMAGE_N_INIT
+    assert image_params(stored).min_cluster_fraction == IMAGE_MIN_CLUSTER_FRACTION
     stored_ppc = PPCParams.model_validate(PPCParams().model_dump(mode="json"))
     adjusted = image_params(stored_ppc)
     assert isinstance(adjusted, PPCParams) and adjusted.covariance == "tied"
@@ -47,11 +64,14 @@ def test_stored_parameters_with_every_default_filled_in_get_the_image_defaults()
 
 def test_empty_min_cluster_fraction_becomes_the_image_default() -> None:
     params = CECIBParams.model_validate({})
-    assert params.min_cluster_fraction == 0.05
+    assert params.min_cluster_fraction is None
     assert image_params(params).min_cluster_fraction == IMAGE_MIN_CLUSTER_FRACTION == 0.01
     explicit = CECIBParams.model_validate({"min_cluster_fraction": 0.2})
     assert image_params(explicit).min_cluster_fraction == 0.2
+    table_value = CECIBParams.model_validate({"min_cluster_fraction": 0.05})
+    assert image_params(table_value).min_cluster_fraction == 0.05
     # C4s already defaults to 0.01 on tables; a smaller explicit value is kept too.
     assert image_params(C4SParams.model_validate({})).min_cluster_fraction == 0.01
+    assert C4SParams.TABLE_MIN_CLUSTER_FRACTION == 0.01
     tiny = C4SParams.model_validate({"min_cluster_fraction": 0.001})
     assert image_params(tiny).min_cluster_fraction == 0.001

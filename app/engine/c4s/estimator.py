@@ -37,6 +37,7 @@ from app.engine.core.cec_fit import MOVE_TOL, min_cluster_size
 from app.engine.core.cec_shell import check_cec_settings, predict_components, warn_unless_converged
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.fitted_gaussians import partition_gaussians
+from app.engine.core.projection import fit_space
 from app.engine.core.validation import check_int
 
 Progress = Callable[[int, float], object]
@@ -108,7 +109,10 @@ class C4S(ClusterMixin, BaseEstimator):
         if self.covariance == "auto":
             return self._fit_auto(X, must_link, cannot_link)
         settings = check_cec_settings(self, X)
-        data, family, fraction = settings.data, settings.family, settings.min_cluster_fraction
+        family, fraction = settings.family, settings.min_cluster_fraction
+        # Singular X (e.g. digits' blank border pixels): its leading principal components, as
+        # CEC and C3L do; otherwise no cluster has a finite cost and `predict` cannot factor one.
+        data = fit_space(self, settings.data, family, depth=2)
         n, d = data.shape
         n_clusters, n_init, max_iter = settings.n_clusters, settings.n_init, settings.max_iter
         n_parts = check_int("n_chunklet_clusters", self.n_chunklet_clusters, 1)

@@ -1,6 +1,6 @@
 """C4s (specs/c4s.md): CEC with must-link chunklets and cannot-links that always hold."""
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -33,9 +33,13 @@ class C4SParams(CECParams):
     n_chunklet_clusters: int = Field(
         4, ge=1, le=100, description="Most CEC clusters a single chunklet is split into"
     )
-    min_cluster_fraction: float = Field(
-        0.01, ge=0.0, lt=1.0, description="Remove clusters smaller than this fraction of items"
+    min_cluster_fraction: float | None = Field(
+        None,
+        ge=0.0,
+        lt=1.0,
+        description="Remove clusters smaller than this fraction of items; empty: 0.01",
     )
+    TABLE_MIN_CLUSTER_FRACTION: ClassVar[float] = 0.01
     max_iter: int = Field(50, ge=1, le=10_000, description="Most sweeps per restart")
 
 

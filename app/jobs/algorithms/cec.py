@@ -1,7 +1,7 @@
 """CEC and CEC-IB (specs/cec-ib.md)."""
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -36,18 +36,27 @@ class CECParams(Params):
         "and diagonal are both fitted and the segmentation with fewer disagreeing neighbours "
         "is kept (README, Image segmentation sessions)",
     )
-    min_cluster_fraction: float = Field(
-        0.05, ge=0.0, lt=1.0, description="Remove clusters smaller than this fraction of items"
+    min_cluster_fraction: float | None = Field(
+        None,
+        ge=0.0,
+        lt=1.0,
+        description="Remove clusters smaller than this fraction of items; empty: 0.05 on tables, "
+        "0.01 on images",
     )
-    n_init: int = Field(
-        10,
+    n_init: int | None = Field(
+        None,
         ge=1,
         le=100,
-        description="Restarts; the lowest energy is kept (CEC-IB with one cluster per label "
-        "category: the one whose clusters agree with more labeled items, then energy)",
+        description="Restarts; empty: 10 on tables, 2 on images. The lowest energy is kept "
+        "(CEC-IB with one cluster per label category: the one whose clusters agree with more "
+        "labeled items, then energy)",
     )
     max_iter: int = Field(100, ge=1, le=10_000, description="Most Hartigan sweeps per restart")
     random_state: Seed = 0
+
+    # What an empty `n_init` / `min_cluster_fraction` means on a table (images: image_runs.py).
+    TABLE_N_INIT: ClassVar[int] = 10
+    TABLE_MIN_CLUSTER_FRACTION: ClassVar[float] = 0.05
 
     def data_problems(self, n_items: int, n_features: int) -> list[str]:
         problems = at_most_items("n_clusters", self.n_clusters, n_items)
@@ -82,8 +91,12 @@ def cec_kwargs(params: CECParams, info: SideInformation, progress: Progress) -> 
     but the covariance family: `cec_fit_plan` resolves that."""
     return {
         "n_clusters": clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
-        "min_cluster_fraction": params.min_cluster_fraction,
-        "n_init": params.n_init,
+        "min_cluster_fraction": (
+            params.TABLE_MIN_CLUSTER_FRACTION
+            if params.min_cluster_fraction is None
+            else params.min_cluster_fraction
+        ),
+        "n_init": params.TABLE_N_INIT if params.n_init is None else params.n_init,
         "max_iter": params.max_iter,
         "random_state": params.random_state,
         "progress": progress,

@@ -31,7 +31,7 @@ class PPCParams(Params):
     covariance: Literal["auto", "full", "tied", "diagonal", "spherical"] = Field(
         "auto",
         description="auto: with links or labels, a full and a tied model, the one that agrees "
-        "more with them (docs/ppc.md); without any, full. Images use tied unless set",
+        "more with them (docs/ppc.md); without any, full. On images auto is tied",
     )
     e_step: Literal["auto", "exact", "mean_field", "gibbs"] = Field(
         "auto", description="Posterior under the pairwise prior, chosen per linked component"

@@ -35,7 +35,7 @@ function inputFor(name, spec) {
     input.type = 'text';
   }
   input.value = spec.default ?? '';
-  input.placeholder = type === 'nullable' ? 'empty = none' : '';
+  input.placeholder = type === 'nullable' ? 'empty = default' : ''; // the tooltip says which
   return input;
 }
 
