@@ -113,6 +113,13 @@ def random_pairs(X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int
     return scores
 
 
+def _distinct(pairs: object) -> NDArray[np.int64]:
+    """The library's pairs without an item paired with itself (NPU emits some on subsamples
+    of breast cancer; such a pair says nothing, and PPC refuses it)."""
+    array = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    return array[array[:, 0] != array[:, 1]]
+
+
 def library(strategy: Callable[[int], object]) -> Callable[..., list[float]]:
     def run(X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int) -> list[float]:
         scores = []
@@ -122,14 +129,24 @@ def library(strategy: Callable[[int], object]) -> Callable[..., list[float]]:
                 chooser = strategy(k)
                 chooser.fit(X, oracle=ExampleOracle(y, max_queries_cnt=budget))  # type: ignore[attr-defined]
             ml, cl = chooser.pairwise_constraints_  # type: ignore[attr-defined]
-            links = (
-                np.array(ml, dtype=np.int64).reshape(-1, 2),
-                np.array(cl, dtype=np.int64).reshape(-1, 2),
-            )
+            links = (_distinct(ml), _distinct(cl))
             scores.append(adjusted_rand_score(y, cluster(X, k, links, seed)))
         return scores
 
     return run
+
+
+def subsample(
+    X: NDArray[np.float64], y: NDArray[np.int64], fraction: float, seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """The draw's data: a random ``fraction`` of the items (all of them at 1), the same for
+    every strategy. Without it a draw changes only the clusterer's seed, and our questions, a
+    deterministic rule, would be asked about the same items in every draw."""
+    if fraction >= 1.0:
+        return X, y
+    rng = np.random.default_rng(10_000 + seed)
+    keep = np.sort(rng.choice(len(y), round(fraction * len(y)), replace=False))
+    return X[keep], y[keep]
 
 
 def _curves(
@@ -138,8 +155,16 @@ def _curves(
     y: NDArray[np.int64],
     k: int,
     draws: int,
+    fraction: float,
 ) -> list[list[float]]:
-    return [strategy(X, y, k, seed) for seed in range(draws)]
+    return [strategy(*subsample(X, y, fraction, seed), k, seed) for seed in range(draws)]
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"--subsample must be in (0, 1], got {text}")
+    return value
 
 
 def main() -> None:
@@ -149,6 +174,12 @@ def main() -> None:
     parser.add_argument("--refit", type=int, default=5, help="our answers per re-run")
     parser.add_argument("--strategies", nargs="+", default=["ours", "random", "NPU", "MinMax"])
     parser.add_argument("--limit", type=float, default=1800.0, help="seconds a row may take")
+    parser.add_argument(
+        "--subsample",
+        type=_fraction,
+        default=0.9,
+        help="share of the items each draw keeps, drawn per draw (1: every item, every draw)",
+    )
     args = parser.parse_args()
     strategies: dict[str, Callable[..., list[float]]] = {
         "ours": lambda X, y, k, s: ours(X, y, k, s, args.refit),
@@ -163,7 +194,7 @@ def main() -> None:
         X, y = dataset(name)
         k = len(np.unique(y))
         for strategy in args.strategies:
-            draws = partial(_curves, strategies[strategy], X, y, k, args.draws)
+            draws = partial(_curves, strategies[strategy], X, y, k, args.draws, args.subsample)
             run = interrupted_after(draws, args.limit)
             if run.value is None:
                 stopped = f"stopped after {args.limit:.0f} s | " * len(BUDGETS)

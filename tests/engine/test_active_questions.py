@@ -39,6 +39,45 @@ def test_posteriors_follow_the_documented_gaussians() -> None:
     np.testing.assert_allclose(model.posteriors.sum(1), 1.0)
 
 
+def test_tied_posteriors_share_one_shrunk_covariance_and_equal_weights() -> None:
+    """The model of the expert's named groups: one covariance (the pooled within-group
+    scatter, shrunk toward its diagonal by d / (degrees + d)), equal weights; items outside
+    every group (-1) get posteriors but shape nothing. Against scipy's Gaussians, and it is
+    LDA's rule: the log-odds of two groups are linear in x."""
+    X, y = _blobs(seed=2, n=6)
+    partition = y.copy()
+    partition[::4] = -1  # unnamed items
+    model = cluster_posteriors(X, partition, tied=True, equal_weights=True)
+    d = X.shape[1]
+    named = partition >= 0
+    resid = np.concatenate([X[partition == c] - X[partition == c].mean(0) for c in range(3)])
+    degrees = named.sum() - 3
+    scatter = resid.T @ resid / degrees
+    shrink = d / (degrees + d)
+    shared = (1 - shrink) * scatter + shrink * np.diag(np.diag(scatter))
+    logs = np.array(
+        [multivariate_normal(X[partition == c].mean(0), shared).logpdf(X) for c in range(3)]
+    ).T
+    expected = np.exp(logs - logs.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(model.posteriors, expected, rtol=1e-9, atol=1e-12)
+    log_odds = np.log(model.posteriors[:, 0] / model.posteriors[:, 1])
+    design = np.column_stack([X, np.ones(len(X))])
+    fitted, *_ = np.linalg.lstsq(design, log_odds, rcond=None)
+    np.testing.assert_allclose(design @ fitted, log_odds, atol=1e-8)
+
+
+def test_tied_posteriors_of_singleton_groups_use_the_fallback_variances() -> None:
+    X, _ = _blobs(n=5)
+    partition = np.full(len(X), -1)
+    partition[[0, 5, 10]] = [0, 1, 2]  # one named item per group: no degrees of freedom
+    fallback = np.array([2.0, 0.5])
+    model = cluster_posteriors(X, partition, fallback, tied=True, equal_weights=True)
+    logs = np.array([multivariate_normal(X[i], np.diag(fallback)).logpdf(X) for i in (0, 5, 10)]).T
+    expected = np.exp(logs - logs.max(1, keepdims=True))
+    np.testing.assert_allclose(model.posteriors, expected / expected.sum(1, keepdims=True))
+
+
 def test_posteriors_survive_singular_clusters_in_many_dimensions() -> None:
     rng = np.random.default_rng(1)
     X = rng.standard_normal((30, 12))

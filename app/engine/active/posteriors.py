@@ -8,6 +8,11 @@ included, so questions never depend on which method produced the result.
 Small clusters in many dimensions have singular covariances, so each one is shrunk toward the
 diagonal of the pooled within-cluster covariance with weight d / (n_c + d): a cluster of a few
 points is mostly the pooled shape, a large one mostly its own.
+
+``tied=True`` gives every cluster one shared covariance instead (as linear discriminant analysis
+does): the pooled within-cluster covariance, shrunk toward its diagonal with weight
+d / (degrees of freedom + d). That is the model to read a few expert-named items with: a
+dozen items cannot say how each group is shaped, but together they say how the groups differ.
 """
 
 from __future__ import annotations
@@ -52,10 +57,17 @@ class ClusterPosteriors:
 
 
 def cluster_posteriors(
-    X: ArrayLike, partition: ArrayLike, fallback_pooled: ArrayLike | None = None
+    X: ArrayLike,
+    partition: ArrayLike,
+    fallback_pooled: ArrayLike | None = None,
+    tied: bool = False,
+    equal_weights: bool = False,
 ) -> ClusterPosteriors:
     """Refit a Gaussian to every cluster of ``partition`` (ids >= 0; -1 = unassigned items,
-    which get posteriors but shape no cluster) and return every item's posteriors.
+    which get posteriors but shape no cluster) and return every item's posteriors; with
+    ``tied`` the clusters share one covariance (module docstring), with ``equal_weights`` no
+    cluster is a priori likelier than another (for groups whose sizes say only how often the
+    expert was asked about them).
 
     With fewer assigned items than clusters + dimensions the pooled variances say little (a
     few named items); ``fallback_pooled`` (e.g. another model's ``pooled``) is used instead."""
@@ -88,12 +100,21 @@ def cluster_posteriors(
         pooled = (centred**2).sum(axis=0) / max(degrees, 1)
     pooled = np.maximum(pooled, _VARIANCE_FLOOR * max(float(pooled.max()), 1.0))
     log_weights = np.log(sizes / sizes.sum())
+    if equal_weights:
+        log_weights = np.full(sizes.size, -np.log(sizes.size))
     log_density = np.empty((n, cluster_ids.size))
+    if tied:
+        scatter = centred.T @ centred / max(degrees, 1)
+        shrink = d / (max(degrees, 0) + d)
+        shared = (1.0 - shrink) * scatter + shrink * np.diag(pooled)
     for column, cluster in enumerate(cluster_ids):
-        members = labels == cluster
-        own = np.cov(data[members], rowvar=False, bias=True).reshape(d, d)
-        shrink = d / (sizes[column] + d)
-        covariance = (1.0 - shrink) * own + shrink * np.diag(pooled)
+        if tied:
+            covariance = shared
+        else:
+            members = labels == cluster
+            own = np.cov(data[members], rowvar=False, bias=True).reshape(d, d)
+            shrink = d / (sizes[column] + d)
+            covariance = (1.0 - shrink) * own + shrink * np.diag(pooled)
         log_density[:, column] = log_weights[column] + _log_gaussian(
             data, means[column], covariance
         )
