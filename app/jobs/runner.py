@@ -26,7 +26,7 @@ from app import __version__
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
-from app.engine.image.coherent_apply import coherent_apply
+from app.engine.image.pooled_apply import with_pooled_covariance
 from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
 from app.jobs.run_inputs import load_inputs
@@ -234,13 +234,8 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         assert inputs.features is not None
         estimator = inputs.model
         if inputs.algorithm.pools_covariance_on_apply and inputs.image is not None:
-            structure = inputs.structure()
-            estimator, predicted, choice = coherent_apply(
-                estimator, inputs.features, structure.pairs, structure.weights
-            )
-            labels = predicted.astype(np.int32)
-        else:
-            labels = np.asarray(estimator.predict(inputs.features), dtype=np.int32)
+            estimator = with_pooled_covariance(estimator)
+        labels = np.asarray(estimator.predict(inputs.features), dtype=np.int32)
     else:
         assert inputs.features is not None
         plan = inputs.algorithm.plan(

@@ -98,10 +98,9 @@ def test_apply_a_run_to_another_image(
     result = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()
     assert result["metrics"]["mean_iou"] > 0.8
     assert result["cluster_labels"] == names  # the model's clusters keep their labels
-    # The CEC family chooses, on the new image, between its fitted and pooled covariances.
-    choice = result["metrics"]["choice"]
-    assert set(choice["neighbour_disagreement"]) == {"fitted covariances", "pooled covariance"}
-    assert choice["chosen"] in choice["neighbour_disagreement"]
+    # The CEC family applies its pooled covariance (app/engine/image/pooled_apply.py): no
+    # choice between fits is made, so none is reported.
+    assert "choice" not in result["metrics"]
     labels = np.asarray(result["labels"]).reshape(HEIGHT, WIDTH)
     # The same cluster ids mean the same thing: the disc's centre gets the source's disc cluster.
     assert names[labels[48, 42]] == "disc" and names[labels[4, 120]] == "background"

@@ -81,8 +81,8 @@ class Algorithm:
     requirement: Callable[[SideInformation], str | None] | None = None
     # Whether `plan` also takes `structure=` (an ItemStructure or None) for images.
     uses_structure: bool = False
-    # Whether applying its model to another image may pool the clusters' covariances (CEC
-    # family; app/engine/image/coherent_apply.py says why and when).
+    # Whether applying its model to another image pools the clusters' covariances (CEC
+    # family; app/engine/image/pooled_apply.py says why).
     pools_covariance_on_apply: bool = False
 
     def parameters_schema(self) -> dict[str, Any]:
