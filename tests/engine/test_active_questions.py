@@ -175,3 +175,36 @@ def test_a_cluster_told_apart_only_by_its_anchor_is_a_group_too() -> None:
         assert not facts.related(*q.items)
         deep_in_2 = [i for i in q.items if typical[i] and i != anchors[2]]
         assert not deep_in_2 or anchors[2] in q.items, q
+
+
+def test_with_a_few_named_items_questions_explore_farthest_first() -> None:
+    """One labeled item per cluster names three groups of one item: no degree of freedom for
+    the groups' covariance, so uncertainty counts for nothing (trust 0) and the first boundary
+    question asks about the item farthest from every named item (standardised features)."""
+    X, y = _blobs()
+    # The clusters' anchors, labeled: the anchor questions are answered.
+    anchors = sorted({i for q in suggest_pairs(X, y, 3) for i in q.items})
+    labels = np.full(len(y), -1)
+    labels[anchors] = y[anchors]
+    facts = knowledge(len(y), labels=labels)
+    question = suggest_pairs(X, y, 1, facts)[0]
+    scaled = X / X.std(axis=0)
+    distance = np.min(
+        np.linalg.norm(scaled[:, None, :] - scaled[anchors][None, :, :], axis=2), axis=1
+    )
+    distance[anchors] = -1.0
+    assert question.items[0] == int(np.argmax(distance))
+    assert question.items[1] in anchors
+
+
+def test_trust_in_the_groups_grows_with_their_degrees_of_freedom() -> None:
+    from app.engine.active.questions import EXPLORE_DEGREES, _trust
+
+    X = np.zeros((50, 4))
+    groups = np.full(50, -1)
+    groups[:3] = [0, 1, 2]
+    assert _trust(groups, X) == 0.0
+    groups[3:15] = np.repeat([0, 1, 2], 4)  # 15 named items in 3 groups: 12 degrees
+    assert _trust(groups, X) == pytest.approx(12 / (12 + EXPLORE_DEGREES * 4))
+    groups[:] = np.arange(50) % 2
+    assert 0.5 < _trust(groups, X) < 1.0
