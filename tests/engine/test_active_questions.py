@@ -208,3 +208,22 @@ def test_trust_in_the_groups_grows_with_their_degrees_of_freedom() -> None:
     assert _trust(groups, X) == pytest.approx(12 / (12 + EXPLORE_DEGREES * 4))
     groups[:] = np.arange(50) % 2
     assert 0.5 < _trust(groups, X) < 1.0
+
+
+def test_an_anchor_asked_about_stays_its_clusters_anchor_when_the_run_moves() -> None:
+    """The skeleton's anchors, once told apart, anchor their clusters in the next run too,
+    though its partition (and so its most typical items) moved: no anchor question is asked
+    again. Fresh anchors per run kept digits' 10 clusters on anchor questions for 100 answers."""
+    X, y = _blobs()
+    skeleton = suggest_pairs(X, y, 3)
+    assert all(q.reason.startswith("are clusters") for q in skeleton)
+    facts = knowledge(len(y), cannot_link=np.array([q.items for q in skeleton]))
+    asked = {i for q in skeleton for i in q.items}
+    moved = y.copy()
+    rng = np.random.default_rng(5)
+    for c in range(3):  # the next run hands a few other items of each cluster to the next one
+        members = np.setdiff1d(np.flatnonzero(y == c), list(asked))
+        moved[rng.choice(members, 8, replace=False)] = (c + 1) % 3
+    questions = suggest_pairs(X, moved, 6, facts)
+    assert questions and not any(q.reason.startswith("are clusters") for q in questions)
+    assert all(q.items[1] in asked for q in questions)  # boundary items against the anchors

@@ -211,18 +211,26 @@ def _named_groups(facts: Knowledge, anchors: list[int]) -> IntArray:
 
 
 def _anchors(model: ClusterPosteriors, labels: IntArray, facts: Knowledge) -> list[int]:
-    """Rule 3: per cluster, an item of its largest known component, else its most typical."""
+    """Rule 3: per cluster, an item of its largest known component (two items or more, a
+    label, or an item told apart from another), the most typical of them; else its most
+    typical item. An item already asked about stays its cluster's anchor: were the most typical
+    item chosen afresh after every run, the anchors would move with the partition and the
+    anchor questions never end (digits, 10 clusters: 100 of 100 answers)."""
+    told_apart = np.zeros(facts.sizes.size, dtype=bool)
+    for pair in facts.different:
+        told_apart[list(pair)] = True
     anchors = []
     for column, cluster in enumerate(model.cluster_ids):
         members = np.flatnonzero(labels == cluster)
         comps, counts = np.unique(facts.component[members], return_counts=True)
         # A component "lies mostly in" the cluster when over half its items are there.
         mostly = counts * 2 > facts.sizes[comps]
-        known = comps[mostly & (facts.sizes[comps] >= 2)]
+        named = (facts.sizes[comps] >= 2) | facts.labeled[comps] | told_apart[comps]
+        known = comps[mostly & named]
         pool = members
         if known.size:
-            largest = known[np.argmax(facts.sizes[known])]
-            pool = members[facts.component[members] == largest]
+            largest = known[facts.sizes[known] == facts.sizes[known].max()]
+            pool = members[np.isin(facts.component[members], largest)]
         typicality = model.log_density[pool, column]
         anchors.append(int(pool[np.argmax(typicality)]))
     return anchors
