@@ -99,25 +99,24 @@ def cluster_posteriors(
     else:
         pooled = (centred**2).sum(axis=0) / max(degrees, 1)
     pooled = np.maximum(pooled, _VARIANCE_FLOOR * max(float(pooled.max()), 1.0))
-    log_weights = np.log(sizes / sizes.sum())
     if equal_weights:
         log_weights = np.full(sizes.size, -np.log(sizes.size))
-    log_density = np.empty((n, cluster_ids.size))
-    if tied:
+    else:
+        log_weights = np.log(sizes / sizes.sum())
+    shared = None
+    if tied:  # one covariance, so one eigendecomposition for every cluster
         scatter = centred.T @ centred / max(degrees, 1)
         shrink = d / (max(degrees, 0) + d)
-        shared = (1.0 - shrink) * scatter + shrink * np.diag(pooled)
+        shared = _eigen((1.0 - shrink) * scatter + shrink * np.diag(pooled))
+    log_density = np.empty((n, cluster_ids.size))
     for column, cluster in enumerate(cluster_ids):
-        if tied:
-            covariance = shared
-        else:
+        eigen = shared
+        if eigen is None:
             members = labels == cluster
             own = np.cov(data[members], rowvar=False, bias=True).reshape(d, d)
             shrink = d / (sizes[column] + d)
-            covariance = (1.0 - shrink) * own + shrink * np.diag(pooled)
-        log_density[:, column] = log_weights[column] + _log_gaussian(
-            data, means[column], covariance
-        )
+            eigen = _eigen((1.0 - shrink) * own + shrink * np.diag(pooled))
+        log_density[:, column] = log_weights[column] + _log_gaussian(data, means[column], eigen)
     shifted = log_density - log_density.max(axis=1, keepdims=True)
     with np.errstate(under="ignore"):
         weights = np.exp(shifted)
@@ -125,11 +124,19 @@ def cluster_posteriors(
     return ClusterPosteriors(cluster_ids, posteriors, log_density, means, pooled)
 
 
-def _log_gaussian(data: FloatArray, mean: FloatArray, covariance: FloatArray) -> FloatArray:
-    d = data.shape[1]
+def _eigen(covariance: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Eigenvalues (floored) and eigenvectors of a covariance."""
     # The pooled diagonal keeps the shrunk covariance positive definite; eigh is safe for it.
     values, vectors = np.linalg.eigh(covariance)
     values = np.maximum(values, _VARIANCE_FLOOR * max(float(values.max()), 1.0))
+    return values, vectors
+
+
+def _log_gaussian(
+    data: FloatArray, mean: FloatArray, eigen: tuple[FloatArray, FloatArray]
+) -> FloatArray:
+    d = data.shape[1]
+    values, vectors = eigen
     projected = (data - mean) @ vectors
     mahalanobis = (projected**2 / values).sum(axis=1)
     return np.asarray(
