@@ -299,11 +299,9 @@ def ours(
 
 def _choice(choice: dict[str, Any]) -> str:
     """A run's choice between fits (``metrics.choice``): what was kept, and every candidate's
-    share of neighbour links told apart."""
-    scores = ", ".join(
-        f"{name} {value:.4f}" for name, value in choice["neighbour_disagreement"].items()
-    )
-    return f"kept {choice['chosen']} (neighbour disagreement: {scores})"
+    share of stray items (labeled unlike most of their neighbours)."""
+    scores = ", ".join(f"{name} {value:.3%}" for name, value in choice["stray_fraction"].items())
+    return f"kept {choice['chosen']} (stray items: {scores})"
 
 
 def warm_up(api: Api) -> float:

@@ -26,7 +26,7 @@ from app import __version__
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
-from app.engine.image.pooled_apply import with_pooled_covariance
+from app.engine.image.pooled_apply import for_another_image
 from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
 from app.jobs.run_inputs import load_inputs
@@ -234,7 +234,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         assert inputs.features is not None
         estimator = inputs.model
         if inputs.algorithm.pools_covariance_on_apply and inputs.image is not None:
-            estimator = with_pooled_covariance(estimator)
+            estimator = for_another_image(estimator)
         labels = np.asarray(estimator.predict(inputs.features), dtype=np.int32)
     else:
         assert inputs.features is not None

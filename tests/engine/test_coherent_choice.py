@@ -1,5 +1,5 @@
-"""MostCoherentFit keeps the candidate whose labels disagree least across linked items; the
-disagreement is checked against a brute-force count on small grids."""
+"""MostCoherentFit keeps the candidate with the fewest stray items (labeled unlike most of their
+links); the stray fraction is checked against a brute-force count on small grids."""
 
 from typing import Any
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from app.engine.image import grid_links
-from app.engine.image.coherent_choice import MostCoherentFit, link_disagreement
+from app.engine.image.coherent_choice import MostCoherentFit, stray_fraction
 
 
 class FixedLabels:
@@ -25,14 +25,16 @@ class FixedLabels:
 
 def brute_force(grid: np.ndarray) -> float:
     height, width = grid.shape
-    differ = total = 0
+    stray = 0
     for r in range(height):
         for c in range(width):
-            for dr, dc in ((0, 1), (1, 0)):
-                if r + dr < height and c + dc < width:
-                    total += 1
-                    differ += grid[r, c] != grid[r + dr, c + dc]
-    return differ / total
+            neighbours = [
+                grid[r + dr, c + dc]
+                for dr, dc in ((0, 1), (1, 0), (0, -1), (-1, 0))
+                if 0 <= r + dr < height and 0 <= c + dc < width
+            ]
+            stray += sum(v != grid[r, c] for v in neighbours) > len(neighbours) / 2
+    return stray / grid.size
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -40,23 +42,24 @@ def test_uniform_links_on_a_grid_give_the_brute_force_fraction(seed: int) -> Non
     rng = np.random.default_rng(seed)
     grid = rng.integers(0, 3, size=(5, 7))
     pairs, weights = grid_links(5, 7, 1.0)
-    assert link_disagreement(grid.ravel(), pairs, weights) == pytest.approx(brute_force(grid))
+    assert stray_fraction(grid.ravel(), pairs, weights) == pytest.approx(brute_force(grid))
 
 
-def test_weights_count_each_pair_by_its_weight() -> None:
+def test_weights_count_each_link_by_its_weight() -> None:
     labels = np.array([0, 0, 1])
     pairs = np.array([[0, 1], [1, 2]])
-    assert link_disagreement(labels, pairs, np.array([3.0, 1.0])) == pytest.approx(0.25)
-    assert link_disagreement(labels, pairs, np.array([1.0, 3.0])) == pytest.approx(0.75)
-    assert link_disagreement(labels, np.empty((0, 2)), np.empty(0)) == 0.0
+    # Item 1 has links of weight 3 (same) and 1 (different): not stray; item 2 is.
+    assert stray_fraction(labels, pairs, np.array([3.0, 1.0])) == pytest.approx(1 / 3)
+    assert stray_fraction(labels, pairs, np.array([1.0, 3.0])) == pytest.approx(2 / 3)
+    assert stray_fraction(labels, np.empty((0, 2)), np.empty(0)) == 0.0
     with pytest.raises(ValueError, match="2 pairs but 1 weights"):
-        link_disagreement(labels, pairs, np.array([1.0]))
+        stray_fraction(labels, pairs, np.array([1.0]))
 
 
-def test_the_candidate_with_fewer_disagreeing_neighbours_is_kept() -> None:
+def test_the_candidate_with_fewer_stray_items_is_kept() -> None:
     pairs, weights = grid_links(4, 4, 1.0)
-    halves = np.repeat([0, 1], 8)  # two contiguous halves: 4 of 24 pairs differ
-    speckle = np.indices((4, 4)).sum(axis=0).ravel() % 2  # a checkerboard: every pair differs
+    halves = np.repeat([0, 1], 8)  # two contiguous halves: no item is stray
+    speckle = np.indices((4, 4)).sum(axis=0).ravel() % 2  # a checkerboard: every item is
     noisy, clean = FixedLabels(speckle), FixedLabels(halves)
     chooser = MostCoherentFit([noisy, clean], ["full", "diagonal"], pairs, weights)
     x = np.zeros((16, 2))
@@ -65,10 +68,23 @@ def test_the_candidate_with_fewer_disagreeing_neighbours_is_kept() -> None:
     np.testing.assert_array_equal(chooser.labels_, halves)
     assert chooser.choice_ == {
         "chosen": "diagonal",
-        "neighbour_disagreement": {"full": 1.0, "diagonal": pytest.approx(4 / 24)},
+        "stray_fraction": {"full": 1.0, "diagonal": 0.0},
     }
     for candidate in (noisy, clean):  # every candidate saw the same inputs
         assert candidate.seen[0] is x and candidate.seen[2] == {"y": 5}
+
+
+def test_a_shrunken_region_is_not_more_coherent() -> None:
+    """A disc and the same disc at half the radius: the smaller has a shorter boundary (fewer
+    disagreeing links, the rule before 2026-11-25 kept it) but neither has stray pixels, so the
+    first candidate stays."""
+    side = 40
+    rows, cols = np.indices((side, side))
+    distance = np.hypot(rows - side / 2, cols - side / 2)
+    whole, shrunk = FixedLabels((distance < 14).ravel()), FixedLabels((distance < 7).ravel())
+    pairs, weights = grid_links(side, side, 1.0)
+    chooser = MostCoherentFit([whole, shrunk], ["full", "diagonal"], pairs, weights)
+    assert chooser.fit(np.zeros((side * side, 1))).choice_["chosen"] == "full"
 
 
 def test_a_tie_keeps_the_first_candidate() -> None:
@@ -79,14 +95,14 @@ def test_a_tie_keeps_the_first_candidate() -> None:
 
 
 def test_a_later_candidate_must_be_clearly_more_coherent() -> None:
-    pairs, weights = grid_links(1, 11, 1.0)  # a row: 10 links
-    two_changes = FixedLabels(np.array([0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]))
-    one_change = FixedLabels(np.array([0] * 5 + [1] * 6))
+    pairs, weights = grid_links(1, 11, 1.0)  # a row of 11 items
+    two_specks = FixedLabels(np.array([0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0]))
+    one_speck = FixedLabels(np.array([0] * 5 + [1] + [0] * 5))
     x = np.zeros((11, 1))
-    strict = MostCoherentFit([two_changes, one_change], ["a", "b"], pairs, weights, margin=0.6)
-    assert strict.fit(x).choice_["chosen"] == "a"  # 0.1 is not below 0.4 * 0.2
-    loose = MostCoherentFit([two_changes, one_change], ["a", "b"], pairs, weights, margin=0.4)
-    assert loose.fit(x).choice_["chosen"] == "b"  # 0.1 is below 0.6 * 0.2
+    strict = MostCoherentFit([two_specks, one_speck], ["a", "b"], pairs, weights, margin=0.6)
+    assert strict.fit(x).choice_["chosen"] == "a"  # 1/11 is not below 0.4 * 2/11
+    loose = MostCoherentFit([two_specks, one_speck], ["a", "b"], pairs, weights, margin=0.4)
+    assert loose.fit(x).choice_["chosen"] == "b"  # 1/11 is below 0.6 * 2/11
 
 
 def test_candidates_and_names_must_match() -> None:

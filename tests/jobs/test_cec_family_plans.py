@@ -79,4 +79,4 @@ def test_the_chooser_fits_and_keeps_a_candidate_that_segments_the_halves() -> No
     labels = chooser.labels_
     assert len(set(labels[half == 0])) == 1 and len(set(labels[half == 1])) == 1
     assert labels[0] != labels[-1]
-    assert set(chooser.choice_["neighbour_disagreement"]) == {"full", "diagonal"}
+    assert set(chooser.choice_["stray_fraction"]) == {"full", "diagonal"}

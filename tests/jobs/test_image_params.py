@@ -1,14 +1,20 @@
-"""Image runs take fewer CEC restarts and keep smaller clusters when the run leaves `n_init`
-and `min_cluster_fraction` empty; what a run sets (even the table's value), and algorithms with
-fewer restarts by default, are kept."""
+"""Image runs take fewer CEC restarts, keep smaller clusters and (CEC-IB) count scribbles more
+when the run leaves `n_init`, `min_cluster_fraction` and `labeled_weight` empty; what a run sets
+(even the table's value), and algorithms with fewer restarts by default, are kept."""
 
 import numpy as np
 import pytest
 
 from app.jobs.algorithms.c4s import C4SParams
-from app.jobs.algorithms.cec import CECIBParams, plan_cec_ib
+from app.jobs.algorithms.cec import CECIBParams, CECParams, plan_cec_ib
 from app.jobs.algorithms.ppc import PPCParams
-from app.jobs.image_runs import IMAGE_MIN_CLUSTER_FRACTION, IMAGE_N_INIT, image_params
+from app.jobs.image_runs import (
+    IMAGE_CEC_IB_LABELED_WEIGHT,
+    IMAGE_CEC_IB_N_INIT,
+    IMAGE_MIN_CLUSTER_FRACTION,
+    IMAGE_N_INIT,
+    image_params,
+)
 from app.sideinfo import SideInformation
 
 
@@ -21,9 +27,23 @@ def test_empty_n_init_becomes_the_image_default() -> None:
     assert params.n_init is None
     adjusted = image_params(params)
     assert isinstance(adjusted, CECIBParams)
-    assert adjusted.n_init == IMAGE_N_INIT == 2
+    assert adjusted.n_init == IMAGE_CEC_IB_N_INIT == 1  # its starts come from the scribbles
     assert adjusted.beta == 0.5
     assert params.n_init is None  # the run's own parameters are not changed
+    assert image_params(CECParams.model_validate({})).n_init == IMAGE_N_INIT == 2
+
+
+def test_empty_labeled_weight_counts_scribbles_ten_times_on_images_only() -> None:
+    params = CECIBParams.model_validate({})
+    assert params.labeled_weight is None
+    adjusted = image_params(params)
+    assert isinstance(adjusted, CECIBParams)
+    assert adjusted.labeled_weight == IMAGE_CEC_IB_LABELED_WEIGHT == 10
+    assert image_params(CECIBParams.model_validate({"labeled_weight": 1})).labeled_weight == 1
+    plan = plan_cec_ib(adjusted, info_with_labels(), np.zeros((6, 2)), lambda i, c: True)
+    assert plan.estimator.labeled_weight == 10
+    table = plan_cec_ib(CECIBParams(), info_with_labels(), np.zeros((6, 2)), lambda i, c: True)
+    assert table.estimator.labeled_weight == 1
 
 
 @pytest.mark.parametrize("n_init", [5, 10])
@@ -55,7 +75,7 @@ def test_an_explicit_ppc_covariance_is_kept() -> None:
 
 def test_stored_parameters_with_every_default_filled_in_get_the_image_defaults() -> None:
     stored = CECIBParams.model_validate(CECIBParams().model_dump(mode="json"))
-    assert image_params(stored).n_init == IMAGE_N_INIT
+    assert image_params(stored).n_init == IMAGE_CEC_IB_N_INIT
     assert image_params(stored).min_cluster_fraction == IMAGE_MIN_CLUSTER_FRACTION
     stored_ppc = PPCParams.model_validate(PPCParams().model_dump(mode="json"))
     adjusted = image_params(stored_ppc)

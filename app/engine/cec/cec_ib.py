@@ -5,6 +5,12 @@ Minimises eq. (10) of specs/cec-ib.md with partial labels ``y`` (-1 = unlabeled)
     E_beta = H(Y) + sum_i p_i * ( H(N(m_i, S_i)) + beta * H(Z | Y_i cap X_l) )
 
 A cluster without labeled points has label term 0. beta = 0 is plain CEC.
+
+``labeled_weight`` w counts every labeled point w times in the energy (its p_i, means and
+covariances), as if it were repeated w times. On a scribbled image the scribbles are about 2 %
+of the pixels; counted once, the other 98 % decide which split of a textured picture two
+Gaussians settle on (bench_image's brick-and-grass mosaic, draw 1: 0.42 mIoU at w = 1, 0.65 at
+w = 10). The job layer uses 10 on images (PPC's EM-lambda of 0.1 is the same weighting).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from app.engine.cec.estimator import Progress, _CECBase
 from app.engine.core.errstate import engine_errstate
-from app.engine.core.validation import check_real
+from app.engine.core.validation import check_int, check_partial_labels, check_real
 
 
 class CECIB(_CECBase):
@@ -28,14 +34,19 @@ class CECIB(_CECBase):
     begin at the categories' labeled means; with one cluster per category the first start is
     those means, the second the same after Lloyd refinement, and the others refined means of
     bootstrap resamples of the labeled items; the restart kept is then the one whose clusters
-    agree with more labeled items, energy breaking ties (docs/cec-ib.md).
+    agree with more labeled items, energy breaking ties (docs/cec-ib.md). ``labeled_weight``
+    (an integer >= 1, default 1) counts each labeled point that many times (module docstring);
+    ``labels_`` are still one per row of ``X``.
     """
+
+    labels_: NDArray[np.int64]
 
     def __init__(
         self,
         n_clusters: int = 10,
         *,
         beta: float = 1.0,
+        labeled_weight: int = 1,
         covariance: str = "full",
         min_cluster_fraction: float = 0.05,
         n_init: int = 10,
@@ -46,6 +57,7 @@ class CECIB(_CECBase):
     ) -> None:
         self.n_clusters = n_clusters
         self.beta = beta
+        self.labeled_weight = labeled_weight
         self.covariance = covariance
         self.min_cluster_fraction = min_cluster_fraction
         self.n_init = n_init
@@ -58,7 +70,17 @@ class CECIB(_CECBase):
     def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> CECIB:
         """Cluster ``X`` using labels ``y`` (integers, -1 = unlabeled; None = all unlabeled)."""
         beta = check_real("beta", self.beta, 0.0)
-        self._fit(X, y, beta=beta)
+        weight = check_int("labeled_weight", self.labeled_weight, 1)
+        data = np.asarray(X)
+        if weight == 1 or y is None or data.ndim != 2:  # (_fit says what is wrong with X)
+            self._fit(X, y, beta=beta)
+            return self
+        n = data.shape[0]
+        labels, _ = check_partial_labels(y, n)
+        labeled = np.flatnonzero(labels >= 0)
+        repeats = np.concatenate([np.arange(n), np.repeat(labeled, weight - 1)])
+        self._fit(data[repeats], labels[repeats], beta=beta)
+        self.labels_ = self.labels_[:n]
         return self
 
     def fit_predict(
