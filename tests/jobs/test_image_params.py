@@ -33,7 +33,7 @@ def test_empty_n_init_becomes_the_image_default() -> None:
     assert image_params(CECParams.model_validate({})).n_init == IMAGE_N_INIT == 2
 
 
-def test_empty_labeled_weight_counts_scribbles_ten_times_on_images_only() -> None:
+def test_empty_labeled_weight_is_ten_on_images_and_cross_validated_on_tables() -> None:
     params = CECIBParams.model_validate({})
     assert params.labeled_weight is None
     adjusted = image_params(params)
@@ -43,7 +43,7 @@ def test_empty_labeled_weight_counts_scribbles_ten_times_on_images_only() -> Non
     plan = plan_cec_ib(adjusted, info_with_labels(), np.zeros((6, 2)), lambda i, c: True)
     assert plan.estimator.labeled_weight == 10
     table = plan_cec_ib(CECIBParams(), info_with_labels(), np.zeros((6, 2)), lambda i, c: True)
-    assert table.estimator.labeled_weight == 1
+    assert table.estimator.labeled_weight == "auto"
 
 
 @pytest.mark.parametrize("n_init", [5, 10])

@@ -10,7 +10,9 @@ A cluster without labeled points has label term 0. beta = 0 is plain CEC.
 covariances), as if it were repeated w times. On a scribbled image the scribbles are about 2 %
 of the pixels; counted once, the other 98 % decide which split of a textured picture two
 Gaussians settle on (bench_image's brick-and-grass mosaic, draw 1: 0.42 mIoU at w = 1, 0.65 at
-w = 10). The job layer uses 10 on images (PPC's EM-lambda of 0.1 is the same weighting).
+w = 10). The job layer uses 10 on images (PPC's EM-lambda of 0.1 is the same weighting) and
+``'auto'`` on tables: the weight among 1, 3 and 10 that best predicts held-out labels
+(``labeled_weight_cv.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,15 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from sklearn.utils import check_random_state
 
 from app.engine.cec.estimator import Progress, _CECBase
+from app.engine.cec.labeled_weight_cv import choose_labeled_weight, stop_aware
+from app.engine.core.cec_shell import check_cec_settings
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.validation import check_int, check_partial_labels, check_real
+
+AUTO = "auto"
 
 
 class CECIB(_CECBase):
@@ -36,7 +43,10 @@ class CECIB(_CECBase):
     bootstrap resamples of the labeled items; the restart kept is then the one whose clusters
     agree with more labeled items, energy breaking ties (docs/cec-ib.md). ``labeled_weight``
     (an integer >= 1, default 1) counts each labeled point that many times (module docstring);
-    ``labels_`` are still one per row of ``X``.
+    ``'auto'`` chooses it among 1, 3 and 10 by 3-fold cross-validation on the labels (9 more
+    fits; ``labeled_weight_cv.py``). ``labels_`` are still one per row of ``X``;
+    ``labeled_weight_`` is the weight used, and with ``'auto'`` ``choice_`` gives every
+    candidate's share of held-out labels predicted.
     """
 
     labels_: NDArray[np.int64]
@@ -46,7 +56,7 @@ class CECIB(_CECBase):
         n_clusters: int = 10,
         *,
         beta: float = 1.0,
-        labeled_weight: int = 1,
+        labeled_weight: int | str = 1,
         covariance: str = "full",
         min_cluster_fraction: float = 0.05,
         n_init: int = 10,
@@ -70,18 +80,54 @@ class CECIB(_CECBase):
     def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> CECIB:
         """Cluster ``X`` using labels ``y`` (integers, -1 = unlabeled; None = all unlabeled)."""
         beta = check_real("beta", self.beta, 0.0)
-        weight = check_int("labeled_weight", self.labeled_weight, 1)
-        data = np.asarray(X)
-        if weight == 1 or y is None or data.ndim != 2:  # (_fit says what is wrong with X)
+        auto = isinstance(self.labeled_weight, str) and self.labeled_weight == AUTO
+        if not auto and isinstance(self.labeled_weight, str):
+            raise ValueError(
+                f"labeled_weight must be an integer >= 1 or 'auto', got {self.labeled_weight!r}"
+            )
+        weight = 1 if auto else check_int("labeled_weight", self.labeled_weight, 1)
+        self.__dict__.pop("choice_", None)
+        if y is None:
+            self.labeled_weight_ = weight
             self._fit(X, y, beta=beta)
             return self
+        data = check_cec_settings(self, X).data  # X's errors first, as without a weight
+        labels, _ = check_partial_labels(y, data.shape[0])
+        if auto:
+            weight = self._cross_validated_weight(data, labels)
+        self.labeled_weight_ = weight
+        self._fit_weighted(data, labels, weight, beta)
+        return self
+
+    def _fit_weighted(
+        self, data: NDArray[Any], labels: NDArray[np.int64], weight: int, beta: float
+    ) -> None:
+        if weight == 1:
+            self._fit(data, labels, beta=beta)
+            return
         n = data.shape[0]
-        labels, _ = check_partial_labels(y, n)
         labeled = np.flatnonzero(labels >= 0)
         repeats = np.concatenate([np.arange(n), np.repeat(labeled, weight - 1)])
         self._fit(data[repeats], labels[repeats], beta=beta)
         self.labels_ = self.labels_[:n]
-        return self
+
+    def _cross_validated_weight(self, data: NDArray[Any], labels: NDArray[np.int64]) -> int:
+        forward, stopped = stop_aware(self.progress)
+        settings = {**self.get_params(deep=False), "progress": forward}
+
+        def fit_labels(weight: int, given: NDArray[np.int64]) -> NDArray[np.int64] | None:
+            model = CECIB(**{**settings, "labeled_weight": weight})
+            model._fit_weighted(data, given, weight, check_real("beta", self.beta, 0.0))
+            return None if stopped() else model.labels_
+
+        seed = int(check_random_state(self.random_state).randint(2**31 - 1))
+        weight, scores = choose_labeled_weight(fit_labels, labels, np.random.default_rng(seed))
+        if scores:  # (none: too few labels to hold any out, or stopped)
+            self.choice_ = {
+                "chosen": f"labeled_weight {weight}",
+                "held_out_labels_predicted": {str(w): score for w, score in scores.items()},
+            }
+        return weight
 
     def fit_predict(
         self, X: ArrayLike, y: ArrayLike | None = None, **kwargs: Any

@@ -1,0 +1,121 @@
+"""CEC-IB's `labeled_weight='auto'`: folds, held-out agreement and the choice checked by hand on
+small inputs; on breast cancer with 10 % labels (where the unlabeled items prefer another split)
+it counts the labels up and segments better, on iris it keeps weight 1."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.decomposition import PCA
+from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import StandardScaler
+
+from app.engine import CECIB
+from app.engine.cec.labeled_weight_cv import (
+    choose_labeled_weight,
+    held_out_agreement,
+    stop_aware,
+    stratified_folds,
+)
+
+
+def test_folds_deal_every_labeled_item_once_and_split_each_category_evenly() -> None:
+    labels = np.array([0] * 7 + [1] * 5 + [-1] * 4 + [2] * 2)
+    folds = stratified_folds(labels, 3, np.random.default_rng(0))
+    dealt = np.concatenate(folds)
+    assert sorted(dealt.tolist()) == np.flatnonzero(labels >= 0).tolist()
+    for category in (0, 1, 2):
+        sizes = [int(np.count_nonzero(labels[fold] == category)) for fold in folds]
+        assert max(sizes) - min(sizes) <= 1 and sum(sizes) == np.count_nonzero(labels == category)
+
+
+def test_held_out_agreement_reads_each_cluster_by_its_majority_given_label() -> None:
+    clusters = np.array([0, 0, 0, 1, 1, 1, 2])
+    given = np.array([0, 0, 1, 1, -1, -1, -1])  # cluster 0 reads 0, 1 reads 1, 2 has no label
+    truth = np.array([0, 0, 1, 1, 1, 0, 1])
+    hidden = np.array([4, 5, 6])
+    # item 4 (cluster 1 -> 1, truth 1) counts; 5 (cluster 1 -> 1, truth 0) and 6 (no label) don't
+    assert held_out_agreement(clusters, given, hidden, truth) == 1
+
+
+def test_the_weight_predicting_most_hidden_labels_wins_and_a_tie_keeps_the_smaller() -> None:
+    labels = np.array([0, 0, 0, 1, 1, 1, -1])
+    right = np.array([0, 0, 0, 1, 1, 1, 0])
+    wrong = np.array([0, 0, 0, 0, 0, 0, 0])
+    seen: list[int] = []
+
+    def fit(weight: int, given: np.ndarray) -> np.ndarray:
+        seen.append(weight)
+        return right if weight >= 3 else wrong
+
+    weight, scores = choose_labeled_weight(fit, labels, np.random.default_rng(1))
+    assert weight == 3 and scores[3] == scores[10] == 1.0 and scores[1] < 1.0
+    assert seen == [1] * 3 + [3] * 3 + [10] * 3  # three folds per candidate
+
+
+def test_a_stopped_fit_ends_the_search_and_too_few_labels_search_nothing() -> None:
+    labels = np.array([0, 0, 1, 1, -1])
+    weight, scores = choose_labeled_weight(lambda w, g: None, labels, np.random.default_rng(0))
+    assert weight == 1 and scores == {}
+    weight, scores = choose_labeled_weight(
+        lambda w, g: np.zeros(5, dtype=np.int64),
+        np.array([0, 1, -1, -1, -1]),
+        np.random.default_rng(0),
+    )
+    assert weight == 1 and scores == {}
+    forward, stopped = stop_aware(lambda i, e: i < 2)
+    assert forward(1, 0.0) and not stopped()
+    assert not forward(2, 0.0) and stopped()
+
+
+def standardised(loader, dims: int | None = None) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
+    x, y = loader(return_X_y=True)
+    z = StandardScaler().fit_transform(x)
+    return (PCA(dims, random_state=0).fit_transform(z) if dims else z), y
+
+
+def ten_percent(y: np.ndarray, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    labels = np.full(y.shape[0], -1)
+    for c in np.unique(y):
+        members = np.flatnonzero(y == c)
+        chosen = rng.choice(members, round(0.1 * members.size), replace=False)
+        labels[chosen] = c
+    return labels
+
+
+def test_breast_cancer_counts_its_labels_up_and_iris_keeps_them_at_one() -> None:
+    x, y = standardised(load_breast_cancer, 10)
+    labels = ten_percent(y, 0)
+    auto = CECIB(2, labeled_weight="auto", n_init=2, random_state=0).fit(x, labels)
+    plain = CECIB(2, n_init=2, random_state=0).fit(x, labels)
+    assert auto.labeled_weight_ == 10
+    assert set(auto.choice_["held_out_labels_predicted"]) == {"1", "3", "10"}
+    assert adjusted_rand_score(y, auto.labels_) > adjusted_rand_score(y, plain.labels_) + 0.1
+    x, y = standardised(load_iris)
+    iris = CECIB(3, labeled_weight="auto", n_init=2, random_state=0).fit(x, ten_percent(y, 0))
+    assert iris.labeled_weight_ == 1 and iris.choice_["chosen"] == "labeled_weight 1"
+
+
+def test_auto_is_the_fit_at_the_chosen_weight_and_other_strings_are_refused() -> None:
+    x, y = standardised(load_iris)
+    labels = ten_percent(y, 1)
+    auto = CECIB(3, labeled_weight="auto", n_init=2, random_state=0).fit(x, labels)
+    fixed = CECIB(3, labeled_weight=auto.labeled_weight_, n_init=2, random_state=0).fit(x, labels)
+    np.testing.assert_array_equal(auto.labels_, fixed.labels_)
+    assert not hasattr(fixed, "choice_")
+    with pytest.raises(ValueError, match="labeled_weight must be an integer >= 1 or 'auto'"):
+        CECIB(3, labeled_weight="best").fit(x, labels)
+
+
+def test_a_cancelled_search_stops_without_a_choice() -> None:
+    x, y = standardised(load_iris)
+    calls: list[int] = []
+
+    def progress(iteration: int, energy: float) -> bool:
+        calls.append(iteration)
+        return False  # stop at once
+
+    model = CECIB(3, labeled_weight="auto", n_init=2, random_state=0, progress=progress)
+    model.fit(x, ten_percent(y, 0))
+    assert not hasattr(model, "choice_")
+    assert len(calls) <= 2  # the first sub-fit's first sweep, then the final fit's
