@@ -37,19 +37,31 @@ def test_held_out_agreement_reads_each_cluster_by_its_majority_given_label() -> 
     assert held_out_agreement(clusters, given, hidden, truth) == 1
 
 
-def test_the_weight_predicting_most_hidden_labels_wins_and_a_tie_keeps_the_smaller() -> None:
-    labels = np.array([0, 0, 0, 1, 1, 1, -1])
-    right = np.array([0, 0, 0, 1, 1, 1, 0])
-    wrong = np.array([0, 0, 0, 0, 0, 0, 0])
+def test_a_heavier_weight_must_predict_two_more_hidden_labels() -> None:
+    labels = np.repeat([0, 1, -1], [6, 6, 2])
+    truth_clusters = np.repeat([0, 1, 0], [6, 6, 2])
+
+    def misplacing(count: int) -> np.ndarray:
+        """Clusters that put the last `count` items of category 1 with category 0."""
+        clusters = truth_clusters.copy()
+        clusters[12 - count : 12] = 0
+        return clusters
+
     seen: list[int] = []
 
     def fit(weight: int, given: np.ndarray) -> np.ndarray:
         seen.append(weight)
-        return right if weight >= 3 else wrong
+        return misplacing(2) if weight == 1 else truth_clusters
 
     weight, scores = choose_labeled_weight(fit, labels, np.random.default_rng(1))
-    assert weight == 3 and scores[3] == scores[10] == 1.0 and scores[1] < 1.0
+    assert weight == 3 and scores == {1: 10 / 12, 3: 1.0, 10: 1.0}  # 10 ties with 3: 3 kept
     assert seen == [1] * 3 + [3] * 3 + [10] * 3  # three folds per candidate
+
+    def one_label_more(weight: int, given: np.ndarray) -> np.ndarray:
+        return misplacing(1) if weight == 1 else truth_clusters
+
+    weight, scores = choose_labeled_weight(one_label_more, labels, np.random.default_rng(1))
+    assert weight == 1 and scores[3] - scores[1] == pytest.approx(1 / 12)
 
 
 def test_a_stopped_fit_ends_the_search_and_too_few_labels_search_nothing() -> None:
