@@ -10,6 +10,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
 from app.engine import CECIB
+from app.engine.cec.cec_ib import CV_MAX_ITEMS
 from app.engine.cec.labeled_weight_cv import (
     choose_labeled_weight,
     held_out_agreement,
@@ -74,6 +75,12 @@ def test_a_stopped_fit_ends_the_search_and_too_few_labels_search_nothing() -> No
         np.random.default_rng(0),
     )
     assert weight == 1 and scores == {}
+    weight, scores = choose_labeled_weight(
+        lambda w, g: np.zeros(5, dtype=np.int64),
+        np.array([0, 0, 0, 0, -1]),
+        np.random.default_rng(0),
+    )
+    assert weight == 1 and scores == {}  # one category: nothing to tell apart
     forward, stopped = stop_aware(lambda i, e: i < 2)
     assert forward(1, 0.0) and not stopped()
     assert not forward(2, 0.0) and stopped()
@@ -131,3 +138,18 @@ def test_a_cancelled_search_stops_without_a_choice() -> None:
     model.fit(x, ten_percent(y, 0))
     assert not hasattr(model, "choice_")
     assert len(calls) <= 2  # the first sub-fit's first sweep, then the final fit's
+
+
+def test_large_data_searches_on_a_sample_and_repeats_itself() -> None:
+    """Above CV_MAX_ITEMS items the search fits a uniform sample (fast enough for the live
+    workspace); the same random_state gives the same choice and labels."""
+    rng = np.random.default_rng(0)
+    n = CV_MAX_ITEMS + 700
+    truth = rng.integers(0, 2, n)
+    x = truth[:, None] * np.array([3.0, 0.0]) + rng.normal(size=(n, 2))
+    labels = np.where(rng.random(n) < 0.1, truth, -1)
+    first = CECIB(2, labeled_weight="auto", n_init=1, random_state=3).fit(x, labels)
+    again = CECIB(2, labeled_weight="auto", n_init=1, random_state=3).fit(x, labels)
+    assert first.choice_ == again.choice_ and first.labels_.shape == (n,)
+    np.testing.assert_array_equal(first.labels_, again.labels_)
+    assert adjusted_rand_score(truth, first.labels_) > 0.7  # the Bayes rule reaches about 0.75
