@@ -3,6 +3,7 @@ it w times (labels, energy by the brute-force cost of eq. 10), and bad weights a
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from app.engine import CECIB
 from app.engine.core.cost import cec_ib_energy
@@ -58,3 +59,15 @@ def test_labels_are_still_checked_against_the_data() -> None:
     x, y = three_blobs()
     with pytest.raises(ValueError, match="labels but X has"):
         CECIB(n_clusters=3, labeled_weight=3).fit(x, y[:-1])
+
+
+@pytest.mark.parametrize("weight", [3, "auto"])
+def test_a_weighted_fits_warning_points_at_the_callers_line(weight: object) -> None:
+    rng = np.random.RandomState(0)
+    x = rng.normal(size=(120, 2)) + np.repeat([[0.0, 0.0], [6.0, 0.0]], 60, 0)
+    y = np.full(120, -1)
+    y[[0, 1, 2, 3]], y[[60, 61, 62, 63]] = 0, 1
+    model = CECIB(n_clusters=6, labeled_weight=weight, max_iter=1, n_init=1, random_state=0)  # type: ignore[arg-type]
+    with pytest.warns(ConvergenceWarning, match="CECIB did not converge") as record:
+        model.fit(x, y)
+    assert [w.filename for w in record if w.category is ConvergenceWarning] == [__file__]

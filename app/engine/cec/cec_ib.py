@@ -17,6 +17,7 @@ w = 10). The job layer uses 10 on images (PPC's EM-lambda of 0.1 is the same wei
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_random_state
 
 from app.engine.cec.estimator import Progress, _CECBase
-from app.engine.cec.labeled_weight_cv import choose_labeled_weight, stop_aware
+from app.engine.cec.labeled_weight_cv import choose_labeled_weight
 from app.engine.core.cec_shell import check_cec_settings
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.validation import check_int, check_partial_labels, check_real
@@ -107,32 +108,35 @@ class CECIB(_CECBase):
         self, data: NDArray[Any], labels: NDArray[np.int64], weight: int, beta: float
     ) -> None:
         if weight == 1:
-            self._fit(data, labels, beta=beta)
+            self._fit(data, labels, beta=beta, depth=3)
             return
         n = data.shape[0]
         labeled = np.flatnonzero(labels >= 0)
         repeats = np.concatenate([np.arange(n), np.repeat(labeled, weight - 1)])
-        self._fit(data[repeats], labels[repeats], beta=beta)
+        self._fit(data[repeats], labels[repeats], beta=beta, depth=3)
         self.labels_ = self.labels_[:n]
 
     def _cross_validated_weight(self, data: NDArray[Any], labels: NDArray[np.int64]) -> int:
-        forward, stopped = stop_aware(self.progress)
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
         if data.shape[0] > CV_MAX_ITEMS:  # a uniform sample keeps the labeled share
             rows = np.sort(rng.choice(data.shape[0], CV_MAX_ITEMS, replace=False))
             data, labels = data[rows], labels[rows]
         # One start per held-out fit (the categories' labeled means): the search only compares
         # weights, and 9 fits at the full n_init cost 9 times a fit (the live workspace waits).
-        settings = {**self.get_params(deep=False), "progress": forward, "n_init": 1}
+        # No progress: the run's cost history is the final fit's, and a cancelled run stops at
+        # the final fit's first sweep (the search costs about one fit).
+        settings = {**self.get_params(deep=False), "progress": None, "n_init": 1}
         beta = check_real("beta", self.beta, 0.0)
 
-        def fit_labels(weight: int, given: NDArray[np.int64]) -> NDArray[np.int64] | None:
+        def fit_labels(weight: int, given: NDArray[np.int64]) -> NDArray[np.int64]:
             model = CECIB(**{**settings, "labeled_weight": weight})
-            model._fit_weighted(data, given, weight, beta)
-            return None if stopped() else model.labels_
+            with warnings.catch_warnings():  # a held-out fit's warnings are not the run's
+                warnings.simplefilter("ignore")
+                model._fit_weighted(data, given, weight, beta)
+            return model.labels_
 
         weight, scores = choose_labeled_weight(fit_labels, labels, rng)
-        if scores:  # (none: too few labels to hold any out, or stopped)
+        if scores:  # (none: too few labels to hold any out)
             self.choice_ = {
                 "chosen": f"labeled_weight {weight}",
                 "held_out_labels_predicted": {str(w): score for w, score in scores.items()},

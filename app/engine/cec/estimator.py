@@ -38,11 +38,13 @@ class _CECBase(ClusterMixin, BaseEstimator):
     random_state: Any
     progress: Progress | None
 
-    def _fit(self, X: ArrayLike, y: ArrayLike | None, beta: float) -> _CECBase:
+    def _fit(self, X: ArrayLike, y: ArrayLike | None, beta: float, depth: int = 2) -> _CECBase:
+        """The fit; ``depth``: calls between the user's ``fit`` and this one, plus one (so
+        warnings point at the user's line)."""
         settings = check_cec_settings(self, X)
         init = check_choice("init", self.init, INITS)
         categories, n_categories = check_partial_labels(y, settings.data.shape[0])
-        data = fit_space(self, settings.data, settings.family, depth=2)
+        data = fit_space(self, settings.data, settings.family, depth=depth)
         result = fit_cec(
             data,
             categories,
@@ -57,7 +59,7 @@ class _CECBase(ClusterMixin, BaseEstimator):
             rng=check_random_state(self.random_state),
             progress=self.progress,
         )
-        store_gaussian_fit(self, result, max_iter=settings.max_iter, depth=2)
+        store_gaussian_fit(self, result, max_iter=settings.max_iter, depth=depth)
         return self
 
     @engine_errstate

@@ -21,7 +21,6 @@ start each and on at most 2,000 items (``CECIB``), about one full fit in all.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,7 +59,7 @@ def held_out_agreement(
 
 
 def choose_labeled_weight(
-    fit_labels: Callable[[int, IntArray], IntArray | None],
+    fit_labels: Callable[[int, IntArray], IntArray],
     labels: IntArray,
     rng: np.random.Generator,
     candidates: Sequence[int] = CANDIDATES,
@@ -68,11 +67,10 @@ def choose_labeled_weight(
 ) -> tuple[int, dict[int, float]]:
     """The weight to use (the first candidate, replaced by each later one that predicts at
     least MIN_GAIN more hidden labels than the one kept), and every candidate's share of hidden
-    labels predicted. ``fit_labels(weight, given)`` fits with the labels
-    ``given`` (hidden ones -1) and returns the clusters, or None when the fit was stopped
-    (cancelled): the search then ends and the first candidate is returned with the scores so
-    far. With fewer labeled items than folds, or a single category (every cluster a hidden
-    item can fall in reads as that category), there is no search."""
+    labels predicted. ``fit_labels(weight, given)`` fits with the labels ``given`` (hidden
+    ones -1) and returns the clusters. With fewer labeled items than folds, or a single
+    category (every cluster a hidden item can fall in reads as that category), there is no
+    search."""
     labeled = int(np.count_nonzero(labels >= 0))
     if labeled < folds or np.unique(labels[labels >= 0]).size < 2:
         return candidates[0], {}  # nothing to hold out, or nothing a weight could tell apart
@@ -83,28 +81,11 @@ def choose_labeled_weight(
         for hidden in fold_items:
             given = labels.copy()
             given[hidden] = -1
-            clusters = fit_labels(weight, given)
-            if clusters is None:
-                return candidates[0], {w: p / labeled for w, p in predicted.items() if w != weight}
-            predicted[weight] += held_out_agreement(clusters, given, hidden, labels)
+            predicted[weight] += held_out_agreement(
+                fit_labels(weight, given), given, hidden, labels
+            )
     best = candidates[0]
     for weight in candidates[1:]:
         if predicted[weight] >= predicted[best] + MIN_GAIN:
             best = weight
     return best, {w: p / labeled for w, p in predicted.items()}
-
-
-def stop_aware(progress: Callable[[int, float], Any] | None) -> tuple[Any, Callable[[], bool]]:
-    """A progress callback that forwards to ``progress`` and remembers whether it asked to stop
-    (answered something falsy other than None), and a function that says so."""
-    stopped = [False]
-    if progress is None:
-        return None, lambda: False
-
-    def forward(iteration: int, energy: float) -> Any:
-        answer = progress(iteration, energy)
-        if answer is not None and not answer:
-            stopped[0] = True
-        return answer
-
-    return forward, lambda: stopped[0]
