@@ -85,8 +85,8 @@ class CECIB(_CECBase):
     def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> CECIB:
         """Cluster ``X`` using labels ``y`` (integers, -1 = unlabeled; None = all unlabeled)."""
         beta = check_real("beta", self.beta, 0.0)
-        auto = isinstance(self.labeled_weight, str) and self.labeled_weight == AUTO
-        if not auto and isinstance(self.labeled_weight, str):
+        auto = isinstance(self.labeled_weight, str)
+        if auto and self.labeled_weight != AUTO:
             raise ValueError(
                 f"labeled_weight must be an integer >= 1 or 'auto', got {self.labeled_weight!r}"
             )
@@ -99,7 +99,7 @@ class CECIB(_CECBase):
         data = check_cec_settings(self, X).data  # X's errors first, as without a weight
         labels, _ = check_partial_labels(y, data.shape[0])
         if auto:
-            weight = self._cross_validated_weight(data, labels)
+            weight = self._cross_validated_weight(data, labels, beta)
         self.labeled_weight_ = weight
         self._fit_weighted(data, labels, weight, beta)
         return self
@@ -116,7 +116,9 @@ class CECIB(_CECBase):
         self._fit(data[repeats], labels[repeats], beta=beta, depth=3)
         self.labels_ = self.labels_[:n]
 
-    def _cross_validated_weight(self, data: NDArray[Any], labels: NDArray[np.int64]) -> int:
+    def _cross_validated_weight(
+        self, data: NDArray[Any], labels: NDArray[np.int64], beta: float
+    ) -> int:
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
         if data.shape[0] > CV_MAX_ITEMS:  # a uniform sample keeps the labeled share
             rows = np.sort(rng.choice(data.shape[0], CV_MAX_ITEMS, replace=False))
@@ -126,7 +128,6 @@ class CECIB(_CECBase):
         # No progress: the run's cost history is the final fit's, and a cancelled run stops at
         # the final fit's first sweep (the search costs about one fit).
         settings = {**self.get_params(deep=False), "progress": None, "n_init": 1}
-        beta = check_real("beta", self.beta, 0.0)
 
         def fit_labels(weight: int, given: NDArray[np.int64]) -> NDArray[np.int64]:
             model = CECIB(**{**settings, "labeled_weight": weight})
