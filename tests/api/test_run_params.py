@@ -59,6 +59,17 @@ REFUSED = {
         {"beta": "Infinity"},
         ["params.beta", "finite number"],
     ),
+    "cec-ib labeled_weight 0": (
+        "cec-ib",
+        {"labeled_weight": 0},
+        ["params.labeled_weight", "greater than or equal to 1", "'auto'"],
+    ),
+    "cec-ib labeled_weight not auto": (
+        "cec-ib",
+        {"labeled_weight": "best"},
+        ["params.labeled_weight", "'auto'"],
+    ),
+    "cec-ib labeled_weight 2.5": ("cec-ib", {"labeled_weight": 2.5}, ["params.labeled_weight"]),
     "ppc tol NaN": ("ppc", {"tol": "nan"}, ["params.tol", "finite number"]),
     "c3l leakage -inf": ("c3l", {"leakage": "-inf"}, ["params.leakage", "finite number"]),
     # Values that depend on the dataset (6 items, 2 features).
