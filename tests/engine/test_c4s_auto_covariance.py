@@ -1,5 +1,6 @@
-"""C4S ``covariance='auto'``: full and spherical are fitted and the fit whose Gaussians (without
-the constraints) agree with more constraints is kept; the constraints hold either way."""
+"""C4S ``covariance='auto'``: full, spherical and tied spherical are fitted and the fit whose
+Gaussians (without the constraints) agree with more constraints is kept; the constraints hold
+either way."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.engine import C4S
-from app.engine.c4s.auto_covariance import constraint_agreement
+from app.engine.c4s.auto_covariance import AUTO_FAMILIES, constraint_agreement
 
 
 def test_agreement_counts_kept_constraints_by_brute_force() -> None:
@@ -43,12 +44,12 @@ def test_auto_keeps_the_family_whose_gaussians_agree_more(seed: int) -> None:
     X, _, ml, cl = core_and_halo(seed)
     fits = {
         name: C4S(2, covariance=name, n_init=3, random_state=0).fit(X, must_link=ml, cannot_link=cl)
-        for name in ("full", "spherical")
+        for name in ("full", "spherical", "tied_spherical")
     }
     scores = {name: constraint_agreement(f.predict(X), ml, cl) for name, f in fits.items()}
     auto = C4S(2, covariance="auto", n_init=3, random_state=0).fit(X, must_link=ml, cannot_link=cl)
     assert auto.covariance_agreement_ == scores
-    best = "spherical" if scores["spherical"] > scores["full"] else "full"
+    best = max(fits, key=lambda name: scores[name])  # the first of the best on a tie
     assert auto.covariance_ == best
     np.testing.assert_array_equal(auto.labels_, fits[best].labels_)
     np.testing.assert_array_equal(auto.predict(X), fits[best].predict(X))
@@ -118,4 +119,4 @@ def test_singular_data_is_clustered_in_its_principal_components_and_predicted() 
     auto = C4S(2, covariance="auto", n_init=2, random_state=0)
     with pytest.warns(UserWarning, match="singular"):
         auto.fit(X, must_link=ml, cannot_link=cl)
-    assert set(auto.covariance_agreement_) == {"full", "spherical"}
+    assert list(auto.covariance_agreement_) == list(AUTO_FAMILIES)

@@ -11,7 +11,7 @@ import pytest
 from app.engine.core.cec_fit import MOVE_TOL
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.cost import cec_ib_energy
-from app.engine.core.families import FAMILIES
+from app.engine.core.families import KERNEL_FAMILIES
 from app.engine.core.hartigan import (
     SweepClock,
     dissolve_cluster,
@@ -46,16 +46,16 @@ def _data(seed: int = 0, n: int = 30, d: int = 2) -> tuple[np.ndarray, np.ndarra
 
 def _random_start(covariance: str, seed: int, n: int, k: int, beta: float):  # type: ignore[no-untyped-def]
     """Data, a random partition into k clusters (seeded by seed - 1), and its state."""
-    family = FAMILIES[covariance]
+    family = KERNEL_FAMILIES[covariance]
     X, y = _data(seed=seed, n=n)
     assign = np.random.default_rng(seed - 1).integers(0, k, size=n).astype(np.int64)
     return family, X, y, assign, _state(X, assign, y, k, family, beta)
 
 
-@pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
+@pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical", "unit"])
 @pytest.mark.parametrize("beta", [0.0, 0.8])
 def test_move_deltas_equal_cost_differences(covariance: str, beta: float) -> None:
-    family = FAMILIES[covariance]
+    family = KERNEL_FAMILIES[covariance]
     X, y = _data()
     assign = (np.arange(30) % 3).astype(np.int64)
     state = _state(X, assign, y, 3, family, beta)
@@ -74,7 +74,7 @@ def test_move_deltas_equal_cost_differences(covariance: str, beta: float) -> Non
             assert delta[j] == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
+@pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical", "unit"])
 def test_pruned_deltas_pick_the_same_move(covariance: str) -> None:
     family, X, y, assign, state = _random_start(covariance, seed=1, n=40, k=4, beta=1.0)
     exact, pruned = np.empty(4), np.empty(4)
@@ -103,7 +103,7 @@ def _sweep(
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical"])
+@pytest.mark.parametrize("covariance", ["full", "diagonal", "spherical", "unit"])
 def test_tracked_energy_matches_scratch_after_a_sweep(covariance: str) -> None:
     """T1: the incrementally tracked statistics give the from-scratch cost."""
     family, X, y, assign, state = _random_start(covariance, seed=2, n=60, k=3, beta=0.7)

@@ -14,8 +14,9 @@ Restarts repeat steps 2-3 and keep the lowest pre-merge CEC cost (eq. 4), which 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -24,6 +25,7 @@ from sklearn.utils import check_random_state
 
 from app.engine.c4s.auto_covariance import AUTO_FAMILIES, constraint_agreement
 from app.engine.c4s.constraints import (
+    Chunklets,
     aggregate,
     check_pairs,
     dense_by_first_occurrence,
@@ -32,15 +34,45 @@ from app.engine.c4s.constraints import (
 from app.engine.c4s.feasibility import require_colouring
 from app.engine.c4s.global_search import GlobalRun, run_global
 from app.engine.c4s.items import build_items
+from app.engine.c4s.tied_spherical import (
+    ROUNDS,
+    pooled_variance,
+    settled,
+    start_variance,
+    tied_cost,
+)
 from app.engine.c4s.validity import new_graph
 from app.engine.core.cec_fit import MOVE_TOL, min_cluster_size
-from app.engine.core.cec_shell import check_cec_settings, predict_components, warn_unless_converged
+from app.engine.core.cec_shell import (
+    CECSettings,
+    check_cec_settings,
+    predict_components,
+    warn_unless_converged,
+)
 from app.engine.core.errstate import engine_errstate
+from app.engine.core.families import FAMILIES, SPHERICAL, UNIT
 from app.engine.core.fitted_gaussians import partition_gaussians
 from app.engine.core.projection import fit_space
 from app.engine.core.validation import check_int
 
 Progress = Callable[[int, float], object]
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+# the families C4S fits; tied_spherical runs the kernels' fixed unit family on rescaled data
+C4S_FAMILIES = {**FAMILIES, "tied_spherical": UNIT}
+
+
+class Search(NamedTuple):
+    """The best restart of one C4S search: its run, the Gaussian cluster of each point, the
+    iteration count so far, whether the caller cancelled, and the shared variance it used
+    (tied_spherical; 1 otherwise)."""
+
+    run: GlobalRun
+    clusters: IntArray
+    iterations: int
+    cancelled: bool
+    variance: float
 
 
 class C4S(ClusterMixin, BaseEstimator):
@@ -55,10 +87,12 @@ class C4S(ClusterMixin, BaseEstimator):
     min_cluster_fraction : CEC removal threshold, for the global stage relative to all points and
         for a chunklet split relative to the chunklet (paper: 1%); a cluster is also removed
         below the size that keeps its covariance non-singular (d + 2 points for ``full``).
-    covariance : Gaussian family, ``'full'``, ``'diagonal'`` or ``'spherical'``, or ``'auto'``:
-        with constraints, fit full and spherical and keep the one whose fitted Gaussians agree
-        with more constraints (``auto_covariance.py``); without, full. ``covariance_`` is the
-        family fitted.
+    covariance : Gaussian family, ``'full'``, ``'diagonal'``, ``'spherical'``,
+        ``'tied_spherical'`` (spherical clusters sharing one variance, the k-means model with
+        CEC's entropy term; ``tied_spherical.py``), or ``'auto'``: with constraints, fit full,
+        spherical and tied spherical and keep the one whose fitted Gaussians agree with more
+        constraints (``auto_covariance.py``); without, full. ``covariance_`` is the family
+        fitted.
     n_init : restarts (inner split and global stage); the lowest pre-merge cost wins.
     max_iter : cap on global Hartigan sweeps per restart (and on sweeps of each chunklet split).
     random_state : seed, ``numpy.random.RandomState`` or None.
@@ -108,27 +142,81 @@ class C4S(ClusterMixin, BaseEstimator):
         ignored (constraints are keyword-only and routable, see app/engine/side_info.py)."""
         if self.covariance == "auto":
             return self._fit_auto(X, must_link, cannot_link)
-        settings = check_cec_settings(self, X)
-        family, fraction = settings.family, settings.min_cluster_fraction
+        settings = check_cec_settings(self, X, families=C4S_FAMILIES)
+        family = settings.family
         # Singular X (e.g. digits' blank border pixels): its leading principal components, as
         # CEC and C3L do; otherwise no cluster has a finite cost and `predict` cannot factor one.
         data = fit_space(self, settings.data, family, depth=2)
         n, d = data.shape
-        n_clusters, n_init, max_iter = settings.n_clusters, settings.n_init, settings.max_iter
-        n_parts = check_int("n_chunklet_clusters", self.n_chunklet_clusters, 1)
         ml = check_pairs("must_link", must_link, n)
         cl = check_pairs("cannot_link", cannot_link, n)
         chunklets = aggregate(n, ml, cl)
         colour = require_colouring(
-            chunklets.chunk, chunklets.neg_ptr, chunklets.neg_idx, cl, n_clusters
+            chunklets.chunk, chunklets.neg_ptr, chunklets.neg_idx, cl, settings.n_clusters
         )
         rng = check_random_state(self.random_state)
+        if family == UNIT:
+            search, variance = self._tied_search(data, settings, chunklets, colour, rng)
+        else:
+            search, variance = self._search(data, settings, chunklets, colour, rng, 0), None
+        cluster_of_point = search.clusters
+        labels = merge_clusters(cluster_of_point, chunklets.chunk, settings.n_clusters)
+        if np.any(labels[cl[:, 0]] == labels[cl[:, 1]]) or np.any(
+            labels[ml[:, 0]] != labels[ml[:, 1]]
+        ):
+            raise RuntimeError("C4S produced a partition that violates a constraint (a bug)")
+        self.labels_ = labels
+        self.n_clusters_ = int(labels.max()) + 1
+        self.cluster_labels_ = dense_by_first_occurrence(cluster_of_point)
+        if variance is None:
+            self.energy_ = search.run.energy
+            self.weights_, self.means_, self.covariances_ = partition_gaussians(
+                data, self.cluster_labels_, family
+            )
+            self.energy_history_ = search.run.history
+        else:
+            self.energy_ = tied_cost(self.cluster_labels_, variance, d)
+            self.weights_, self.means_, _ = partition_gaussians(
+                data, self.cluster_labels_, SPHERICAL
+            )
+            self.covariances_ = np.full(self.weights_.shape[0], variance)
+            # the searched cost at the round's fixed variance, in X's units (>= energy_)
+            self.energy_history_ = [
+                e + 0.5 * d * math.log(search.variance) for e in search.run.history
+            ]
+        groups = np.empty(self.weights_.shape[0], dtype=np.int64)
+        groups[self.cluster_labels_] = labels  # every point of a Gaussian is in one group
+        self.cluster_groups_ = groups
+        self.n_iter_ = search.run.n_iter
+        self.converged_ = search.run.converged
+        self.covariance_ = self.covariance
+        warn_unless_converged(
+            self, converged=search.run.converged, cancelled=search.cancelled,
+            max_iter=settings.max_iter,
+        )  # fmt: skip
+        return self
+
+    def _search(
+        self, data: FloatArray, settings: CECSettings, chunklets: Chunklets,
+        colour: IntArray, rng: np.random.RandomState, first_iteration: int,
+        family: int | None = None,
+    ) -> Search:  # fmt: skip
+        """Steps 2-3 with ``n_init`` restarts on ``data``: the lowest-cost valid partition into
+        Gaussian clusters (before the merge of step 4)."""
+        family = settings.family if family is None else family
+        n, d = data.shape
+        n_clusters, fraction, max_iter = (
+            settings.n_clusters,
+            settings.min_cluster_fraction,
+            settings.max_iter,
+        )
+        n_parts = check_int("n_chunklet_clusters", self.n_chunklet_clusters, 1)
         min_size = min_cluster_size(n, d, family, fraction)
         best: GlobalRun | None = None
         best_item_of_point = np.empty(0, dtype=np.int64)
-        iteration = 0
+        iteration = first_iteration
         stop = False
-        for _ in range(n_init):
+        for _ in range(settings.n_init):
             items, item_chunk, item_of_point = build_items(
                 data, chunklets.chunk, chunklets.n_chunklets, n_parts=n_parts,
                 fraction=fraction, family=family, max_iter=max_iter, rng=rng,
@@ -148,34 +236,41 @@ class C4S(ClusterMixin, BaseEstimator):
             if stop:
                 break
         assert best is not None
-        cluster_of_point = best.item_cluster[best_item_of_point]
-        labels = merge_clusters(cluster_of_point, chunklets.chunk, n_clusters)
-        if np.any(labels[cl[:, 0]] == labels[cl[:, 1]]) or np.any(
-            labels[ml[:, 0]] != labels[ml[:, 1]]
-        ):
-            raise RuntimeError("C4S produced a partition that violates a constraint (a bug)")
-        self.labels_ = labels
-        self.n_clusters_ = int(labels.max()) + 1
-        self.energy_ = best.energy
-        self.cluster_labels_ = dense_by_first_occurrence(cluster_of_point)
-        self.weights_, self.means_, self.covariances_ = partition_gaussians(
-            data, self.cluster_labels_, family
-        )
-        groups = np.empty(self.weights_.shape[0], dtype=np.int64)
-        groups[self.cluster_labels_] = labels  # every point of a Gaussian is in one group
-        self.cluster_groups_ = groups
-        self.n_iter_ = best.n_iter
-        self.converged_ = best.converged
-        self.energy_history_ = best.history
-        self.covariance_ = self.covariance
-        warn_unless_converged(self, converged=best.converged, cancelled=stop, max_iter=max_iter)
-        return self
+        return Search(best, best.item_cluster[best_item_of_point], iteration, stop, 1.0)
+
+    def _tied_search(
+        self, data: FloatArray, settings: CECSettings, chunklets: Chunklets,
+        colour: IntArray, rng: np.random.RandomState,
+    ) -> tuple[Search, float]:  # fmt: skip
+        """``tied_spherical``: searches at a fixed shared variance, refitted to the pooled
+        variance of the result until it settles (tied_spherical.py); the partition of lowest
+        tied cost and its pooled variance."""
+        d = data.shape[1]
+        variance = start_variance(data, settings.n_clusters)
+        best: tuple[float, Search, float] | None = None
+        iteration = 0
+        cancelled = False
+        for _ in range(ROUNDS):
+            scaled = np.ascontiguousarray(data / math.sqrt(variance))
+            search = self._search(scaled, settings, chunklets, colour, rng, iteration, UNIT)
+            search = search._replace(variance=variance)
+            iteration, cancelled = search.iterations, search.cancelled
+            pooled = pooled_variance(data, search.clusters)
+            cost = tied_cost(search.clusters, pooled, d)
+            if best is None or cost < best[0]:
+                best = (cost, search, pooled)
+            if cancelled or settled(variance, pooled):
+                break
+            variance = pooled
+        assert best is not None
+        _, search, pooled = best
+        return search._replace(cancelled=cancelled), pooled
 
     def _fit_auto(
         self, X: ArrayLike, must_link: ArrayLike | None, cannot_link: ArrayLike | None
     ) -> C4S:
         """Fit each of AUTO_FAMILIES (or full alone without constraints) and keep the fit whose
-        Gaussians agree with more constraints; the first on a tie. A cancelled fit ends the
+        Gaussians agree with more constraints; the earlier family on a tie. A cancelled fit ends the
         search with what was fitted."""
         n = int(np.shape(X)[0])
         ml = check_pairs("must_link", must_link, n)

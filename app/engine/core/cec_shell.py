@@ -7,6 +7,7 @@ the CEC rule live here once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine.core.density import assign_by_density
-from app.engine.core.families import FAMILIES, FULL
+from app.engine.core.families import DENSITY_FAMILIES, FAMILIES, FULL
 from app.engine.core.projection import predict_space
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
@@ -37,15 +38,18 @@ class CECSettings:
     max_iter: int
 
 
-def check_cec_settings(estimator: Any, X: ArrayLike) -> CECSettings:
-    """Validate X (sets ``n_features_in_``) and the shared parameters; ValueError otherwise."""
+def check_cec_settings(
+    estimator: Any, X: ArrayLike, families: Mapping[str, int] = FAMILIES
+) -> CECSettings:
+    """Validate X (sets ``n_features_in_``) and the shared parameters; ValueError otherwise.
+    ``families``: the covariance names the estimator takes and their kernel families."""
     data = validate_data(estimator, X, dtype=np.float64, order="C", ensure_min_samples=2)
     reset_fit_warnings(estimator)
     if not data.flags.writeable:
         data = data.copy()
     n, d = data.shape
     n_clusters = check_int("n_clusters", estimator.n_clusters, 1, n)
-    family = FAMILIES[check_choice("covariance", estimator.covariance, list(FAMILIES))]
+    family = families[check_choice("covariance", estimator.covariance, list(families))]
     fraction = check_real(
         "min_cluster_fraction", estimator.min_cluster_fraction, 0.0, 1.0, high_open=True
     )
@@ -107,7 +111,7 @@ def predict_components(estimator: Any, X: ArrayLike) -> tuple[FloatArray, IntArr
     check_is_fitted(estimator)
     data = validate_data(estimator, X, dtype=np.float64, reset=False)
     data = predict_space(estimator, data)
-    family = FAMILIES[getattr(estimator, "covariance_", estimator.covariance)]
+    family = DENSITY_FAMILIES[getattr(estimator, "covariance_", estimator.covariance)]
     return data, assign_by_density(
         data, estimator.weights_, estimator.means_, estimator.covariances_, family
     )

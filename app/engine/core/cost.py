@@ -13,14 +13,16 @@ from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
 
-_FAMILIES = ("full", "diagonal", "spherical")
+_FAMILIES = ("full", "diagonal", "spherical", "unit")
 
 
 def gaussian_cost(points: ArrayLike, covariance: str = "full") -> float:
     """Minimal cross-entropy H(N(m, S)) of a point set within a Gaussian family; +inf if singular.
 
     ``full``: (d/2) ln(2 pi e) + (1/2) ln det S; ``diagonal``: S replaced by its diagonal;
-    ``spherical``: S replaced by (tr S / d) I. S is the MLE covariance (divided by |Y|).
+    ``spherical``: S replaced by (tr S / d) I; ``unit``: the cross-entropy with N(m, I), the
+    fixed-covariance family behind C4S's tied spherical fit, (d/2) ln(2 pi) + (1/2) tr S. S is
+    the MLE covariance (divided by |Y|).
     """
     if covariance not in _FAMILIES:
         raise ValueError(f"covariance must be one of {_FAMILIES}, got {covariance!r}")
@@ -35,6 +37,8 @@ def gaussian_cost(points: ArrayLike, covariance: str = "full") -> float:
             return math.inf
         return const + 0.5 * float(logdet)
     variances = np.diag(S)
+    if covariance == "unit":
+        return 0.5 * d * math.log(2.0 * math.pi) + 0.5 * float(variances.sum())
     if covariance == "diagonal":
         if np.any(variances <= 0):
             return math.inf

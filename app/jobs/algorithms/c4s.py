@@ -24,10 +24,12 @@ from app.sideinfo.label_links import label_links
 
 
 class C4SParams(CECParams):
-    covariance: Literal["auto", "full", "diagonal", "spherical"] = Field(
+    # one family more than CEC's: a wider field, which pydantic validates as declared here
+    covariance: Literal["auto", "full", "diagonal", "spherical", "tied_spherical"] = Field(  # type: ignore[assignment]
         "auto",
-        description="Gaussian family of each cluster. auto: on tables with constraints, full and "
-        "spherical are both fitted and the one whose Gaussians agree with more constraints is "
+        description="Gaussian family of each cluster; tied_spherical: spherical clusters that "
+        "share one variance (as k-means). auto: on tables with constraints, full, spherical and "
+        "tied_spherical are fitted and the one whose Gaussians agree with more constraints is "
         "kept (docs/c4s-c3l.md); on images as CEC's auto",
     )
     n_chunklet_clusters: int = Field(
