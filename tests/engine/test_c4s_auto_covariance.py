@@ -1,6 +1,6 @@
-"""C4S ``covariance='auto'``: full, spherical and tied spherical are fitted and the fit whose
-Gaussians (without the constraints) agree with more constraints is kept; the constraints hold
-either way."""
+"""C4S ``covariance='auto'``: full and tied spherical are fitted and the fit whose Gaussians
+(without the constraints) agree with more constraints is kept; the constraints hold either
+way."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_auto_keeps_the_family_whose_gaussians_agree_more(seed: int) -> None:
     X, _, ml, cl = core_and_halo(seed)
     fits = {
         name: C4S(2, covariance=name, n_init=3, random_state=0).fit(X, must_link=ml, cannot_link=cl)
-        for name in ("full", "spherical", "tied_spherical")
+        for name in AUTO_FAMILIES
     }
     scores = {name: constraint_agreement(f.predict(X), ml, cl) for name, f in fits.items()}
     auto = C4S(2, covariance="auto", n_init=3, random_state=0).fit(X, must_link=ml, cannot_link=cl)
@@ -87,9 +87,10 @@ def test_unknown_covariance_is_refused() -> None:
 
 
 @pytest.mark.slow
-def test_on_breast_cancer_auto_keeps_the_spherical_class_split() -> None:
+def test_on_breast_cancer_auto_keeps_the_tied_spherical_class_split() -> None:
     """bench_constraints' breast cancer (standardised, PCA to 10), 50 pairs, first draw: full
-    covariances fit a core and a halo that the constraints contradict; auto keeps spherical."""
+    covariances fit a core and a halo that the constraints contradict; auto keeps the tied
+    spherical model, which follows the classes as the peers' k-means does (ARI 0.71)."""
     from sklearn.metrics import adjusted_rand_score
 
     from benchmarks.bench_constraints import draw_pairs, load
@@ -98,9 +99,10 @@ def test_on_breast_cancer_auto_keeps_the_spherical_class_split() -> None:
     ml, cl = draw_pairs(y, 50, 1000 * 50)
     full = C4S(2, covariance="full", random_state=0).fit(X, must_link=ml, cannot_link=cl)
     auto = C4S(2, covariance="auto", random_state=0).fit(X, must_link=ml, cannot_link=cl)
-    assert auto.covariance_ == "spherical"
-    assert auto.covariance_agreement_["spherical"] > auto.covariance_agreement_["full"]
+    assert auto.covariance_ == "tied_spherical"
+    assert auto.covariance_agreement_["tied_spherical"] > auto.covariance_agreement_["full"]
     assert adjusted_rand_score(y, auto.labels_) > adjusted_rand_score(y, full.labels_) + 0.1
+    assert adjusted_rand_score(y, auto.labels_) > 0.68  # PCKMeans, MPCKMeans, COPKMeans: 0.67-0.68
 
 
 def test_singular_data_is_clustered_in_its_principal_components_and_predicted() -> None:

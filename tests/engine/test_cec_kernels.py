@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from app.engine.core.cost import gaussian_cost
 from app.engine.core.families import (
     DIAGONAL,
-    KERNEL_FAMILIES,
     FULL,
+    KERNEL_FAMILIES,
     SPHERICAL,
     family_entropy,
     join_log_factor_bound,

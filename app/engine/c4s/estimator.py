@@ -89,9 +89,9 @@ class C4S(ClusterMixin, BaseEstimator):
         below the size that keeps its covariance non-singular (d + 2 points for ``full``).
     covariance : Gaussian family, ``'full'``, ``'diagonal'``, ``'spherical'``,
         ``'tied_spherical'`` (spherical clusters sharing one variance, the k-means model with
-        CEC's entropy term; ``tied_spherical.py``), or ``'auto'``: with constraints, fit full,
-        spherical and tied spherical and keep the one whose fitted Gaussians agree with more
-        constraints (``auto_covariance.py``); without, full. ``covariance_`` is the family
+        CEC's entropy term; ``tied_spherical.py``), or ``'auto'``: with constraints, fit full and
+        tied spherical and keep the one whose fitted Gaussians agree with more constraints
+        (``auto_covariance.py``); without, full. ``covariance_`` is the family
         fitted.
     n_init : restarts (inner split and global stage); the lowest pre-merge cost wins.
     max_iter : cap on global Hartigan sweeps per restart (and on sweeps of each chunklet split).

@@ -28,7 +28,7 @@ class C4SParams(CECParams):
     covariance: Literal["auto", "full", "diagonal", "spherical", "tied_spherical"] = Field(  # type: ignore[assignment]
         "auto",
         description="Gaussian family of each cluster; tied_spherical: spherical clusters that "
-        "share one variance (as k-means). auto: on tables with constraints, full, spherical and "
+        "share one variance (as k-means). auto: on tables with constraints, full and "
         "tied_spherical are fitted and the one whose Gaussians agree with more constraints is "
         "kept (docs/c4s-c3l.md); on images as CEC's auto",
     )
