@@ -8,7 +8,8 @@ row is repeated over ``--draws`` draws (seeds 0, 1, ...) and every method gets t
 Peers (``active-semi-supervised-clustering``, a dev dependency): PCKMeans, MPCKMeans and
 COPKMeans on pairs, SeededKMeans and ConstrainedKMeans on labels, all with k = classes. Ours:
 PPC with hard relations (w = +-inf, k = classes, defaults), C4S (k = classes, covariance
-'auto' as the API runs it on a table, engine defaults otherwise) and,
+'auto' as the API runs it on a table, engine defaults otherwise; "C4S full", "C4S spherical"
+and "C4S tied" fix the family, for reference, and are not flagged) and,
 on the labels, CEC-IB as the API runs it when the user leaves every parameter empty (its own
 ``plan_cec_ib``: one cluster per label category, ``random_state=0``, engine defaults otherwise),
 "PPC labels", PPC as the API runs it on labels with every parameter left empty (``plan_ppc``:
@@ -64,9 +65,15 @@ DATASETS: dict[str, Callable[..., Any]] = {
 }
 PAIR_PEERS = ("PCKMeans", "MPCKMeans", "COPKMeans")
 PAIR_OURS = ("PPC", "C4S")
+# C4S with one fixed family, for reference (not flagged; docs/c4s-c3l.md, the auto table)
+C4S_FAMILY_COLUMNS = {
+    "C4S full": "full",
+    "C4S spherical": "spherical",
+    "C4S tied": "tied_spherical",
+}
 LABEL_PEERS = ("SeededKMeans", "ConstrainedKMeans")
 LABEL_OURS = ("CEC-IB", "PPC labels", "CEC-IB 2k")
-METHODS = PAIR_PEERS + PAIR_OURS + LABEL_PEERS + LABEL_OURS
+METHODS = PAIR_PEERS + PAIR_OURS + tuple(C4S_FAMILY_COLUMNS) + LABEL_PEERS + LABEL_OURS
 MAX_DIMS = 10
 LABEL_FRACTION = 0.10
 
@@ -156,9 +163,9 @@ def _fit_ppc(task: Task) -> IntArray:
     return np.asarray(model.labels_)
 
 
-def _fit_c4s(task: Task) -> IntArray:
-    # covariance 'auto', as the API runs C4S on a table: full and spherical, chosen by the pairs
-    model = C4S(task.k, covariance="auto", random_state=task.seed)
+def _fit_c4s(task: Task, covariance: str = "auto") -> IntArray:
+    # covariance 'auto', as the API runs C4S on a table: full or tied spherical, by the pairs
+    model = C4S(task.k, covariance=covariance, random_state=task.seed)
     model.fit(task.X, must_link=task.must, cannot_link=task.cannot)
     return np.asarray(model.labels_)
 
@@ -251,6 +258,8 @@ def fitters(cecib_factor: int) -> dict[str, Callable[[Task], IntArray]]:
     }
     for name in PAIR_PEERS + LABEL_PEERS:
         out[name] = functools.partial(_fit_peer, peers[name], on_labels=name in LABEL_PEERS)
+    for name, covariance in C4S_FAMILY_COLUMNS.items():
+        out[name] = functools.partial(_fit_c4s, covariance=covariance)
     return out
 
 
@@ -298,7 +307,7 @@ def main() -> None:
     counts = [int(c) for c in args.pairs.split(",") if c]
     fit = fitters(args.cecib_factor)
     before = np.geterr()
-    pair_cols = tuple(m for m in PAIR_PEERS + PAIR_OURS if m in methods)
+    pair_cols = tuple(m for m in PAIR_PEERS + PAIR_OURS + tuple(C4S_FAMILY_COLUMNS) if m in methods)
     label_cols = tuple(m for m in LABEL_PEERS + LABEL_OURS if m in methods)
     print(f"mean ARI (mean seconds per fit) over {args.draws} draws\n")
     if pair_cols and counts:
