@@ -41,6 +41,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.executor = make_executor(settings, session_factory, run_events.publish)
         # Runs and featurizations queued or interrupted (the demo picture's, on first start).
         app.state.executor.resume()
+        if settings.warm_kernels_on_start and settings.jobs_executor == "inline":
+            from app.jobs.warm_cache import warm_in_background  # imports every estimator
+
+            app.state.kernel_warmup = warm_in_background()
         yield
         app.state.executor.shutdown()
         engine.dispose()

@@ -25,6 +25,10 @@ from app.db.session import make_engine
 from app.main import create_app
 from app.services import accounts
 
+# Apps and live servers started by tests skip the start-up warm-up of the numba kernels (five
+# seconds of fits per app); tests/api/test_kernel_warmup.py turns it on where it is tested.
+os.environ["WARM_KERNELS_ON_START"] = "false"
+
 ADMIN_PASSWORD = "admin-password-for-tests"
 PASSWORD = "a-good-password"
 

@@ -6,6 +6,7 @@ Each algorithm gets the side information it uses, drawn from iris's classes as a
 give it; C3L gets its two categories."""
 
 import logging
+import threading
 import time
 
 import numpy as np
@@ -61,3 +62,19 @@ def warm_numba_cache() -> dict[str, float]:
         seconds[algorithm.id] = time.perf_counter() - started
         log.info("%s: %.1f s", algorithm.id, seconds[algorithm.id])
     return seconds
+
+
+def _warm_quietly() -> None:
+    try:
+        seconds = warm_numba_cache()
+    except Exception:  # a failed warm-up costs the first run its compile time, nothing else
+        log.exception("warming the numba kernels failed")
+        return
+    log.info("numba kernels warm after %.1f s", sum(seconds.values()))
+
+
+def warm_in_background() -> threading.Thread:
+    """Start ``warm_numba_cache`` in a daemon thread (it never delays start-up or shutdown)."""
+    thread = threading.Thread(target=_warm_quietly, name="warm-kernels", daemon=True)
+    thread.start()
+    return thread
