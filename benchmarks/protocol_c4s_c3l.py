@@ -236,6 +236,7 @@ def run_c3l(draws: int, standardise: bool) -> list[C3LRow]:
             row = rows.setdefault(f"C3L eps={eps}", C3LRow(f"C3L eps={eps}", [], [], []))
             row.nmi.append(normalized_mutual_info(truth, model.labels_))
             row.clusters.append(model.n_clusters_)
+            assert model.leakage_ is not None  # fitted with side scores
             row.max_leakage.append(float(model.leakage_.max()))
         gmm = GaussianMixture(3, covariance_type="full", random_state=seed).fit_predict(X)
         row = rows.setdefault(
