@@ -29,7 +29,7 @@ chromium:
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy app
+	$(VENV)/bin/mypy app benchmarks
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
