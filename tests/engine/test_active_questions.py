@@ -197,6 +197,32 @@ def test_with_a_few_named_items_questions_explore_farthest_first() -> None:
     assert question.items[1] in anchors
 
 
+def test_anchors_told_apart_name_groups_from_the_first_answer() -> None:
+    """A run that split the data the wrong way (a tight core against a broad halo of the same
+    blob, beside a second blob it merged with the halo): once the expert says the two anchors
+    differ, the next question asks about the item farthest from both (explore), not about the
+    run's core-halo boundary, which no answer there would fix."""
+    rng = np.random.default_rng(5)
+    blob = rng.standard_normal((150, 2))
+    X = np.vstack([blob, rng.standard_normal((60, 2)) * 0.6 + [5.0, 0.0]])
+    radius = np.linalg.norm(X, axis=1)
+    partition = np.where(radius < 1.0, 0, 1)  # core against everything else
+    skeleton = suggest_pairs(X, partition, 1)[0]
+    anchors = list(skeleton.items)
+    facts = knowledge(len(X), cannot_link=[anchors])
+    question = suggest_pairs(X, partition, 1, facts)[0]
+    scaled = X / X.std(axis=0)
+    distance = np.min(
+        np.linalg.norm(scaled[:, None, :] - scaled[anchors][None, :, :], axis=2), axis=1
+    )
+    distance[anchors] = -1.0
+    assert question.items[0] == int(np.argmax(distance))
+    assert question.items[1] in anchors
+    # the run's own boundary item, what the rule asked before
+    boundary = int(np.argmax(cluster_posteriors(X, partition).margin_uncertainty()))
+    assert question.items[0] != boundary
+
+
 def test_trust_in_the_groups_grows_with_their_degrees_of_freedom() -> None:
     from app.engine.active.questions import EXPLORE_DEGREES, _trust
 

@@ -18,8 +18,8 @@ information:
    relative to the smaller one), so they come first; and for an unresolved item (its component
    is a single unlabeled item), "is it the same as the anchor of its first cluster?" (of its
    second when the first is known to be different), scored by ``u``. Once the expert has named
-   two groups or more (labeled items, or components of two items or more; from then on also
-   each cluster's anchor that was told apart from another item), the boundary
+   two groups or more (labeled items, components of two items or more, or clusters' anchors
+   told apart from another item, so from the first "different" anchor answer), the boundary
    questions measure ``u`` and pick anchors between those *groups* instead of the run's
    clusters (the run's boundary may be wrong where the expert's groups are not), with one
    covariance shared by the groups (``tied``: a few named items per group say how the groups
@@ -33,8 +33,9 @@ information:
    groups and the distance took ARI after 100 answers from 0.27 to 0.91; trust took it after
    25 answers from 0.68 to 0.77.
    The first questions a fresh result asks are therefore anchor pairs, which lay a
-   cannot-link skeleton across the clusters (the "explore" step of the active-learning
-   literature), then boundary items (the "consolidate" step).
+   cannot-link skeleton across the clusters, then items far from everything named (the
+   "explore" step of the active-learning literature), then boundary items as the groups fill
+   (the "consolidate" step).
 5. A batch is chosen greedily, best score first, where every question already chosen about the
    same pair of clusters halves a candidate's score, so one boundary does not take the whole
    batch. Ties break by item index.
@@ -200,13 +201,15 @@ def _named_groups(facts: Knowledge, anchors: list[int]) -> IntArray:
     items or more linked, or a cluster's anchor the expert has told apart from another item
     (the anchor questions' skeleton: without it a cluster whose anchor has no must-link yet
     is no group, its items look far from every group, and each costs a "different" answer
-    per named group while never being asked about its own anchor)."""
+    per named group while never being asked about its own anchor). Anchors told apart count
+    from the first answer: two of them are two groups, so the next questions explore
+    farthest-first instead of refining the run's boundary, which may be the wrong one
+    (breast cancer's core-and-halo split; docs/active.md, change 4)."""
     named = facts.labeled | (facts.sizes >= 2)
-    if np.count_nonzero(named) >= 2:
-        told_apart = {c for pair in facts.different for c in pair}
-        for anchor in anchors:
-            if int(facts.component[anchor]) in told_apart:
-                named[facts.component[anchor]] = True
+    told_apart = {c for pair in facts.different for c in pair}
+    for anchor in anchors:
+        if int(facts.component[anchor]) in told_apart:
+            named[facts.component[anchor]] = True
     return np.where(named[facts.component], facts.component, -1)
 
 
