@@ -100,7 +100,8 @@ class C4S(ClusterMixin, BaseEstimator):
         returning False stops the fit with a valid, merged partition.
 
     Fitted attributes: ``labels_`` (merged groups; every constraint holds), ``n_clusters_``
-    (number of groups), ``energy_`` (pre-merge CEC cost, nats), ``cluster_labels_`` (pre-merge
+    (number of groups), ``energy_`` (pre-merge CEC cost, nats; for ``tied_spherical`` the tied
+    cost of ``tied_spherical.py``), ``cluster_labels_`` (pre-merge
     Gaussian cluster of each point), ``weights_``, ``means_``, ``covariances_`` (of those
     Gaussian clusters, shaped as in ``GaussianMixture``), ``cluster_groups_`` (the group of each
     Gaussian cluster), ``n_iter_``, ``converged_``, ``energy_history_``, ``n_features_in_``,
@@ -148,6 +149,7 @@ class C4S(ClusterMixin, BaseEstimator):
         # CEC and C3L do; otherwise no cluster has a finite cost and `predict` cannot factor one.
         data = fit_space(self, settings.data, family, depth=2)
         n, d = data.shape
+        n_parts = check_int("n_chunklet_clusters", self.n_chunklet_clusters, 1)
         ml = check_pairs("must_link", must_link, n)
         cl = check_pairs("cannot_link", cannot_link, n)
         chunklets = aggregate(n, ml, cl)
@@ -156,9 +158,10 @@ class C4S(ClusterMixin, BaseEstimator):
         )
         rng = check_random_state(self.random_state)
         if family == UNIT:
-            search, variance = self._tied_search(data, settings, chunklets, colour, rng)
+            search, variance = self._tied_search(data, settings, n_parts, chunklets, colour, rng)
         else:
-            search, variance = self._search(data, settings, chunklets, colour, rng, 0), None
+            search = self._search(data, settings, n_parts, chunklets, colour, rng, 0)
+            variance = None
         cluster_of_point = search.clusters
         labels = merge_clusters(cluster_of_point, chunklets.chunk, settings.n_clusters)
         if np.any(labels[cl[:, 0]] == labels[cl[:, 1]]) or np.any(
@@ -197,7 +200,7 @@ class C4S(ClusterMixin, BaseEstimator):
         return self
 
     def _search(
-        self, data: FloatArray, settings: CECSettings, chunklets: Chunklets,
+        self, data: FloatArray, settings: CECSettings, n_parts: int, chunklets: Chunklets,
         colour: IntArray, rng: np.random.RandomState, first_iteration: int,
         family: int | None = None,
     ) -> Search:  # fmt: skip
@@ -210,7 +213,6 @@ class C4S(ClusterMixin, BaseEstimator):
             settings.min_cluster_fraction,
             settings.max_iter,
         )
-        n_parts = check_int("n_chunklet_clusters", self.n_chunklet_clusters, 1)
         min_size = min_cluster_size(n, d, family, fraction)
         best: GlobalRun | None = None
         best_item_of_point = np.empty(0, dtype=np.int64)
@@ -239,7 +241,7 @@ class C4S(ClusterMixin, BaseEstimator):
         return Search(best, best.item_cluster[best_item_of_point], iteration, stop, 1.0)
 
     def _tied_search(
-        self, data: FloatArray, settings: CECSettings, chunklets: Chunklets,
+        self, data: FloatArray, settings: CECSettings, n_parts: int, chunklets: Chunklets,
         colour: IntArray, rng: np.random.RandomState,
     ) -> tuple[Search, float]:  # fmt: skip
         """``tied_spherical``: searches at a fixed shared variance, refitted to the pooled
@@ -252,7 +254,9 @@ class C4S(ClusterMixin, BaseEstimator):
         cancelled = False
         for _ in range(ROUNDS):
             scaled = np.ascontiguousarray(data / math.sqrt(variance))
-            search = self._search(scaled, settings, chunklets, colour, rng, iteration, UNIT)
+            search = self._search(
+                scaled, settings, n_parts, chunklets, colour, rng, iteration, UNIT
+            )
             search = search._replace(variance=variance)
             iteration, cancelled = search.iterations, search.cancelled
             pooled = pooled_variance(data, search.clusters)
