@@ -70,6 +70,16 @@ REFUSED = {
         ["params.labeled_weight", "'auto'"],
     ),
     "cec-ib labeled_weight 2.5": ("cec-ib", {"labeled_weight": 2.5}, ["params.labeled_weight"]),
+    "cec has no tied spherical family": (
+        "cec",
+        {"covariance": "tied_spherical"},
+        ["params.covariance", "'spherical'"],
+    ),
+    "c4s tied is ppc's name": (
+        "c4s",
+        {"covariance": "tied"},
+        ["params.covariance", "'tied_spherical'"],
+    ),
     "ppc tol NaN": ("ppc", {"tol": "nan"}, ["params.tol", "finite number"]),
     "c3l leakage -inf": ("c3l", {"leakage": "-inf"}, ["params.leakage", "finite number"]),
     # Values that depend on the dataset (6 items, 2 features).

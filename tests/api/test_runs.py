@@ -155,6 +155,7 @@ def test_cec_ib_end_to_end_with_labels(
         ("smic", {"n_clusters": 3, "n_neighbors": "auto"}),
         ("ppc", {"n_components": 3}),
         ("c4s", {"n_clusters": 3, "n_init": 2}),
+        ("c4s", {"n_clusters": 3, "n_init": 2, "covariance": "tied_spherical"}),
     ],
 )
 def test_each_algorithm_runs_and_finds_the_blobs(
