@@ -47,7 +47,7 @@ def plan(algorithm_id: str, params: dict[str, object], with_structure: bool) -> 
 
 @pytest.mark.parametrize("algorithm_id", CEC_FAMILY)
 def test_auto_is_full_on_a_table(algorithm_id: str) -> None:
-    """But C4S, whose own 'auto' fits full and spherical and chooses by the constraints."""
+    """But C4S, whose own 'auto' fits full and tied spherical and chooses by the constraints."""
     estimator = plan(algorithm_id, {}, with_structure=False)
     assert estimator.covariance == ("auto" if algorithm_id == "c4s" else "full")
 
