@@ -17,7 +17,8 @@ information:
    these anchors the same?", scored 1 + the clusters' overlap (the posterior mass they share,
    relative to the smaller one), so they come first; and for an unresolved item (its component
    is a single unlabeled item), "is it the same as the anchor of its first cluster?" (of its
-   second when the first is known to be different), scored by ``u``. Once the expert has named
+   second when the first is known to be different, or, between named groups, when the run put
+   the item in the second's cluster and not the first's), scored by ``u``. Once the expert has named
    two groups or more (labeled items, components of two items or more, or clusters' anchors
    told apart from another item, so from the first "different" anchor answer), the boundary
    questions measure ``u`` and pick anchors between those *groups* instead of the run's
@@ -291,7 +292,15 @@ def _boundary_questions(
         component = facts.component[i]
         if facts.sizes[component] > 1 or facts.labeled[component] or i in anchor_set:
             continue  # already tied to what the expert said
-        for column, p in ((first[i], p_first[i]), (second[i], p_second[i])):
+        order = ((first[i], p_first[i]), (second[i], p_second[i]))
+        if (
+            between == "groups"
+            and partition[anchors[second[i]]] == partition[i] != partition[anchors[first[i]]]
+        ):
+            # The run puts the item with the second group's anchor: ask about that one first,
+            # a "same" answer grows a group (bench_active, wine at 10 answers 0.948 -> 0.951).
+            order = order[::-1]
+        for column, p in order:
             anchor = anchors[column]
             if facts.related(i, anchor):
                 continue
