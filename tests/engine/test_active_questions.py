@@ -177,6 +177,16 @@ def test_a_cluster_told_apart_only_by_its_anchor_is_a_group_too() -> None:
         assert not deep_in_2 or anchors[2] in q.items, q
 
 
+def _farthest_from(X: np.ndarray, named: list[int]) -> int:
+    """By brute force: the item farthest from its nearest named item (standardised features)."""
+    scaled = X / X.std(axis=0)
+    distance = np.min(
+        np.linalg.norm(scaled[:, None, :] - scaled[named][None, :, :], axis=2), axis=1
+    )
+    distance[named] = -1.0
+    return int(np.argmax(distance))
+
+
 def test_with_a_few_named_items_questions_explore_farthest_first() -> None:
     """One labeled item per cluster names three groups of one item: no degree of freedom for
     the groups' covariance, so uncertainty counts for nothing (trust 0) and the first boundary
@@ -188,12 +198,7 @@ def test_with_a_few_named_items_questions_explore_farthest_first() -> None:
     labels[anchors] = y[anchors]
     facts = knowledge(len(y), labels=labels)
     question = suggest_pairs(X, y, 1, facts)[0]
-    scaled = X / X.std(axis=0)
-    distance = np.min(
-        np.linalg.norm(scaled[:, None, :] - scaled[anchors][None, :, :], axis=2), axis=1
-    )
-    distance[anchors] = -1.0
-    assert question.items[0] == int(np.argmax(distance))
+    assert question.items[0] == _farthest_from(X, anchors)
     assert question.items[1] in anchors
 
 
@@ -211,12 +216,7 @@ def test_anchors_told_apart_name_groups_from_the_first_answer() -> None:
     anchors = list(skeleton.items)
     facts = knowledge(len(X), cannot_link=[anchors])
     question = suggest_pairs(X, partition, 1, facts)[0]
-    scaled = X / X.std(axis=0)
-    distance = np.min(
-        np.linalg.norm(scaled[:, None, :] - scaled[anchors][None, :, :], axis=2), axis=1
-    )
-    distance[anchors] = -1.0
-    assert question.items[0] == int(np.argmax(distance))
+    assert question.items[0] == _farthest_from(X, anchors)
     # it is asked first about the group whose anchor shares its cluster in the run (a "same"
     # answer grows a group), although the core's anchor is nearer to it
     own = [a for a in anchors if partition[a] == partition[question.items[0]]]
