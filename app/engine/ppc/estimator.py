@@ -91,7 +91,8 @@ class PPC(ClusterMixin, BaseEstimator):
     max_iter, tol : EM iterations per start; stop when the per-sample objective changes by less
         than ``tol * max(1, |objective|)`` (with mean-field components also when no mean
         moves by 1e-4 data standard deviations and no weight by 1e-4; with Gibbs components
-        when the largest change of a mean, in those units, and of a weight is < tol).
+        when the largest change of a mean, in those units, and of a weight is < tol, or once
+        the parameters only wander within the sampler's noise: ``stationary.py``).
     n_init : random starts; the one with the highest objective is kept.
     random_state : seed for the starts and the Gibbs sampler.
     progress : optional ``progress(iteration, cost) -> bool`` called after every EM iteration

@@ -29,6 +29,7 @@ from app.engine.ppc.icm import icm
 from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
 from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky, tie
 from app.engine.ppc.prior import grid_log_omega, grid_pi, log_omega, optimize_pi, simplex_grid
+from app.engine.ppc.stationary import DriftMonitor
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -394,6 +395,7 @@ def run_em(
     stochastic = graph.gibbs_nodes.shape[0] > 0
     mean_field = graph.mf_nodes.shape[0] > 0
     schedule = Schedule(graph, opts)
+    drift = DriftMonitor(scale)
     sample_weight = m_step_weights(X.shape[0], graph, opts)
     previous: float | None = None
     for n_iter in range(1, opts.max_iter + 1):
@@ -404,7 +406,9 @@ def run_em(
             schedule.advance(previous, est.bound)
             previous = est.bound if schedule.step == 0 else None
         elif stochastic:
+            # Gibbs noise keeps the parameters moving: also stop once they only wander.
             converged = _parameter_change(params, new, scale) < opts.tol
+            converged = converged or drift.update(new.means, new.weights)
         elif previous is not None:
             converged = abs(est.bound - previous) <= opts.tol * max(1.0, abs(est.bound))
             if mean_field:  # spec Sec. 3.8: approximate E-steps stop on the parameters
