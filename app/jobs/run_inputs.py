@@ -49,6 +49,8 @@ class RunInputs:
     n_classes: int = 0
     # An apply run's clusters are the model's: they carry the labels they had in its run.
     source_cluster_labels: list[str | None] | None = None
+    # ... and the numbers they were stored under (jobs/numbering.py).
+    source_cluster_order: NDArray[np.int64] | None = None
 
     def plan_kwargs(self) -> dict[str, Any]:
         if not self.algorithm.uses_structure or self.image is None:
@@ -127,4 +129,9 @@ def _apply_inputs(
         ),
         n_classes=len(target.ground_truth_classes or []),
         source_cluster_labels=list(result.metrics.get("cluster_labels", [])),
+        source_cluster_order=_cluster_order(result.metrics.get("cluster_order")),
     )
+
+
+def _cluster_order(value: Any) -> NDArray[np.int64] | None:
+    return None if not value else np.asarray(value, dtype=np.int64)

@@ -29,6 +29,7 @@ from app.db.session import session_scope
 from app.engine.image.pooled_apply import for_another_image
 from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
+from app.jobs.numbering import latest_fitted_result, order_like, renumbered, renumbered_params
 from app.jobs.run_inputs import load_inputs
 
 log = logging.getLogger(__name__)
@@ -224,6 +225,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         dataset = session.get(Dataset, run.dataset_id)
         assert dataset is not None
         inputs = load_inputs(session, run, dataset)
+        reference = latest_fitted_result(session, run) if inputs.model is None else None
     load_seconds = time.perf_counter() - started
 
     progress = ProgressRecorder(claim, token)
@@ -236,6 +238,8 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         if inputs.algorithm.pools_covariance_on_apply and inputs.image is not None:
             estimator = for_another_image(estimator)
         labels = np.asarray(estimator.predict(inputs.features), dtype=np.int32)
+        # The model's clusters carry the numbers they were stored under in its own run.
+        order = inputs.source_cluster_order
     else:
         assert inputs.features is not None
         plan = inputs.algorithm.plan(
@@ -246,6 +250,9 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         estimator = getattr(plan.estimator, "best_estimator_", plan.estimator)
         choice = getattr(plan.estimator, "choice_", None)
         labels = np.asarray(estimator.labels_, dtype=np.int32)
+        order = order_like(labels, reference)
+    if order is not None:
+        labels = renumbered(labels, order)
     fit_seconds = time.perf_counter() - fit_started
     if progress.stop_reason == GONE:
         log.info("run %s was deleted while running; stopped", claim.run_id)
@@ -260,9 +267,15 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         metrics["choice"] = choice
     if inputs.source_cluster_labels is not None:
         metrics["cluster_labels"] = inputs.source_cluster_labels
+    if reference is not None and order is not None:
+        metrics["cluster_order"] = order.tolist()
+        metrics["numbered_like_run"] = reference.run_id
     metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
     # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
     metrics["warnings"] = sorted(set(getattr(estimator, "fit_warnings_", [])))
+    params = _cluster_params(estimator)
+    if order is not None:
+        params = renumbered_params(params, order)
     mask = model = None
     if inputs.image is not None:
         layout = inputs.image
@@ -287,7 +300,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
             RunResult(
                 run_id=claim.run_id,
                 labels=labels.astype("<i4").tobytes(),
-                cluster_params=json_safe(_cluster_params(estimator)),
+                cluster_params=json_safe(params),
                 cost_history=[c if math.isfinite(c) else None for c in progress.history],
                 metrics=json_safe(metrics),
                 model=model,

@@ -1,8 +1,8 @@
 """What a newcomer tripped over in the workspace, in a real browser: undone boundaries vanish at
 once, a cannot-link between sets is one line with its count, layers can be hidden, one
 annotation can be edited or deleted, the newest run is shown after a reload with an honest
-progress line, "?" lists the shortcuts, a cluster becomes a label in one act, and "Live"
-re-runs after each annotation."""
+progress line, "?" lists the shortcuts, a cluster becomes a label in one act, "Live"
+re-runs after each annotation, and a re-run keeps each group's colour."""
 
 import re
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import lasso, open_dataset_workspace, upload_table
+from tests.browser.conftest import lasso, open_dataset_workspace, sign_in, upload_table
 
 pytestmark = pytest.mark.browser
 
@@ -215,3 +215,46 @@ def test_the_method_follows_the_links_until_the_user_picks_one(
     )
     runs = page.request.get(f"{live_server}/api/v1/datasets/{dataset}/runs").json()["items"]
     assert [run["algorithm"] for run in runs] == ["c4s"]
+
+
+def colour_at(page: Page, item: int) -> tuple[int, int, int]:
+    """The colour the canvas renderer drew at an item's position."""
+    rgba = page.evaluate(
+        "(i) => { const c = document.querySelector('#plot');"
+        " const [x, y] = window.workspace.plot.toScreen(i); const r = c.width / c.clientWidth;"
+        " return Array.from(c.getContext('2d').getImageData("
+        "Math.floor(x * r), Math.floor(y * r), 1, 1).data); }",
+        item,
+    )
+    return int(rgba[0]), int(rgba[1]), int(rgba[2])
+
+
+def test_a_rerun_keeps_each_groups_colour(page: Page, live_server: str) -> None:
+    """PPC numbers these two groups the other way round from CEC; the second run follows the
+    first's numbers, so neither group changes colour."""
+    rng = np.random.default_rng(12)
+    rows = np.vstack([rng.normal([-6.0, 0.0], 0.5, (40, 2)), rng.normal([6.0, 0.0], 0.5, (40, 2))])
+    dataset = upload_table(live_server, "keeps-colours", rows.tolist())
+    sign_in(page)
+    page.goto(f"/datasets/{dataset}/workspace?renderer=canvas")  # its pixels can be read
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+    run_method(page)
+    first = page.locator("#run-select").input_value()
+    plot = page.get_by_test_id("plot")
+    expect(plot).to_have_attribute("data-run", first)
+    left, right = colour_at(page, 0), colour_at(page, 79)
+    assert left != right
+
+    page.select_option("#algorithm", "ppc")
+    page.fill("[data-param=n_components]", "2")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#run-select")).not_to_have_value(first, timeout=120_000)
+    expect(page.get_by_test_id("progress")).to_have_attribute(
+        "data-status", "succeeded", timeout=120_000
+    )
+    second = page.locator("#run-select").input_value()
+    expect(plot).to_have_attribute("data-run", second)
+    result = page.request.get(f"{live_server}/api/v1/runs/{second}/result").json()
+    assert result["metrics"]["numbered_like_run"] == int(first)
+    assert result["metrics"]["cluster_order"] == [1, 0]  # PPC's own numbers are swapped
+    assert (colour_at(page, 0), colour_at(page, 79)) == (left, right)

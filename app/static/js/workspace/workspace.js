@@ -35,6 +35,7 @@ const runPanel = createRunPanel({
     state.shownRun = { run, labels, metrics: result.metrics };
     $('#color-by').value = 'clusters';
     await recolour();
+    $('#plot').dataset.run = String(run.id); // the run whose clusters the points now show
     renderClusterTable();
     renderStale();
     refreshQuestions();
