@@ -36,9 +36,9 @@ def numbering_like(labels: ArrayLike, reference: ArrayLike) -> IntArray:
     if k == 0 or not both.any():
         return np.arange(k, dtype=np.int64)
     # Only numbers 0..k-1 can be given, so only those reference clusters can be matched.
-    overlap = np.zeros((k, k), dtype=np.int64)
     inside = both & (ref < k)
-    np.add.at(overlap, (new[inside], ref[inside]), 1)
+    cells = new[inside] * k + ref[inside]  # bincount: np.add.at is 10x slower at 1M items
+    overlap = np.bincount(cells, minlength=k * k).reshape(k, k)
     rows, cols = linear_sum_assignment(overlap, maximize=True)
     order = np.full(k, -1, dtype=np.int64)
     matched = overlap[rows, cols] > 0
