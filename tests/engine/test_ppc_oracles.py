@@ -15,6 +15,7 @@ from sklearn.mixture import GaussianMixture
 
 from app.engine import PPC, confidence_to_weight, grid_neighbour_pairs, neighbour_disagreement
 from app.engine.core.families import FULL
+from app.engine.ppc.colour_classes import cheaper_than_enumeration
 from app.engine.ppc.fit import Options, _Chain, infer
 from app.engine.ppc.graph import (
     ENUM,
@@ -166,6 +167,46 @@ def test_exact_e_step_equals_brute_force(seed: int) -> None:
     marg, logz = brute_force(a, pairs, w)
     np.testing.assert_allclose(est.resp, marg, atol=1e-10)
     assert est.bound == pytest.approx(logz, abs=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_colour_class_sums_equal_brute_force_where_they_replace_enumeration(seed: int) -> None:
+    """Many labels and a loopy component: the exact engine sums over colour classes
+    (colour_classes.py) instead of M^|T| labellings; marginals, log Z and, with hard
+    do-not-links, the joint MAP labels (the best admissible score) equal brute force."""
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(4, 6))
+    m = int(rng.integers(5, 8))
+    # A cycle through every sample plus random chords: one loopy component of n samples.
+    # Soft relations and hard do-not-links (a hard must-link would contract the cycle).
+    cycle = [[i, (i + 1) % n] for i in range(n)]
+    chords = [list(rng.choice(n, 2, replace=False)) for _ in range(int(rng.integers(0, n)))]
+    pairs = np.array(cycle + chords, dtype=np.int64)
+    hard = rng.random(len(pairs)) < [0.0, 0.5, 1.0][seed % 3]
+    w = np.where(hard, -np.inf, rng.normal(scale=1.5, size=len(pairs)))
+    graph = graph_for(n, m, pairs, w, "exact")
+    assert graph.comp_kind[graph.comp_of[0]] == ENUM
+    assert cheaper_than_enumeration(m, n)
+    a = rng.normal(scale=2.0, size=(n, m))
+    est = infer(a, graph, options(), _Chain(), np.random.RandomState(0))
+    marg, logz = brute_force(a, pairs, w)
+    np.testing.assert_allclose(est.resp, marg, atol=1e-10)
+    assert est.bound == pytest.approx(logz, abs=1e-10)
+    labels = est.labels
+    if not hard.any():  # without hard relations the labels are the marginals' argmax
+        np.testing.assert_array_equal(labels, marg.argmax(axis=1))
+        return
+    score = a[np.arange(n), labels].sum()
+    for (i, j), wij in zip(pairs, w, strict=True):
+        if labels[i] == labels[j]:
+            assert wij != -np.inf
+            score += 2.0 * wij
+    configs = np.array(list(itertools.product(range(m), repeat=n)))
+    best = a[np.arange(n), configs].sum(axis=1)
+    for (i, j), wij in zip(pairs, w, strict=True):
+        same = configs[:, i] == configs[:, j]
+        best = np.where(same, -np.inf, best) if wij == -np.inf else best + 2.0 * wij * same
+    assert score == pytest.approx(best.max(), abs=1e-9)
 
 
 def test_engines_cover_trees_and_loops() -> None:

@@ -6,8 +6,9 @@
   Every pairwise message is ``log sum_{k'} exp(b(k') + J [k = k'])`` taken term by term (the
   diagonal term left out for a hard do-not-link), which avoids the cancellation of the printed
   ``U - u`` forms.
-* ``enumerate_components``: brute force over all M^|T| configurations of a small loopy
-  component (Sec. 3.3.5).
+* ``enumerate_components``: exact sums over a small loopy component (Sec. 3.3.5): brute force
+  over all M^|T| configurations, or over colour classes (``colour_classes``) when that is
+  cheaper (M = 10, |T| = 6: 22 thousand terms instead of 2 million).
 
 Both write the marginals of their nodes into ``marg`` and return log Z per component; an
 infeasible component (hard do-not-links that no labelling satisfies) has log Z = -inf.
@@ -21,6 +22,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.ppc.colour_classes import cheaper_than_enumeration, colour_class_sums
 from app.engine.ppc.graph import ExactSet
 
 FloatArray = NDArray[np.float64]
@@ -174,11 +176,15 @@ def enumerate_components(
     logz: FloatArray,
     decode: IntArray,
 ) -> None:
-    """Brute force over M^|T| labellings per component; ``decode`` gets the joint MAP."""
+    """Exact sums per component; ``decode`` gets the joint MAP. Brute force over the M^|T|
+    labellings, or over colour classes (``colour_classes``) where that is cheaper."""
     m = a.shape[1]
     for c in range(ptr.shape[0] - 1):
         comp = nodes[ptr[c] : ptr[c + 1]]
         t = comp.shape[0]
+        if cheaper_than_enumeration(m, t):
+            logz[c] = colour_class_sums(a, comp, u, v, J, hard, eptr[c], eptr[c + 1], marg, decode)
+            continue
         total = m**t
         z = np.zeros(t, dtype=np.int64)
         top = -math.inf
