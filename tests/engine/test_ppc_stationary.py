@@ -6,12 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.preprocessing import StandardScaler
 
 from app.engine import PPC
 from app.engine.ppc.stationary import DRIFT_WINDOW, DriftMonitor
+from benchmarks.bench_constraints import draw_pairs, load
 
 
 def _first_stationary(means: np.ndarray, weights: np.ndarray) -> int | None:
@@ -52,16 +51,11 @@ def test_drift_then_noise_is_stationary_only_once_the_drift_is_gone() -> None:
 
 
 def _iris_with_random_hard_pairs(n_pairs: int, seed: int) -> tuple[np.ndarray, ...]:
-    X, y = load_iris(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    rng = np.random.default_rng(seed)
-    seen: set[tuple[int, int]] = set()
-    while len(seen) < n_pairs:
-        i, j = rng.choice(y.shape[0], 2, replace=False)
-        seen.add((int(min(i, j)), int(max(i, j))))
-    pairs = np.array(sorted(seen), dtype=np.int64)
-    same = y[pairs[:, 0]] == y[pairs[:, 1]]
-    weights = np.where(same, np.inf, -np.inf)
+    """bench_constraints' iris row: standardised iris and one draw of hard pairs."""
+    X, y = load("iris")
+    must, cannot = draw_pairs(y, n_pairs, seed)
+    pairs = np.concatenate([must, cannot])
+    weights = np.concatenate([np.full(len(must), np.inf), np.full(len(cannot), -np.inf)])
     return X, pairs, weights
 
 

@@ -29,7 +29,7 @@ from app.engine.ppc.icm import icm
 from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
 from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky, tie
 from app.engine.ppc.prior import grid_log_omega, grid_pi, log_omega, optimize_pi, simplex_grid
-from app.engine.ppc.stationary import DriftMonitor
+from app.engine.ppc.stationary import DriftMonitor, parameter_change
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -322,9 +322,7 @@ def m_step_weights(n: int, graph: RelationGraph, opts: Options) -> FloatArray | 
 
 
 def _parameter_change(old: Params, new: Params, scale: float) -> float:
-    return float(
-        max(np.abs(new.means - old.means).max() / scale, np.abs(new.weights - old.weights).max())
-    )
+    return parameter_change((old.means, old.weights), (new.means, new.weights), scale)
 
 
 PARAMETER_TOL = 1e-4  # largest change of a mean (in data standard deviations) or of a weight

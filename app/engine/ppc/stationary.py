@@ -27,12 +27,17 @@ DRIFT_WINDOW = 10  # iterations over which drift and noise are compared
 DRIFT_RATIO = 3.0  # net change over the window, in mean steps, below which EM only wanders
 
 
-class DriftMonitor:
-    """Feed it the means and weights after every M-step; ``update`` says when they only wander.
+def parameter_change(
+    a: tuple[FloatArray, FloatArray], b: tuple[FloatArray, FloatArray], scale: float
+) -> float:
+    """How far EM moved between two (means, weights): the largest change of a mean, in data
+    standard deviations (``scale``), or of a weight. EM's stopping rules all use this."""
+    means = float(np.abs(b[0] - a[0]).max()) / scale
+    return max(means, float(np.abs(b[1] - a[1]).max()))
 
-    Changes are measured as in ``fit._parameter_change``: the largest change of a mean, in data
-    standard deviations (``scale``), or of a weight.
-    """
+
+class DriftMonitor:
+    """Feed it the means and weights after every M-step; ``update`` says when they only wander."""
 
     def __init__(self, scale: float) -> None:
         self.scale = scale
@@ -40,8 +45,7 @@ class DriftMonitor:
         self.steps: deque[float] = deque(maxlen=DRIFT_WINDOW)
 
     def change(self, a: tuple[FloatArray, FloatArray], b: tuple[FloatArray, FloatArray]) -> float:
-        means = float(np.abs(b[0] - a[0]).max()) / self.scale
-        return max(means, float(np.abs(b[1] - a[1]).max()))
+        return parameter_change(a, b, self.scale)
 
     def update(self, means: FloatArray, weights: FloatArray) -> bool:
         """Record one EM iteration's parameters; True once the last window is only noise."""
