@@ -119,12 +119,19 @@ class PPC(ClusterMixin, BaseEstimator):
         ones are many and the mixture is misspecified (image scribbles: docs/ppc.md).
     weights_init, means_init, covariances_init : optional start (GaussianMixture shapes) that
         overrides ``init_params`` for what is given.
+    warm_start : when True and this estimator was fitted before, with the same
+        ``n_components`` on data of the same width, the next ``fit`` starts the covariance
+        model it chose then (``covariance_``) from that fit's mixture instead of a fresh start.
+        Under ``covariance='auto'`` the other model still starts afresh and the fit that agrees
+        with more of the side information is kept, so new relations can still change the
+        model. Refitting after a few more relations then moves the mixture instead of
+        redrawing it (docs/ppc.md, "Warm starts"). ``warm_started_`` says whether it did.
 
     Fitted attributes: ``labels_`` (joint labels that satisfy every hard relation and the
     labels; on mean-field and Gibbs components refined by ICM), ``resp_``
     (marginals P_p(z_i = k | X, Theta, W)), ``weights_``, ``means_``, ``covariances_``,
     ``lower_bound_`` (per-sample objective at the fitted parameters), ``lower_bound_history_``,
-    ``n_iter_``, ``converged_``, ``n_features_in_``.
+    ``n_iter_``, ``converged_``, ``n_features_in_``, ``warm_started_``.
     """
 
     def __init__(
@@ -152,6 +159,7 @@ class PPC(ClusterMixin, BaseEstimator):
         means_init: ArrayLike | None = None,
         covariances_init: ArrayLike | None = None,
         unlabeled_weight: float = 1.0,
+        warm_start: bool = False,
     ) -> None:
         self.n_components = n_components
         self.covariance = covariance
@@ -175,6 +183,7 @@ class PPC(ClusterMixin, BaseEstimator):
         self.means_init = means_init
         self.covariances_init = covariances_init
         self.unlabeled_weight = unlabeled_weight
+        self.warm_start = warm_start
 
     def _options(self, graph: RelationGraph, covariance: str) -> Options:
         pi_update = check_choice("pi_update", self.pi_update, PI_UPDATES)
@@ -279,6 +288,7 @@ class PPC(ClusterMixin, BaseEstimator):
         models = candidates(covariance, relations, known, graph.mf_nodes.shape[0] > 0)
         opts = self._options(graph, models[0])
         check_feasible(graph, m)
+        previous = self._previous_fit(data, m)
         rng = check_random_state(self.random_state)
         chosen: tuple[tuple[float, float], PPCResult, str, Options] | None = None
         iterations = 0
@@ -287,8 +297,13 @@ class PPC(ClusterMixin, BaseEstimator):
         starts = max(n_init, AUTO_STARTS) if len(models) > 1 else n_init
         for name in models:
             opts = self._options(graph, name)
-            for _ in range(starts):
-                start = self._start(data, m, opts.family, opts.reg_covar, graph, rng)
+            for attempt in range(starts):
+                warm = previous is not None and previous[0] == name and attempt == 0
+                if warm:
+                    assert previous is not None
+                    start = previous[1]
+                else:
+                    start = self._start(data, m, opts.family, opts.reg_covar, graph, rng)
                 result = run_em(data, start, graph, opts, rng, self.progress, iterations)
                 iterations += result.n_iter
                 score = 0.0
@@ -298,6 +313,7 @@ class PPC(ClusterMixin, BaseEstimator):
                 key = (score, result.estep.bound)
                 if chosen is None or key > chosen[0]:
                     chosen = (key, result, name, opts)
+                    self.warm_started_ = warm
                 if result.cancelled:
                     break
             if result.cancelled:
@@ -314,6 +330,43 @@ class PPC(ClusterMixin, BaseEstimator):
                 stacklevel=3,
             )
         return self
+
+    def start_from(
+        self, weights: ArrayLike, means: ArrayLike, covariances: ArrayLike, covariance: str
+    ) -> PPC:
+        """Make the next ``fit`` continue this mixture, as if this estimator had fitted it
+        (``warm_start`` on): for a mixture kept from an earlier fit, e.g. a stored run.
+        ``covariance`` is the model it belongs to (``'full'``, ``'tied'``, ...); shapes are
+        GaussianMixture's for that model."""
+        name = check_choice("covariance", covariance, [c for c in COVARIANCES if c != "auto"])
+        family = family_of(name)[0]
+        w = np.asarray(weights, dtype=np.float64)
+        mu = np.asarray(means, dtype=np.float64)
+        cov = np.asarray(covariances, dtype=np.float64)
+        if mu.ndim != 2 or w.shape != (mu.shape[0],):
+            raise ValueError(f"weights {w.shape} and means {mu.shape} must be (M,) and (M, d)")
+        m, d = mu.shape
+        shape = {FULL: (m, d, d), DIAGONAL: (m, d)}.get(family, (m,))
+        if cov.shape != shape:
+            raise ValueError(f"{name} covariances must have shape {shape}, got {cov.shape}")
+        if not (np.all(np.isfinite(w)) and np.all(w > 0) and np.isclose(w.sum(), 1.0)):
+            raise ValueError(f"weights must be {m} positive numbers summing to 1")
+        if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(cov))):
+            raise ValueError("means and covariances must be finite")
+        self.precisions_cholesky_ = precision_cholesky(cov, family)
+        self.weights_, self.means_, self.covariances_, self.covariance_ = w, mu, cov, name
+        self.n_features_in_ = d
+        self.warm_start = True
+        return self
+
+    def _previous_fit(self, data: FloatArray, m: int) -> tuple[str, Params] | None:
+        """The last fit's (covariance, mixture) when ``warm_start`` may start from it."""
+        if not self.warm_start or not hasattr(self, "means_"):
+            return None
+        if self.means_.shape != (m, data.shape[1]):
+            return None  # another n_components or another width: nothing to continue
+        mixture = Params(self.weights_, self.means_, self.covariances_, self.precisions_cholesky_)
+        return self.covariance_, mixture
 
     def _store(self, result: PPCResult) -> None:
         self.weights_ = result.params.weights
