@@ -76,9 +76,10 @@ def renumbered(labels: NDArray[np.integer], order: IntArray) -> NDArray[np.int32
 
 
 def renumbered_params(params: dict[str, Any], order: IntArray) -> dict[str, Any]:
-    """Per-cluster parameters (rows of ``weights`` and ``means``) moved to their new numbers."""
+    """Per-cluster parameters (rows of ``weights``, ``means`` and ``covariances``) moved to
+    their new numbers."""
     out = dict(params)
-    for name in ("weights", "means"):
+    for name in ("weights", "means", "covariances"):
         value = params.get(name)
         if not isinstance(value, list) or not value:
             continue

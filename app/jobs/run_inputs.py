@@ -14,6 +14,7 @@ from app.db.models import Dataset, Run, RunResult
 from app.engine.image.featurize import FittedReduction, Recipe, apply_featurization
 from app.jobs.algorithms import Algorithm, get_algorithm
 from app.jobs.algorithms.base import ItemStructure, Params
+from app.jobs.continuation import Previous, previous_mixture
 from app.jobs.featurizer import decode_image, item_ground_truth
 from app.jobs.image_runs import image_params, image_structure
 from app.sideinfo import SideInformation, compile_side_information
@@ -51,11 +52,20 @@ class RunInputs:
     source_cluster_labels: list[str | None] | None = None
     # ... and the numbers they were stored under (jobs/numbering.py).
     source_cluster_order: NDArray[np.int64] | None = None
+    # The mixture a warm start continues (jobs/continuation.py), when the params ask for one.
+    previous: Previous | None = None
+
+    @property
+    def warm_start(self) -> bool:
+        return bool(getattr(self.params, "warm_start", False))
 
     def plan_kwargs(self) -> dict[str, Any]:
-        if not self.algorithm.uses_structure or self.image is None:
-            return {}
-        return {"structure": self.structure()}
+        kwargs: dict[str, Any] = {}
+        if self.algorithm.continues:
+            kwargs["previous"] = self.previous
+        if self.algorithm.uses_structure and self.image is not None:
+            kwargs["structure"] = self.structure()
+        return kwargs
 
     def structure(self) -> ItemStructure:
         """The image's neighbour links (pixels or touching superpixels)."""
@@ -98,6 +108,8 @@ def load_inputs(session: Session, run: Run, dataset: Dataset) -> RunInputs:
             bool((dataset.featurization or {}).get("superpixels")),
             load_pixel_ground_truth(session=session, dataset=dataset),
         )
+    if algorithm.continues and inputs.warm_start:
+        inputs.previous = previous_mixture(session, run)
     return inputs
 
 

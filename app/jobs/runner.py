@@ -27,6 +27,7 @@ from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
 from app.engine.image.pooled_apply import for_another_image
+from app.jobs.continuation import warm_start_metrics
 from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
 from app.jobs.numbering import latest_fitted_result, order_like, renumbered, renumbered_params
@@ -34,6 +35,7 @@ from app.jobs.run_inputs import load_inputs
 
 log = logging.getLogger(__name__)
 
+MAX_PARAM_VALUES = 100_000  # per-cluster parameters larger than this are not kept
 PROGRESS_INTERVAL_S = 0.25  # at most 4 progress writes a second
 ENGINE_VERSION = __version__  # recorded on every run
 FINAL_WRITE_ATTEMPTS = 6  # backoff 0.5 s doubling: about 30 s of database trouble survived
@@ -186,11 +188,15 @@ def json_safe(value: Any) -> Any:
 
 
 def _cluster_params(estimator: Any) -> dict[str, Any]:
+    """What the result shows of each cluster; with the covariances and their model, a later
+    run can also continue this mixture (``warm_start``, app/jobs/continuation.py)."""
     params: dict[str, Any] = {}
-    for name in ("weights_", "means_"):
+    for name in ("weights_", "means_", "covariances_"):
         value = getattr(estimator, name, None)
-        if value is not None and np.size(value) <= 100_000:
+        if value is not None and np.size(value) <= MAX_PARAM_VALUES:
             params[name.rstrip("_")] = np.asarray(value).tolist()
+    if isinstance(getattr(estimator, "covariance_", None), str):
+        params["covariance"] = estimator.covariance_
     for name in ("energy_", "n_iter_", "n_neighbors_", "smi_", "converged_"):
         value = getattr(estimator, name, None)
         if isinstance(value, (int, float, bool, np.integer, np.floating, np.bool_)):
@@ -265,6 +271,8 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
     metrics = run_metrics(labels, inputs.info, inputs.truth)
     if choice is not None:
         metrics["choice"] = choice
+    if inputs.model is None:
+        metrics.update(warm_start_metrics(inputs.warm_start, inputs.previous, estimator))
     if inputs.source_cluster_labels is not None:
         metrics["cluster_labels"] = inputs.source_cluster_labels
     if reference is not None and order is not None:

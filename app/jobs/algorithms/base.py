@@ -81,6 +81,9 @@ class Algorithm:
     requirement: Callable[[SideInformation], str | None] | None = None
     # Whether `plan` also takes `structure=` (an ItemStructure or None) for images.
     uses_structure: bool = False
+    # Whether `plan` also takes `previous=` (jobs/continuation.py: the mixture of the latest
+    # finished run of this algorithm, or None) and continues it when its params ask to.
+    continues: bool = False
     # Whether applying its model to another image pools the clusters' covariances (CEC
     # family; app/engine/image/pooled_apply.py says why).
     pools_covariance_on_apply: bool = False

@@ -21,6 +21,7 @@ from app.jobs.algorithms.base import (
     at_most_items,
     clusters_for,
 )
+from app.jobs.continuation import Previous
 from app.sideinfo import SideInformation
 
 
@@ -46,6 +47,14 @@ class PPCParams(Params):
         le=1,
         description="M-step weight of an unlabeled item against 1 for a labeled one (EM-lambda); "
         "empty: 1 on tables (plain EM), 0.1 on images (scribbles steer the components)",
+    )
+    warm_start: bool = Field(
+        False,
+        description="Continue the mixture of the latest finished PPC run on this dataset (same "
+        "number of components) instead of a fresh start, so a re-run after a few more "
+        "annotations moves its clusters rather than redrawing them; live re-runs do this. "
+        "Under covariance auto the other model still starts afresh and the one that agrees "
+        "more with the annotations is kept",
     )
     continuity: float = Field(
         1.0,
@@ -89,12 +98,29 @@ def component_labels(info: SideInformation, n_components: int) -> np.ndarray | N
     return out
 
 
+def continue_mixture(estimator: PPC, previous: Previous, n_features: int) -> None:
+    """Start ``estimator`` from ``previous``'s mixture when it is one it can continue: the same
+    number of components on features of the same width (otherwise it starts afresh, and the
+    run's ``metrics.warm_start.continued`` says so)."""
+    kept = previous.cluster_params
+    if not all(name in kept for name in ("weights", "means", "covariances", "covariance")):
+        return  # kept before runs stored covariances, or too large to keep
+    means = np.asarray(kept["means"], dtype=np.float64)
+    if means.shape != (estimator.n_components, n_features):
+        return
+    try:
+        estimator.start_from(kept["weights"], means, kept["covariances"], kept["covariance"])
+    except ValueError:
+        return  # not a mixture PPC can start from (another model's parameters)
+
+
 def plan_ppc(
     params: PPCParams,
     info: SideInformation,
     _x: FloatArray,
     progress: Progress,
     structure: ItemStructure | None = None,
+    previous: Previous | None = None,
 ) -> FitPlan:
     estimator = PPC(
         n_components=clusters_for(params.n_components, info, 3),
@@ -107,6 +133,8 @@ def plan_ppc(
         progress=progress,
         unlabeled_weight=1.0 if params.unlabeled_weight is None else params.unlabeled_weight,
     )
+    if params.warm_start and previous is not None:
+        continue_mixture(estimator, previous, _x.shape[1])
     pairs, weights = relations(info)
     if structure is not None and params.continuity > 0:
         # Continuity links are soft; an annotation on the same pair keeps its own weight too.
@@ -136,4 +164,5 @@ PPC_ALGORITHM = Algorithm(
     params_model=PPCParams,
     plan=plan_ppc,
     uses_structure=True,
+    continues=True,
 )

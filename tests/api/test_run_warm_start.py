@@ -1,0 +1,104 @@
+"""PPC runs with ``warm_start`` continue the dataset's latest PPC run instead of drawing a new
+start; the run's metrics say what they continued."""
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.test_run_numbering import result
+from tests.api.test_runs import run_to_end, upload_csv
+from tests.engine.test_ppc_warm_start import _corners, _split
+
+pytestmark = pytest.mark.db
+
+
+def _same_split(a: np.ndarray, b: np.ndarray) -> bool:
+    return max(float(np.mean(a == b)), float(np.mean(a != b))) >= 0.98
+
+
+@pytest.fixture
+def corners_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
+    X = _corners()
+    return upload_csv(client, project_id, admin_headers, X, _split(X, 0))
+
+
+def _must_link(
+    client: TestClient, headers: dict[str, str], dataset_id: int, i: int, j: int
+) -> None:
+    body = {"kind": "must_link", "items": [i, j]}
+    response = client.post(f"/api/v1/datasets/{dataset_id}/annotations", json=body, headers=headers)
+    assert response.status_code == 201, response.text
+
+
+def test_a_warm_run_keeps_the_split_it_continues_where_fresh_runs_move(
+    client: TestClient, admin_headers: dict[str, str], corners_id: int
+) -> None:
+    X = _corners()
+    first = run_to_end(client, admin_headers, corners_id, "ppc", n_components=2, random_state=1)
+    assert first["status"] == "succeeded", first["error"]
+    kept = result(client, admin_headers, first["id"])
+    assert kept["cluster_params"]["covariance"] == "full"
+    assert np.asarray(kept["cluster_params"]["covariances"]).shape == (2, 2, 2)
+    split = np.asarray(kept["labels"])
+    assert _same_split(split, _split(X, 0)) or _same_split(split, _split(X, 1))
+    _must_link(client, admin_headers, corners_id, 0, 1)  # within one blob: either split holds
+
+    fresh_splits = []
+    for seed in range(4):
+        fresh = run_to_end(
+            client, admin_headers, corners_id, "ppc", n_components=2, random_state=seed
+        )
+        body = result(client, admin_headers, fresh["id"])
+        assert "warm_start" not in body["metrics"]
+        fresh_splits.append(_same_split(np.asarray(body["labels"]), split))
+    assert not all(fresh_splits)  # fresh starts do land in the other split
+
+    previous = fresh["id"]
+    for seed in range(4):
+        warm = run_to_end(
+            client,
+            admin_headers,
+            corners_id,
+            "ppc",
+            n_components=2,
+            random_state=seed,
+            warm_start=True,
+        )
+        assert warm["status"] == "succeeded", warm["error"]
+        body = result(client, admin_headers, warm["id"])
+        assert body["metrics"]["warm_start"] == {"from_run": previous, "continued": True}
+        previous = warm["id"]
+        if seed == 0:
+            split = np.asarray(body["labels"])  # continues the last fresh run's split
+        assert _same_split(np.asarray(body["labels"]), split)
+
+
+def test_a_warm_run_with_nothing_to_continue_starts_afresh_and_says_so(
+    client: TestClient, admin_headers: dict[str, str], corners_id: int
+) -> None:
+    run = run_to_end(client, admin_headers, corners_id, "ppc", n_components=2, warm_start=True)
+    assert run["status"] == "succeeded", run["error"]
+    assert result(client, admin_headers, run["id"])["metrics"]["warm_start"] == {
+        "from_run": None,
+        "continued": False,
+    }
+    # Another number of components cannot continue that mixture: a fresh start, said so.
+    cec = run_to_end(client, admin_headers, corners_id, "cec", n_clusters=4)
+    assert cec["status"] == "succeeded", cec["error"]
+    three = run_to_end(client, admin_headers, corners_id, "ppc", n_components=3, warm_start=True)
+    assert three["status"] == "succeeded", three["error"]
+    # The latest PPC run is continued, not the CEC run that finished after it.
+    assert result(client, admin_headers, three["id"])["metrics"]["warm_start"] == {
+        "from_run": run["id"],
+        "continued": False,
+    }
+
+
+def test_warm_start_is_a_documented_ppc_parameter(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    page = client.get("/api/v1/algorithms", headers=admin_headers).json()
+    ppc = {a["id"]: a for a in page["items"]}["ppc"]
+    field = ppc["parameters"]["properties"]["warm_start"]
+    assert field["type"] == "boolean" and field["default"] is False
+    assert "latest finished PPC run" in field["description"]
