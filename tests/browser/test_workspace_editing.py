@@ -2,7 +2,8 @@
 once, a cannot-link between sets is one line with its count, layers can be hidden, one
 annotation can be edited or deleted, the newest run is shown after a reload with an honest
 progress line, "?" lists the shortcuts, a cluster becomes a label in one act, "Live"
-re-runs after each annotation, and a re-run keeps each group's colour."""
+re-runs after each annotation (continuing the last PPC run), and a re-run keeps each group's
+colour."""
 
 import re
 
@@ -255,3 +256,37 @@ def test_a_rerun_keeps_each_groups_colour(page: Page, live_server: str) -> None:
     assert result["metrics"]["numbered_like_run"] == int(first)
     assert result["metrics"]["cluster_order"] == [1, 0]  # PPC's own numbers are swapped
     assert (colour_at(page, 0), colour_at(page, 79)) == (left, right)
+
+
+def test_live_reruns_continue_the_shown_ppc_result(page: Page, live_server: str) -> None:
+    """A run from the Run button starts afresh; a live re-run after an annotation asks PPC for a
+    warm start, continues the last PPC run and says so in the result line."""
+    rng = np.random.default_rng(13)
+    rows = np.vstack([rng.normal([-6.0, 0.0], 1.0, (50, 2)), rng.normal([6.0, 0.0], 1.0, (50, 2))])
+    dataset = upload_table(live_server, "live-warm", rows.tolist())
+    open_dataset_workspace(page, dataset)
+    page.select_option("#algorithm", "ppc")
+    page.fill("[data-param=n_components]", "2")
+    expect(page.locator("[data-param=warm_start]")).not_to_be_checked()
+    page.get_by_role("button", name="Run", exact=True).click()
+    plot = page.get_by_test_id("plot")
+    expect(page.get_by_test_id("progress")).to_have_attribute(
+        "data-status", "succeeded", timeout=120_000
+    )
+    expect(plot).to_have_attribute("data-run", re.compile(r"^\d+$"))
+    first = str(plot.get_attribute("data-run"))
+    expect(page.get_by_test_id("run-metrics")).not_to_contain_text("continued")
+    fresh = page.request.get(f"{live_server}/api/v1/runs/{first}").json()
+    assert fresh["params"].get("warm_start", False) is False
+
+    page.check("#live")
+    page.get_by_role("button", name="Lasso").click()
+    lasso(page, 0.0, 0.25)
+    page.get_by_role("button", name="Must-link selection").click()
+    expect(plot).not_to_have_attribute("data-run", first, timeout=120_000)
+    second = str(plot.get_attribute("data-run"))
+    expect(page.get_by_test_id("run-metrics")).to_contain_text(f"continued run #{first}")
+    run = page.request.get(f"{live_server}/api/v1/runs/{second}").json()
+    assert run["params"]["warm_start"] is True
+    result = page.request.get(f"{live_server}/api/v1/runs/{second}/result").json()
+    assert result["metrics"]["warm_start"] == {"from_run": int(first), "continued": True}

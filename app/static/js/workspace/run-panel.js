@@ -40,6 +40,8 @@ function resultSummary(result) {
   if (p.smi !== undefined) parts.push(`LSMI ${p.smi.toFixed(3)}`);
   if (p.energy !== undefined) parts.push(`energy ${p.energy.toFixed(4)}`);
   if (p.n_iter !== undefined) parts.push(`${p.n_iter} sweeps${p.converged === false ? ' (not converged)' : ''}`);
+  const warm = m.warm_start;
+  if (warm) parts.push(warm.continued ? `continued run #${warm.from_run}` : 'fresh start');
   return parts;
 }
 
@@ -148,7 +150,8 @@ export function createRunPanel({
     chooseAlgorithm();
   }
 
-  async function start() {
+  // `overrides` replace parameters of the form (a live re-run asks for a warm start).
+  async function start(overrides = {}) {
     if (!canEdit) return;
     const algorithm = chosen();
     try {
@@ -162,7 +165,7 @@ export function createRunPanel({
       }
       const run = await api('/runs', {
         method: 'POST',
-        body: { dataset_id: datasetId, algorithm: $('#algorithm').value, params: state.readParams() },
+        body: { dataset_id: datasetId, algorithm: $('#algorithm').value, params: { ...state.readParams(), ...overrides } },
       });
       state.activeRun = run.id;
       state.activeStatus = run.status;
@@ -200,7 +203,10 @@ export function createRunPanel({
     if (previous !== undefined && !FINISHED.includes(state.activeStatus)) {
       await api(`/runs/${previous}/cancel`, { method: 'POST' }).catch(() => {}); // may have ended
     }
-    await start();
+    // Live re-runs continue the last result where the algorithm can (PPC's warm_start): a
+    // fresh start after each act could redraw the clusters (docs/ppc.md, "Warm starts").
+    const offers = chosen().parameters.properties.warm_start !== undefined;
+    await start(offers ? { warm_start: true } : {});
   }
 
   function annotationsChanged() {
@@ -254,7 +260,7 @@ export function createRunPanel({
     bind('#params', 'input', () => { userChose = true; });
     if (live && canEdit) $('#live-box').hidden = false;
     if (canEdit) {
-      bind('#run', 'click', start);
+      bind('#run', 'click', () => start());
       bind('#cancel-run', 'click', () => api(`/runs/${state.activeRun}/cancel`, { method: 'POST' }));
     }
     bind('#run-select', 'change', () => $('#run-select').value && showRun(Number($('#run-select').value)));
