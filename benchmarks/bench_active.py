@@ -4,10 +4,12 @@ A simulated expert answers "same or different?" from the true classes. Every str
 go to the same clusterer (PPC with hard relations, k = number of classes, defaults), so the
 curves compare the questions, not the clusterers. Ours asks ``--batch`` questions at a time from
 the latest fit (``app.engine.active.suggest_pairs``, the rule behind
-``GET /datasets/{id}/suggestions``), then refits; the library's strategies run once per budget
-with their own internal clusterer (PCKMeans), as the library is used. Each strategy's answers
-count one query each; the library's strategies add the constraints their neighbourhoods imply,
-and PPC infers the same from hard relations (must-links contract, cannot-links exclude).
+``GET /datasets/{id}/suggestions``), then refits (``ours-live``: the refits continue the last
+fit, as the workspace's Live re-runs do, ``PPC(warm_start=True)``); the library's strategies
+run once per budget with their own internal clusterer (PCKMeans), as the library is used.
+Each strategy's answers count one query each; the library's strategies add the constraints
+their neighbourhoods imply, and PPC infers the same from hard relations (must-links contract,
+cannot-links exclude).
 
 Data: iris, wine, breast cancer, digits; standardised, PCA to 10 dimensions where wider (the
 protocol of bench_constraints). Prints mean ARI over ``--draws`` per budget. A row that takes
@@ -78,14 +80,55 @@ def answer(y: NDArray[np.int64], asked: list[tuple[int, int]]) -> Pairs:
     )
 
 
+class Continuing:
+    """PPC re-runs that continue the previous fit (``warm_start``), as Live re-runs do in the
+    workspace; a new instance per draw."""
+
+    def __init__(self) -> None:
+        self.model: PPC | None = None
+
+    def __call__(
+        self, X: NDArray[np.float64], k: int, links: Pairs, seed: int
+    ) -> NDArray[np.int64]:
+        if self.model is None:
+            self.model = PPC(k, random_state=seed, warm_start=True)
+        must, cannot = links
+        pairs = np.concatenate([must.reshape(-1, 2), cannot.reshape(-1, 2)])
+        weights = np.concatenate([np.full(len(must), np.inf), np.full(len(cannot), -np.inf)])
+        if len(pairs):
+            self.model.fit(X, pairs=pairs, weights=weights)
+        else:
+            self.model.fit(X)
+        return np.asarray(self.model.labels_, dtype=np.int64)
+
+
+Clusterer = Callable[[NDArray[np.float64], int, Pairs, int], NDArray[np.int64]]
+
+
 def ours(
-    X: NDArray[np.float64], y: NDArray[np.int64], k: int, seed: int, refit: int
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    k: int,
+    seed: int,
+    refit: int,
+    fit: Clusterer = cluster,
+    on_refit: Callable[[NDArray[np.int64], NDArray[np.int64]], None] | None = None,
 ) -> list[float]:
     """As the workspace's "Ask me" panel: one question at a time, each from the latest run and
-    every answer so far; the method re-runs every ``refit`` answers (Live re-runs after each)."""
+    every answer so far; the method re-runs every ``refit`` answers (Live re-runs after each)
+    with ``fit`` (fresh fits, or ``Continuing()`` as Live does); ``on_refit(old, new)`` sees
+    the labels before and after every re-run."""
     asked: list[tuple[int, int]] = []
     scores = []
-    labels = cluster(X, k, answer(y, asked), seed)
+    labels = fit(X, k, answer(y, asked), seed)
+
+    def rerun() -> None:
+        nonlocal labels
+        new = fit(X, k, answer(y, asked), seed)
+        if on_refit is not None:
+            on_refit(labels, new)
+        labels = new
+
     for budget in BUDGETS:
         while len(asked) < budget:
             must, cannot = answer(y, asked)
@@ -95,8 +138,9 @@ def ours(
                 break
             asked.append((questions[0].items[0], questions[0].items[1]))
             if len(asked) % refit == 0:
-                labels = cluster(X, k, answer(y, asked), seed)
-        labels = cluster(X, k, answer(y, asked), seed)
+                rerun()
+        if len(asked) % refit:
+            rerun()
         scores.append(adjusted_rand_score(y, labels))
     return scores
 
@@ -183,6 +227,7 @@ def main() -> None:
     args = parser.parse_args()
     strategies: dict[str, Callable[..., list[float]]] = {
         "ours": lambda X, y, k, s: ours(X, y, k, s, args.refit),
+        "ours-live": lambda X, y, k, s: ours(X, y, k, s, args.refit, Continuing()),
         "random": random_pairs,
         "NPU": library(lambda k: NPU(clusterer=PCKMeans(n_clusters=k))),
         "MinMax": library(lambda k: MinMax(n_clusters=k)),
