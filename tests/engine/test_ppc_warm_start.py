@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.datasets import load_iris
+from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import StandardScaler
 
 from app.engine import PPC
 
@@ -139,3 +142,26 @@ def test_start_from_refuses_a_mixture_it_cannot_continue(
     with pytest.raises(ValueError, match=message):
         model.start_from(weights, np.zeros((2, 2)), covariances, covariance)
     assert not hasattr(model, "means_")  # nothing half-set
+
+
+def test_a_fresh_start_replaces_a_continued_fit_the_new_relations_contradict() -> None:
+    """Iris (standardised), seed 9: the first fit lands in a wrong partition; 25 true relations
+    contradict it. Continued alone, EM stays near it; a fresh start agrees with more of the
+    relations, so the warm-started fit keeps the fresh one."""
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    model = PPC(3, covariance="full", random_state=9).fit(X)
+    assert adjusted_rand_score(y, model.labels_) < 0.6
+    rng = np.random.default_rng(9)
+    pairs = rng.choice(150, (25, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    weights = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], np.inf, -np.inf)
+    start = {"weights_init": model.weights_, "means_init": model.means_}
+    start["covariances_init"] = model.covariances_
+    alone = PPC(3, covariance="full", random_state=9, **start).fit(X, pairs=pairs, weights=weights)
+    fresh = PPC(3, covariance="full", random_state=9).fit(X, pairs=pairs, weights=weights)
+    model.set_params(warm_start=True)
+    model.fit(X, pairs=pairs, weights=weights)
+    assert adjusted_rand_score(y, alone.labels_) < adjusted_rand_score(y, fresh.labels_) - 0.1
+    assert not model.warm_started_
+    np.testing.assert_array_equal(model.labels_, fresh.labels_)

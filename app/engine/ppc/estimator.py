@@ -120,12 +120,13 @@ class PPC(ClusterMixin, BaseEstimator):
     weights_init, means_init, covariances_init : optional start (GaussianMixture shapes) that
         overrides ``init_params`` for what is given.
     warm_start : when True and this estimator was fitted before, with the same
-        ``n_components`` on data of the same width, the next ``fit`` starts the covariance
-        model it chose then (``covariance_``) from that fit's mixture instead of a fresh start.
-        Under ``covariance='auto'`` the other model still starts afresh and the fit that agrees
-        with more of the side information is kept, so new relations can still change the
-        model. Refitting after a few more relations then moves the mixture instead of
-        redrawing it (docs/ppc.md, "Warm starts"). ``warm_started_`` says whether it did.
+        ``n_components`` on data of the same width, the next ``fit`` also starts the
+        covariance model it chose then (``covariance_``) from that fit's mixture, and keeps
+        that continued fit unless a fresh start (or, under ``auto``, the other model) agrees
+        with more of the relations and labels. Refitting after a few more relations then
+        moves the mixture instead of redrawing it, yet leaves a local optimum the new relations
+        contradict (docs/ppc.md, "Warm starts"). ``warm_started_`` says whether the kept fit
+        continued the previous one.
 
     Fitted attributes: ``labels_`` (joint labels that satisfy every hard relation and the
     labels; on mean-field and Gibbs components refined by ICM), ``resp_``
@@ -290,15 +291,20 @@ class PPC(ClusterMixin, BaseEstimator):
         check_feasible(graph, m)
         previous = self._previous_fit(data, m)
         rng = check_random_state(self.random_state)
-        chosen: tuple[tuple[float, float], PPCResult, str, Options] | None = None
+        chosen: tuple[tuple[float, float, float], PPCResult, str, Options] | None = None
         iterations = 0
         # choosing by the side information: AUTO_STARTS starts per model, the best by
-        # (agreement, objective); otherwise n_init starts, the best by the objective
+        # (agreement, objective); otherwise n_init starts, the best by the objective. A warm
+        # start is one more start of the previous fit's model that wins ties in agreement: a
+        # fresh start replaces it only when its mixture agrees with more of the side
+        # information (the previous fit may be a local optimum the new relations contradict).
+        judge = len(models) > 1 or previous is not None
         starts = max(n_init, AUTO_STARTS) if len(models) > 1 else n_init
         for name in models:
             opts = self._options(graph, name)
-            for attempt in range(starts):
-                warm = previous is not None and previous[0] == name and attempt == 0
+            continues = previous is not None and previous[0] == name
+            for attempt in range(starts + int(continues)):
+                warm = continues and attempt == 0
                 if warm:
                     assert previous is not None
                     start = previous[1]
@@ -307,10 +313,10 @@ class PPC(ClusterMixin, BaseEstimator):
                 result = run_em(data, start, graph, opts, rng, self.progress, iterations)
                 iterations += result.n_iter
                 score = 0.0
-                if len(models) > 1:
+                if judge:
                     plain = self._plain_proba(data, result.params, opts.family).argmax(axis=1)
                     score = agreement(plain, relations, known)
-                key = (score, result.estep.bound)
+                key = (score, float(warm), result.estep.bound)
                 if chosen is None or key > chosen[0]:
                     chosen = (key, result, name, opts)
                     self.warm_started_ = warm
