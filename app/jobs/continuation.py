@@ -49,9 +49,8 @@ def previous_mixture(session: Session, run: Run) -> Previous | None:
 
 def warm_start_metrics(asked: bool, previous: Previous | None, estimator: Any) -> dict[str, Any]:
     """What a run that asked for a warm start continued: ``from_run`` (the run it could
-    continue, or None) and ``continued`` (whether the kept fit started there: under
-    ``covariance='auto'`` a fresh fit of the other model can agree more with the annotations
-    and be kept instead)."""
+    continue, or None) and ``continued`` (whether the kept fit started there: a fresh start
+    that agrees with more of the annotations is kept instead)."""
     if not asked:
         return {}
     return {

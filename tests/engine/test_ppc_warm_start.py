@@ -117,7 +117,7 @@ def test_start_from_a_kept_mixture_is_the_same_as_continuing_the_estimator() -> 
     X = _corners()
     model = _fitted_on(X, axis=1)
     kept = (model.weights_, model.means_, model.covariances_, model.covariance_)
-    other = PPC(2, random_state=5).start_from(*kept)
+    other = PPC(2, covariance="full", random_state=5).start_from(*kept)
     other.fit(X, pairs=[[0, 1]], weights=[np.inf])
     model.set_params(warm_start=True, means_init=None, random_state=5)
     model.fit(X, pairs=[[0, 1]], weights=[np.inf])

@@ -291,18 +291,21 @@ class PPC(ClusterMixin, BaseEstimator):
         check_feasible(graph, m)
         previous = self._previous_fit(data, m)
         rng = check_random_state(self.random_state)
-        chosen: tuple[tuple[float, float, float], PPCResult, str, Options] | None = None
+        chosen: tuple[tuple[float, float], PPCResult, str, Options, bool] | None = None
         iterations = 0
         # choosing by the side information: AUTO_STARTS starts per model, the best by
         # (agreement, objective); otherwise n_init starts, the best by the objective. A warm
-        # start is one more start of the previous fit's model that wins ties in agreement: a
-        # fresh start replaces it only when its mixture agrees with more of the side
-        # information (the previous fit may be a local optimum the new relations contradict).
+        # start is one more start of the previous fit's model that wins ties in agreement
+        # against that model's fresh starts: one of them replaces it only when its mixture
+        # agrees with more of the side information (the previous fit may be a local optimum
+        # the new relations contradict). Between models the rule is the usual one.
         judge = len(models) > 1 or previous is not None
         starts = max(n_init, AUTO_STARTS) if len(models) > 1 else n_init
+        cancelled = False
         for name in models:
             opts = self._options(graph, name)
             continues = previous is not None and previous[0] == name
+            best: tuple[tuple[float, float, float], PPCResult, bool] | None = None
             for attempt in range(starts + int(continues)):
                 warm = continues and attempt == 0
                 if warm:
@@ -317,17 +320,21 @@ class PPC(ClusterMixin, BaseEstimator):
                     plain = self._plain_proba(data, result.params, opts.family).argmax(axis=1)
                     score = agreement(plain, relations, known)
                 key = (score, float(warm), result.estep.bound)
-                if chosen is None or key > chosen[0]:
-                    chosen = (key, result, name, opts)
-                    self.warm_started_ = warm
-                if result.cancelled:
+                if best is None or key > best[0]:
+                    best = (key, result, warm)
+                cancelled = result.cancelled
+                if cancelled:
                     break
-            if result.cancelled:
+            assert best is not None
+            (score, _, bound), result, warm = best
+            if chosen is None or (score, bound) > chosen[0]:
+                chosen = ((score, bound), result, name, opts, warm)
+            if cancelled:
                 break
         assert chosen is not None
-        _, best, self.covariance_, opts = chosen
-        self._store(best)
-        if not best.converged and not best.cancelled:
+        _, kept, self.covariance_, opts, self.warm_started_ = chosen
+        self._store(kept)
+        if not kept.converged and not kept.cancelled:
             warn_fit(
                 self,
                 f"PPC did not converge within max_iter={opts.max_iter} EM iterations; increase "

@@ -52,9 +52,8 @@ class PPCParams(Params):
         False,
         description="Continue the mixture of the latest finished PPC run on this dataset (same "
         "number of components) instead of a fresh start, so a re-run after a few more "
-        "annotations moves its clusters rather than redrawing them; live re-runs do this. "
-        "Under covariance auto the other model still starts afresh and the one that agrees "
-        "more with the annotations is kept",
+        "annotations moves its clusters rather than redrawing them; live re-runs do this. A "
+        "fresh start still competes and is kept only if it agrees with more of the annotations",
     )
     continuity: float = Field(
         1.0,
