@@ -36,7 +36,7 @@ from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 from app.engine.ppc.prior import PI_UPDATES
 from app.engine.ppc.relations import check_labels, check_relations
 from app.engine.ppc.select import AUTO_STARTS, COVARIANCES, agreement, candidates, family_of
-from app.engine.ppc.start import INITS, kmeans_start, random_start
+from app.engine.ppc.start import INITS, group_whitening, kmeans_start, random_start
 
 FloatArray = NDArray[np.float64]
 
@@ -71,6 +71,20 @@ def _check_unlabeled_weight(value: object) -> float:
     if weight == 0.0:
         raise ValueError("unlabeled_weight must be in (0, 1], got 0")
     return weight
+
+
+def _whitening(X: FloatArray, graph: RelationGraph) -> FloatArray | None:
+    """The metric of the samples known to share a component (``start.group_whitening``):
+    chunklets of hard links, and samples of one label. Not on image grids (mean-field
+    components), whose scribbles and neighbour links are no sample of a class's spread."""
+    if graph.mf_nodes.shape[0]:
+        return None
+    chunklet = graph.super_of
+    size = np.bincount(chunklet)
+    group = np.where(size[chunklet] >= 2, chunklet, -1)
+    if graph.labeled.shape[0]:
+        group[graph.labeled] = chunklet.shape[0] + graph.label_of
+    return group_whitening(X, group)
 
 
 class PPC(ClusterMixin, BaseEstimator):
@@ -225,10 +239,14 @@ class PPC(ClusterMixin, BaseEstimator):
     ) -> Params:
         d = X.shape[1]
         init = check_choice("init_params", self.init_params, INITS)
-        make = kmeans_start if init == "kmeans" else random_start
-        weights, means, covariances = make(
-            X, m, family, reg_covar, graph.labeled, graph.label_of, rng
-        )
+        if init == "kmeans":
+            weights, means, covariances = kmeans_start(
+                X, m, family, reg_covar, graph.labeled, graph.label_of, rng, _whitening(X, graph)
+            )
+        else:
+            weights, means, covariances = random_start(
+                X, m, family, reg_covar, graph.labeled, graph.label_of, rng
+            )
         if self.weights_init is not None:
             weights = np.asarray(self.weights_init, dtype=np.float64)
         if self.means_init is not None:
