@@ -10,6 +10,7 @@ import pytest
 from numpy.typing import NDArray
 
 from app.engine import PPC
+from app.engine.ppc import estimator
 
 FloatArray = NDArray[np.float64]
 
@@ -92,9 +93,15 @@ def two_moded_class(seed: int) -> tuple[FloatArray, NDArray[np.int64], NDArray[n
 
 @pytest.mark.parametrize("covariance", ["full", "tied"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_labels_hold_a_misspecified_mixture_to_their_classes(covariance: str, seed: int) -> None:
-    """Plain EM follows the modes (accuracy <= 0.7); with unlabeled samples at weight 0.1 the
-    labeled ones keep one component per class (>= 0.95), as on scribbled textures."""
+def test_labels_hold_a_misspecified_mixture_to_their_classes(
+    covariance: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain EM from k-means follows the modes (accuracy <= 0.7); with unlabeled samples at
+    weight 0.1 the labeled ones keep one component per class (>= 0.95), as on scribbled
+    textures. (The start in the labeled classes' metric, ``start.group_whitening``, lands plain
+    EM in the classes here too, at 0.98; the plain k-means start keeps the case the weight is
+    for: image grids, where that metric is not used.)"""
+    monkeypatch.setattr(estimator, "_whitening", lambda X, graph: None)
     X, labels, truth = two_moded_class(seed)
 
     def accuracy(weight: float) -> float:
