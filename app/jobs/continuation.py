@@ -12,10 +12,10 @@ covariances and their model); the run records what it continued in ``metrics.war
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Run, RunResult
+from app.jobs.latest_run import latest_fitted
 
 
 @dataclass(frozen=True)
@@ -29,19 +29,7 @@ class Previous:
 def previous_mixture(session: Session, run: Run) -> Previous | None:
     """The dataset's most recently finished run of ``run``'s algorithm that fitted a model
     itself (not one applying another run's model), other than ``run``."""
-    row = session.execute(
-        select(Run.id, RunResult.cluster_params)
-        .join(RunResult, RunResult.run_id == Run.id)
-        .where(
-            Run.dataset_id == run.dataset_id,
-            Run.algorithm == run.algorithm,
-            Run.id != run.id,
-            Run.status == "succeeded",
-            Run.source_run_id.is_(None),
-        )
-        .order_by(Run.finished_at.desc(), Run.id.desc())
-        .limit(1)
-    ).first()
+    row = latest_fitted(session, run, RunResult.cluster_params, same_algorithm=True)
     if row is None:
         return None
     return Previous(int(row[0]), dict(row[1] or {}))

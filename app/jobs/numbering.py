@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Run, RunResult
 from app.engine.core.numbering import numbering_like
+from app.jobs.latest_run import latest_fitted
 
 IntArray = NDArray[np.int64]
 
@@ -34,18 +34,7 @@ class Reference:
 def latest_fitted_result(session: Session, run: Run) -> Reference | None:
     """The dataset's most recently finished run that fitted a model itself (not one applying
     another run's model), other than ``run``, with its labels."""
-    row = session.execute(
-        select(Run.id, RunResult.labels)
-        .join(RunResult, RunResult.run_id == Run.id)
-        .where(
-            Run.dataset_id == run.dataset_id,
-            Run.id != run.id,
-            Run.status == "succeeded",
-            Run.source_run_id.is_(None),
-        )
-        .order_by(Run.finished_at.desc(), Run.id.desc())
-        .limit(1)
-    ).first()
+    row = latest_fitted(session, run, RunResult.labels)
     if row is None:
         return None
     return Reference(int(row[0]), np.frombuffer(row[1], dtype="<i4"))
