@@ -13,12 +13,15 @@ from app.db.models import Run, RunResult
 
 
 def latest_fitted(
-    session: Session, run: Run, column: InstrumentedAttribute[Any], same_algorithm: bool = False
-) -> tuple[int, Any] | None:
-    """(run id, ``column`` of its result) of the dataset's most recently finished fitted run
+    session: Session,
+    run: Run,
+    *columns: InstrumentedAttribute[Any],
+    same_algorithm: bool = False,
+) -> tuple[Any, ...] | None:
+    """(run id, ``columns`` of its result) of the dataset's most recently finished fitted run
     other than ``run``; with ``same_algorithm``, only runs of ``run``'s algorithm."""
     query = (
-        select(Run.id, column)
+        select(Run.id, *columns)
         .join(RunResult, RunResult.run_id == Run.id)
         .where(
             Run.dataset_id == run.dataset_id,
@@ -30,4 +33,4 @@ def latest_fitted(
     if same_algorithm:
         query = query.where(Run.algorithm == run.algorithm)
     row = session.execute(query.order_by(Run.finished_at.desc(), Run.id.desc()).limit(1)).first()
-    return None if row is None else (int(row[0]), row[1])
+    return None if row is None else tuple(row)

@@ -1,5 +1,5 @@
-"""PPC runs with ``warm_start`` continue the dataset's latest PPC run instead of drawing a new
-start; the run's metrics say what they continued."""
+"""PPC and CEC-IB runs with ``warm_start`` continue the dataset's latest run of their algorithm
+(its mixture, its partition); the run's metrics say what they continued."""
 
 import numpy as np
 import pytest
@@ -102,3 +102,48 @@ def test_warm_start_is_a_documented_ppc_parameter(
     field = ppc["parameters"]["properties"]["warm_start"]
     assert field["type"] == "boolean" and field["default"] is False
     assert "latest finished PPC run" in field["description"]
+
+
+def _label(
+    client: TestClient, headers: dict[str, str], dataset_id: int, items: list[int], name: str
+) -> None:
+    body = {"kind": "label", "items": items, "label": name}
+    response = client.post(f"/api/v1/datasets/{dataset_id}/annotations", json=body, headers=headers)
+    assert response.status_code == 201, response.text
+
+
+def test_a_warm_cec_ib_run_continues_the_latest_cec_ib_partition(
+    client: TestClient, admin_headers: dict[str, str], corners_id: int
+) -> None:
+    X = _corners()
+    # Items 0 and 40, at the corners (-4, -4) and (-4, 4), named apart: two clusters.
+    _label(client, admin_headers, corners_id, [0], "a")
+    _label(client, admin_headers, corners_id, [40], "b")
+    first = run_to_end(client, admin_headers, corners_id, "cec-ib", warm_start=True)
+    assert first["status"] == "succeeded", first["error"]
+    body = result(client, admin_headers, first["id"])
+    assert body["metrics"]["warm_start"] == {"from_run": None, "continued": False}
+    split = np.asarray(body["labels"])
+
+    ppc = run_to_end(client, admin_headers, corners_id, "ppc", n_components=2)
+    assert ppc["status"] == "succeeded", ppc["error"]
+    again = run_to_end(client, admin_headers, corners_id, "cec-ib", warm_start=True)
+    assert again["status"] == "succeeded", again["error"]
+    body = result(client, admin_headers, again["id"])
+    # The latest CEC-IB run, not the PPC run after it; nothing changed, so its partition holds.
+    assert body["metrics"]["warm_start"] == {"from_run": first["id"], "continued": True}
+    assert _same_split(np.asarray(body["labels"]), split)
+    assert _same_split(split, _split(X, 1))  # the split that keeps the two apart
+
+    fresh = run_to_end(client, admin_headers, corners_id, "cec-ib")
+    assert "warm_start" not in result(client, admin_headers, fresh["id"])["metrics"]
+
+
+def test_warm_start_is_a_documented_cec_ib_parameter(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    page = client.get("/api/v1/algorithms", headers=admin_headers).json()
+    cec_ib = {a["id"]: a for a in page["items"]}["cec-ib"]
+    field = cec_ib["parameters"]["properties"]["warm_start"]
+    assert field["type"] == "boolean" and field["default"] is False
+    assert "latest finished CEC-IB run" in field["description"]

@@ -6,6 +6,7 @@ re-runs after each annotation (continuing the last PPC run), and a re-run keeps 
 colour."""
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -258,15 +259,31 @@ def test_a_rerun_keeps_each_groups_colour(page: Page, live_server: str) -> None:
     assert (colour_at(page, 0), colour_at(page, 79)) == (left, right)
 
 
-def test_live_reruns_continue_the_shown_ppc_result(page: Page, live_server: str) -> None:
-    """A run from the Run button starts afresh; a live re-run after an annotation asks PPC for a
-    warm start, continues the last PPC run and says so in the result line."""
+def must_link_selection(page: Page) -> None:
+    page.get_by_role("button", name="Must-link selection").click()
+
+
+def label_selection(page: Page) -> None:
+    page.fill("#new-category", "left")
+    page.get_by_role("button", name="Label", exact=True).click()
+
+
+@pytest.mark.parametrize(
+    "algorithm, size, act",
+    [("ppc", "n_components", must_link_selection), ("cec-ib", "n_clusters", label_selection)],
+)
+def test_live_reruns_continue_the_shown_result(
+    page: Page, live_server: str, algorithm: str, size: str, act: Callable[[Page], None]
+) -> None:
+    """A run from the Run button starts afresh; a live re-run after an annotation asks for a
+    warm start (PPC's mixture, CEC-IB's partition), continues the last run of the method and
+    says so in the result line."""
     rng = np.random.default_rng(13)
     rows = np.vstack([rng.normal([-6.0, 0.0], 1.0, (50, 2)), rng.normal([6.0, 0.0], 1.0, (50, 2))])
-    dataset = upload_table(live_server, "live-warm", rows.tolist())
+    dataset = upload_table(live_server, f"live-warm-{algorithm}", rows.tolist())
     open_dataset_workspace(page, dataset)
-    page.select_option("#algorithm", "ppc")
-    page.fill("[data-param=n_components]", "2")
+    page.select_option("#algorithm", algorithm)
+    page.fill(f"[data-param={size}]", "2")
     expect(page.locator("[data-param=warm_start]")).not_to_be_checked()
     page.get_by_role("button", name="Run", exact=True).click()
     plot = page.get_by_test_id("plot")
@@ -282,11 +299,11 @@ def test_live_reruns_continue_the_shown_ppc_result(page: Page, live_server: str)
     page.check("#live")
     page.get_by_role("button", name="Lasso").click()
     lasso(page, 0.0, 0.25)
-    page.get_by_role("button", name="Must-link selection").click()
+    act(page)
     expect(plot).not_to_have_attribute("data-run", first, timeout=120_000)
     second = str(plot.get_attribute("data-run"))
     expect(page.get_by_test_id("run-metrics")).to_contain_text(f"continued run #{first}")
     run = page.request.get(f"{live_server}/api/v1/runs/{second}").json()
-    assert run["params"]["warm_start"] is True
+    assert run["algorithm"] == algorithm and run["params"]["warm_start"] is True
     result = page.request.get(f"{live_server}/api/v1/runs/{second}/result").json()
     assert result["metrics"]["warm_start"] == {"from_run": int(first), "continued": True}

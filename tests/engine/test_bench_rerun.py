@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from benchmarks.bench_active import Continuing
 from benchmarks.bench_rerun import measure, moved_share
 
 
@@ -13,8 +12,16 @@ def test_moved_share_matches_clusters_before_counting() -> None:
 
 
 def test_the_loop_measures_every_rerun_of_a_draw() -> None:
-    moved, seconds, ari = measure("iris", Continuing, draws=1, refit=25)
+    moved, seconds, ari = measure("iris", "ppc", continued=True, draws=1, refit=25)
     assert len(moved) == 5  # re-runs at 10 (a budget), 25, 50, 75 and 100 answers
     assert len(seconds) == 6  # and the first fit
     assert all(0.0 <= m <= 1.0 for m in moved)
     assert len(ari) == 4 and ari[-1] >= 0.9  # 100 answers on iris
+
+
+def test_the_labeling_loop_continues_cec_ib_and_measures_every_rerun() -> None:
+    moved, seconds, ari = measure("iris", "cec-ib", continued=True, draws=1, refit=25)
+    assert len(moved) == 3  # re-runs at 50, 75 and 100 labels
+    assert len(seconds) == 4  # and the first fit, at 25
+    assert all(0.0 <= m <= 1.0 for m in moved)
+    assert len(ari) == 3 and ari[-1] >= 0.8  # ARI at 25, 50 and 100 labels on iris

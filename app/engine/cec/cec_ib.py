@@ -52,6 +52,12 @@ class CECIB(_CECBase):
     fits of one start each, on at most 2,000 items; ``labeled_weight_cv.py``). ``labels_`` are
     still one per row of ``X``; ``labeled_weight_`` is the weight used, and with ``'auto'``
     ``choice_`` gives every candidate's share of held-out labels predicted.
+
+    ``warm_start``: when True and this estimator was fitted before on as many rows, the next
+    ``fit`` also starts from that fit's partition (``labels_``, or one given to
+    ``start_from``) and keeps it unless a fresh start's clusters agree with more labeled
+    points (``fit_cec``). A re-run after a few more labels then moves the clusters instead
+    of redrawing them. ``warm_started_`` says whether the kept fit continued.
     """
 
     labels_: NDArray[np.int64]
@@ -69,6 +75,7 @@ class CECIB(_CECBase):
         init: str = "k-means++",
         random_state: Any = None,
         progress: Progress | None = None,
+        warm_start: bool = False,
     ) -> None:
         self.n_clusters = n_clusters
         self.beta = beta
@@ -80,6 +87,7 @@ class CECIB(_CECBase):
         self.init = init
         self.random_state = random_state
         self.progress = progress
+        self.warm_start = warm_start
 
     @engine_errstate
     def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> CECIB:
@@ -92,28 +100,61 @@ class CECIB(_CECBase):
             )
         weight = 1 if auto else check_int("labeled_weight", self.labeled_weight, 1)
         self.__dict__.pop("choice_", None)
+        data = check_cec_settings(self, X).data  # X's errors first, as without a weight
+        warm = self._previous_partition(data.shape[0])
+        self.warm_started_ = False
         if y is None:
             self.labeled_weight_ = weight
-            self._fit(X, y, beta=beta)
+            self._fit(data, y, beta=beta, warm=warm)
             return self
-        data = check_cec_settings(self, X).data  # X's errors first, as without a weight
         labels, _ = check_partial_labels(y, data.shape[0])
         if auto:
             weight = self._cross_validated_weight(data, labels, beta)
         self.labeled_weight_ = weight
-        self._fit_weighted(data, labels, weight, beta)
+        self._fit_weighted(data, labels, weight, beta, warm)
         return self
 
+    def start_from(self, labels: ArrayLike) -> CECIB:
+        """Make the next ``fit`` continue this partition (one cluster id >= 0 per row of the
+        next ``X``; only which rows share a cluster counts), as if this estimator had fitted it
+        (``warm_start`` on): for a partition kept from an earlier fit, e.g. a stored run's
+        labels. A partition with more clusters than ``n_clusters`` is not continued."""
+        partition = np.asarray(labels)
+        if partition.ndim != 1 or not np.issubdtype(partition.dtype, np.integer):
+            raise ValueError(f"labels must be one integer per row, got shape {partition.shape}")
+        if partition.size and partition.min() < 0:
+            raise ValueError("labels of a partition to continue must be >= 0")
+        self.labels_ = np.unique(partition, return_inverse=True)[1].astype(np.int64)
+        self.warm_start = True
+        return self
+
+    def _previous_partition(self, n: int) -> NDArray[np.int64] | None:
+        """The last fit's partition when ``warm_start`` may continue it: as many rows, and no
+        more clusters than ``n_clusters`` (a partition with fewer continues as it is: CEC only
+        removes clusters)."""
+        previous = getattr(self, "labels_", None)
+        if not self.warm_start or previous is None or previous.shape != (n,):
+            return None
+        if not n or previous.max() >= self.n_clusters:
+            return None
+        return np.asarray(previous, dtype=np.int64)
+
     def _fit_weighted(
-        self, data: NDArray[Any], labels: NDArray[np.int64], weight: int, beta: float
+        self,
+        data: NDArray[Any],
+        labels: NDArray[np.int64],
+        weight: int,
+        beta: float,
+        warm: NDArray[np.int64] | None = None,
     ) -> None:
         if weight == 1:
-            self._fit(data, labels, beta=beta, depth=3)
+            self._fit(data, labels, beta=beta, depth=3, warm=warm)
             return
         n = data.shape[0]
         labeled = np.flatnonzero(labels >= 0)
         repeats = np.concatenate([np.arange(n), np.repeat(labeled, weight - 1)])
-        self._fit(data[repeats], labels[repeats], beta=beta, depth=3)
+        repeated = None if warm is None else warm[repeats]
+        self._fit(data[repeats], labels[repeats], beta=beta, depth=3, warm=repeated)
         self.labels_ = self.labels_[:n]
 
     def _cross_validated_weight(

@@ -38,9 +38,16 @@ class _CECBase(ClusterMixin, BaseEstimator):
     random_state: Any
     progress: Progress | None
 
-    def _fit(self, X: ArrayLike, y: ArrayLike | None, beta: float, depth: int = 2) -> _CECBase:
+    def _fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike | None,
+        beta: float,
+        depth: int = 2,
+        warm: NDArray[np.int64] | None = None,
+    ) -> _CECBase:
         """The fit; ``depth``: calls between the user's ``fit`` and this one, plus one (so
-        warnings point at the user's line)."""
+        warnings point at the user's line); ``warm``: a partition to continue (``fit_cec``)."""
         settings = check_cec_settings(self, X)
         init = check_choice("init", self.init, INITS)
         categories, n_categories = check_partial_labels(y, settings.data.shape[0])
@@ -58,8 +65,11 @@ class _CECBase(ClusterMixin, BaseEstimator):
             init=init,
             rng=check_random_state(self.random_state),
             progress=self.progress,
+            warm=warm,
         )
         store_gaussian_fit(self, result, max_iter=settings.max_iter, depth=depth)
+        if warm is not None:
+            self.warm_started_ = result.warm_started
         return self
 
     @engine_errstate

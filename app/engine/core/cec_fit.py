@@ -48,6 +48,7 @@ class CECResult:
     converged: bool
     cancelled: bool
     energy_history: list[float] = field(default_factory=list)
+    warm_started: bool = False
 
 
 class SingularDataError(ValueError):
@@ -56,6 +57,7 @@ class SingularDataError(ValueError):
 
 @dataclass
 class _Run:
+    warm: bool  # started from the previous fit's partition
     assign: IntArray
     state: ClusterState
     energy: float
@@ -87,11 +89,15 @@ def _start(
     rng: np.random.RandomState,
     work: FloatArray,
     restart: int,
+    warm: IntArray | None = None,
 ) -> tuple[IntArray, ClusterState]:
-    """Initial partition with invalid clusters already removed; with labels, k-means++ starts
-    from the categories' means (``label_seeding``)."""
+    """Initial partition with invalid clusters already removed: ``warm`` when given (a
+    previous fit's partition); with labels, k-means++ starts from the categories' means
+    (``label_seeding``)."""
     n, d = X.shape
-    if seeds_from_labels(init, beta, n_categories, n_clusters):
+    if warm is not None:
+        assign = warm.astype(np.int64, copy=True)
+    elif seeds_from_labels(init, beta, n_categories, n_clusters):
         # One cluster per category: the labeled means, then the same Lloyd-refined, then
         # refined means of resampled labeled items. With extra clusters every start draws its
         # own extra centres (refinement did not help there, docs/cec-ib.md).
@@ -139,16 +145,18 @@ def _run(
     first_iteration: int,
     restart: int,
     seen: set[bytes] | None = None,
+    warm: IntArray | None = None,
 ) -> tuple[_Run | None, bool]:
-    """One restart; returns the run and whether ``progress`` asked to stop. With ``seen`` (the
-    start partitions run so far), a start already run is skipped (None): sweeps are
-    deterministic, so it would end where that one did."""
+    """One restart (from ``warm`` when given); returns the run and whether ``progress`` asked
+    to stop. With ``seen`` (the start partitions run so far), a start already run is skipped
+    (None): sweeps are deterministic, so it would end where that one did."""
     n, d = X.shape
     work = np.empty(3 * d)
     delta = np.empty(n_clusters)
     assign, state = _start(
-        X, categories, n_categories, n_clusters, family, beta, min_size, init, rng, work, restart
-    )
+        X, categories, n_categories, n_clusters, family, beta, min_size, init, rng, work,
+        restart, warm,
+    )  # fmt: skip
     if seen is not None:
         key = hashlib.blake2b(assign.tobytes(), digest_size=16).digest()  # 16 bytes, not 8n
         if key in seen:
@@ -180,7 +188,7 @@ def _run(
             break
         if stop:
             break
-    run = _Run(assign, state, total_energy(state), sweeps, converged, history)
+    run = _Run(warm is not None, assign, state, total_energy(state), sweeps, converged, history)
     return run, stop
 
 
@@ -201,6 +209,7 @@ def _result(run: _Run, family: int, cancelled: bool) -> CECResult:
         converged=run.converged,
         cancelled=cancelled,
         energy_history=run.history,
+        warm_started=run.warm,
     )
 
 
@@ -218,12 +227,19 @@ def fit_cec(
     init: str,
     rng: np.random.RandomState,
     progress: Progress | None = None,
+    warm: IntArray | None = None,
 ) -> CECResult:
     """Best of ``n_init`` Hartigan runs of CEC-IB (beta = 0 or no labels: plain CEC): the
     lowest energy, except with one cluster per label category, where the run whose clusters
     agree with more labeled points wins and energy breaks ties (``labeled_agreement``).
 
     ``categories[i]`` is the category code 0..n_categories-1 of point i, or -1 if unlabeled.
+
+    ``warm`` (cluster ids in 0..n_clusters-1, one per point): a previous fit's partition, run
+    first as one more start under the same rule (it wins exact ties). Often the labels added
+    since do not move its optimum, and fresh starts then land in others of about the same
+    energy, which redraws the clusters; continued, the fit stays (docs/cec-ib.md, "Warm
+    starts").
     """
     n, d = X.shape
     min_size = min_cluster_size(n, d, family, min_cluster_fraction)
@@ -231,17 +247,19 @@ def fit_cec(
         n_clusters == n_categories
     )
 
-    def rank(run: _Run) -> tuple[int, float]:
-        if not by_labels:
-            return (0, run.energy)
-        return (-labeled_agreement(run.assign, categories, n_clusters, n_categories), run.energy)
+    def rank(run: _Run) -> tuple[int, float, int]:
+        agreement = (
+            labeled_agreement(run.assign, categories, n_clusters, n_categories) if by_labels else 0
+        )
+        return (-agreement, run.energy, 0 if run.warm else 1)  # exact ties keep the warm start
 
     # Resampled labeled starts often refine to a start already run (many labeled items: images)
     seen: set[bytes] | None = set() if by_labels else None
     best: _Run | None = None
     iteration = 0
     stop = False
-    for restart in range(n_init):
+    starts: list[IntArray | None] = [None] * n_init if warm is None else [warm, *[None] * n_init]
+    for restart, start in enumerate(starts):
         run, stop = _run(
             X,
             categories,
@@ -255,8 +273,9 @@ def fit_cec(
             rng=rng,
             progress=progress,
             first_iteration=iteration,
-            restart=restart,
+            restart=restart - (warm is not None),
             seen=seen,
+            warm=start,
         )
         if run is None:
             continue

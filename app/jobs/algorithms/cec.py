@@ -20,6 +20,7 @@ from app.jobs.algorithms.base import (
     at_most_items,
     clusters_for,
 )
+from app.jobs.continuation import Previous
 from app.sideinfo import SideInformation
 
 
@@ -83,6 +84,13 @@ class CECIBParams(CECParams):
         description="How many times each labeled item counts in the fit; auto: 1, 3 or 10, "
         "whichever best predicts held-out labels (3-fold cross-validation, 9 more fits); "
         "empty: auto on tables, 10 on images (scribbles cover a few percent of the pixels)",
+    )
+    warm_start: bool = Field(
+        False,
+        description="Also start from the partition of the latest finished CEC-IB run on this "
+        "dataset, so a re-run after a few more labels keeps the clusters it need not change "
+        "instead of redrawing them; live re-runs do this. The fresh starts still compete under "
+        "the usual rule (agreement with the labels, then the lowest cost)",
     )
 
 
@@ -148,19 +156,25 @@ def plan_cec_ib(
     _x: FloatArray,
     progress: Progress,
     structure: ItemStructure | None = None,
+    previous: Previous | None = None,
 ) -> FitPlan:
     shared = cec_kwargs(params, info, progress)
-    return cec_fit_plan(
-        lambda covariance: CECIB(
+    # A partition over the same items continues (a re-featurized image has other items).
+    warm = params.warm_start and previous is not None and previous.labels.shape == (len(_x),)
+
+    def make(covariance: str) -> CECIB:
+        estimator = CECIB(
             beta=params.beta,
             labeled_weight="auto" if params.labeled_weight is None else params.labeled_weight,
             covariance=covariance,
             **shared,
-        ),
-        params,
-        structure,
-        {"y": info.labels},
-    )
+        )
+        if warm:
+            assert previous is not None
+            estimator.start_from(previous.labels)
+        return estimator
+
+    return cec_fit_plan(make, params, structure, {"y": info.labels})
 
 
 CEC_ALGORITHM = Algorithm(
@@ -186,5 +200,6 @@ CEC_IB_ALGORITHM = Algorithm(
     params_model=CECIBParams,
     plan=plan_cec_ib,
     uses_structure=True,
+    continues=True,
     pools_covariance_on_apply=True,
 )
