@@ -22,10 +22,9 @@ def corners_id(client: TestClient, project_id: int, admin_headers: dict[str, str
     return upload_csv(client, project_id, admin_headers, X, _split(X, 0))
 
 
-def _must_link(
-    client: TestClient, headers: dict[str, str], dataset_id: int, i: int, j: int
+def _annotate(
+    client: TestClient, headers: dict[str, str], dataset_id: int, body: dict[str, object]
 ) -> None:
-    body = {"kind": "must_link", "items": [i, j]}
     response = client.post(f"/api/v1/datasets/{dataset_id}/annotations", json=body, headers=headers)
     assert response.status_code == 201, response.text
 
@@ -41,7 +40,8 @@ def test_a_warm_run_keeps_the_split_it_continues_where_fresh_runs_move(
     assert np.asarray(kept["cluster_params"]["covariances"]).shape == (2, 2, 2)
     split = np.asarray(kept["labels"])
     assert _same_split(split, _split(X, 0)) or _same_split(split, _split(X, 1))
-    _must_link(client, admin_headers, corners_id, 0, 1)  # within one blob: either split holds
+    # within one blob: either split holds
+    _annotate(client, admin_headers, corners_id, {"kind": "must_link", "items": [0, 1]})
 
     fresh_splits = []
     for seed in range(4):
@@ -104,21 +104,14 @@ def test_warm_start_is_a_documented_ppc_parameter(
     assert "latest finished PPC run" in field["description"]
 
 
-def _label(
-    client: TestClient, headers: dict[str, str], dataset_id: int, items: list[int], name: str
-) -> None:
-    body = {"kind": "label", "items": items, "label": name}
-    response = client.post(f"/api/v1/datasets/{dataset_id}/annotations", json=body, headers=headers)
-    assert response.status_code == 201, response.text
-
-
 def test_a_warm_cec_ib_run_continues_the_latest_cec_ib_partition(
     client: TestClient, admin_headers: dict[str, str], corners_id: int
 ) -> None:
     X = _corners()
     # Items 0 and 40, at the corners (-4, -4) and (-4, 4), named apart: two clusters.
-    _label(client, admin_headers, corners_id, [0], "a")
-    _label(client, admin_headers, corners_id, [40], "b")
+    for item, name in ((0, "a"), (40, "b")):
+        body = {"kind": "label", "items": [item], "label": name}
+        _annotate(client, admin_headers, corners_id, body)
     first = run_to_end(client, admin_headers, corners_id, "cec-ib", warm_start=True)
     assert first["status"] == "succeeded", first["error"]
     body = result(client, admin_headers, first["id"])
