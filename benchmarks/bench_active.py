@@ -198,10 +198,10 @@ def _curves(
     X: NDArray[np.float64],
     y: NDArray[np.int64],
     k: int,
-    draws: int,
+    draws: range,
     fraction: float,
 ) -> list[list[float]]:
-    return [strategy(*subsample(X, y, fraction, seed), k, seed) for seed in range(draws)]
+    return [strategy(*subsample(X, y, fraction, seed), k, seed) for seed in draws]
 
 
 def _fraction(text: str) -> float:
@@ -215,6 +215,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", default=list(LOADERS), choices=list(LOADERS))
     parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument(
+        "--first-draw",
+        type=int,
+        default=0,
+        help="seed of the first draw: --first-draw 3 --draws 3 runs draws 3-5, to extend a "
+        "measurement of a slow peer (NPU) without repeating its draws",
+    )
     parser.add_argument("--refit", type=int, default=5, help="our answers per re-run")
     parser.add_argument("--strategies", nargs="+", default=["ours", "random", "NPU", "MinMax"])
     parser.add_argument("--limit", type=float, default=1800.0, help="seconds a row may take")
@@ -239,7 +246,8 @@ def main() -> None:
         X, y = dataset(name)
         k = len(np.unique(y))
         for strategy in args.strategies:
-            draws = partial(_curves, strategies[strategy], X, y, k, args.draws, args.subsample)
+            seeds = range(args.first_draw, args.first_draw + args.draws)
+            draws = partial(_curves, strategies[strategy], X, y, k, seeds, args.subsample)
             run = interrupted_after(draws, args.limit)
             if run.value is None:
                 stopped = f"stopped after {args.limit:.0f} s | " * len(BUDGETS)
