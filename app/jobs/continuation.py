@@ -32,7 +32,7 @@ class Previous:
     labels: NDArray[np.int32]  # one cluster per item
 
 
-def previous_mixture(session: Session, run: Run) -> Previous | None:
+def previous_fit(session: Session, run: Run) -> Previous | None:
     """The dataset's most recently finished run of ``run``'s algorithm that fitted a model
     itself (not one applying another run's model), other than ``run``."""
     row = latest_fitted(

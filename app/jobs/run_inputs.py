@@ -14,7 +14,7 @@ from app.db.models import Dataset, Run, RunResult
 from app.engine.image.featurize import FittedReduction, Recipe, apply_featurization
 from app.jobs.algorithms import Algorithm, get_algorithm
 from app.jobs.algorithms.base import ItemStructure, Params
-from app.jobs.continuation import Previous, previous_mixture
+from app.jobs.continuation import Previous, previous_fit
 from app.jobs.featurizer import decode_image, item_ground_truth
 from app.jobs.image_runs import image_params, image_structure
 from app.sideinfo import SideInformation, compile_side_information
@@ -109,7 +109,7 @@ def load_inputs(session: Session, run: Run, dataset: Dataset) -> RunInputs:
             load_pixel_ground_truth(session=session, dataset=dataset),
         )
     if algorithm.continues and inputs.warm_start:
-        inputs.previous = previous_mixture(session, run)
+        inputs.previous = previous_fit(session, run)
     return inputs
 
 

@@ -94,16 +94,6 @@ def test_a_warm_run_with_nothing_to_continue_starts_afresh_and_says_so(
     }
 
 
-def test_warm_start_is_a_documented_ppc_parameter(
-    client: TestClient, admin_headers: dict[str, str]
-) -> None:
-    page = client.get("/api/v1/algorithms", headers=admin_headers).json()
-    ppc = {a["id"]: a for a in page["items"]}["ppc"]
-    field = ppc["parameters"]["properties"]["warm_start"]
-    assert field["type"] == "boolean" and field["default"] is False
-    assert "latest finished PPC run" in field["description"]
-
-
 def test_a_warm_cec_ib_run_continues_the_latest_cec_ib_partition(
     client: TestClient, admin_headers: dict[str, str], corners_id: int
 ) -> None:
@@ -132,11 +122,12 @@ def test_a_warm_cec_ib_run_continues_the_latest_cec_ib_partition(
     assert "warm_start" not in result(client, admin_headers, fresh["id"])["metrics"]
 
 
-def test_warm_start_is_a_documented_cec_ib_parameter(
-    client: TestClient, admin_headers: dict[str, str]
+@pytest.mark.parametrize("algorithm, name", [("ppc", "PPC"), ("cec-ib", "CEC-IB")])
+def test_warm_start_is_a_documented_parameter(
+    client: TestClient, admin_headers: dict[str, str], algorithm: str, name: str
 ) -> None:
     page = client.get("/api/v1/algorithms", headers=admin_headers).json()
-    cec_ib = {a["id"]: a for a in page["items"]}["cec-ib"]
-    field = cec_ib["parameters"]["properties"]["warm_start"]
+    described = {a["id"]: a for a in page["items"]}[algorithm]
+    field = described["parameters"]["properties"]["warm_start"]
     assert field["type"] == "boolean" and field["default"] is False
-    assert "latest finished CEC-IB run" in field["description"]
+    assert f"latest finished {name} run" in field["description"]

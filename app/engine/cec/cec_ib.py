@@ -55,9 +55,9 @@ class CECIB(_CECBase):
 
     ``warm_start``: when True and this estimator was fitted before on as many rows, the next
     ``fit`` also starts from that fit's partition (``labels_``, or one given to
-    ``start_from``) and keeps it unless a fresh start's clusters agree with more labeled
-    points (``fit_cec``). A re-run after a few more labels then moves the clusters instead
-    of redrawing them. ``warm_started_`` says whether the kept fit continued.
+    ``start_from``) as one more start under the usual rule (agreement with the labels, then
+    the energy; exact ties keep it; ``fit_cec``). A re-run after a few more labels then
+    moves the clusters less often. ``warm_started_`` says whether the kept fit continued.
     """
 
     labels_: NDArray[np.int64]

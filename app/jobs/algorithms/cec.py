@@ -160,7 +160,9 @@ def plan_cec_ib(
 ) -> FitPlan:
     shared = cec_kwargs(params, info, progress)
     # A partition over the same items continues (a re-featurized image has other items).
-    warm = params.warm_start and previous is not None and previous.labels.shape == (len(_x),)
+    warm = None
+    if params.warm_start and previous is not None and previous.labels.shape == (len(_x),):
+        warm = previous.labels
 
     def make(covariance: str) -> CECIB:
         estimator = CECIB(
@@ -169,10 +171,7 @@ def plan_cec_ib(
             covariance=covariance,
             **shared,
         )
-        if warm:
-            assert previous is not None
-            estimator.start_from(previous.labels)
-        return estimator
+        return estimator if warm is None else estimator.start_from(warm)
 
     return cec_fit_plan(make, params, structure, {"y": info.labels})
 
