@@ -17,6 +17,7 @@ more than ``--limit`` seconds is stopped and says so (the library's NPU refits P
 every answer and MinMax compares pairs in Python: on digits they may not finish).
 
     .venv/bin/python -m benchmarks.bench_active [--data iris wine] [--draws 3] [--limit 1800]
+        [--first-draw 3] [--per-draw]
 """
 
 from __future__ import annotations
@@ -226,6 +227,11 @@ def main() -> None:
     parser.add_argument("--strategies", nargs="+", default=["ours", "random", "NPU", "MinMax"])
     parser.add_argument("--limit", type=float, default=1800.0, help="seconds a row may take")
     parser.add_argument(
+        "--per-draw",
+        action="store_true",
+        help="also print every draw's curve, to pair a slow peer's draws with ours across runs",
+    )
+    parser.add_argument(
         "--subsample",
         type=_fraction,
         default=0.9,
@@ -255,6 +261,10 @@ def main() -> None:
                 continue
             cells = " | ".join(f"{v:.3f}" for v in np.array(run.value).mean(axis=0))
             print(f"| {name} | {strategy} | {cells} | {run.seconds / args.draws:.1f} |", flush=True)
+            if args.per_draw:
+                for seed, curve in zip(seeds, run.value, strict=True):
+                    cells = " | ".join(f"{v:.3f}" for v in curve)
+                    print(f"| {name} | {strategy}, draw {seed} | {cells} | |", flush=True)
 
 
 if __name__ == "__main__":
