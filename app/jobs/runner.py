@@ -237,6 +237,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
     progress = ProgressRecorder(claim, token)
     fit_started = time.perf_counter()
     choice = None
+    notes: tuple[str, ...] = ()
     if inputs.model is not None:  # apply another run's fitted model to a new image
         inputs.featurize_target()
         assert inputs.features is not None
@@ -255,6 +256,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         # A chooser among candidate fits (MostCoherentFit) is not the model: its pick is.
         estimator = getattr(plan.estimator, "best_estimator_", plan.estimator)
         choice = getattr(plan.estimator, "choice_", None)
+        notes = plan.notes
         labels = np.asarray(estimator.labels_, dtype=np.int32)
         order = order_like(labels, reference)
     if order is not None:
@@ -280,7 +282,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         metrics["numbered_like_run"] = reference.run_id
     metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
     # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
-    metrics["warnings"] = sorted(set(getattr(estimator, "fit_warnings_", [])))
+    metrics["warnings"] = sorted(set(getattr(estimator, "fit_warnings_", [])) | set(notes))
     params = _cluster_params(estimator)
     if order is not None:
         params = renumbered_params(params, order)

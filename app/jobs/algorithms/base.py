@@ -65,6 +65,9 @@ class FitPlan:
 
     estimator: Any
     fit_kwargs: dict[str, Any] = field(default_factory=dict)
+    # What the run's result should tell the user about how the plan was made (a guessed
+    # parameter): shown with the estimator's own warnings.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,3 +132,17 @@ def clusters_for(value: int | None, info: SideInformation, otherwise: int) -> in
         return value
     groups = distinct_groups(info)
     return groups if groups >= 2 else otherwise
+
+
+def guessed_count(
+    name: str, value: int | None, info: SideInformation, otherwise: int
+) -> tuple[str, ...]:
+    """The note for a result whose cluster count `clusters_for` had to guess: left empty, and
+    fewer than two groups told apart, so `otherwise` was fitted whatever the data hold."""
+    if value is not None or distinct_groups(info) >= 2:
+        return ()
+    return (
+        f"{name} was left empty and no two groups are told apart yet, so {otherwise} were "
+        f"fitted, a guess: set {name}, or label items of each group (or keep must-linked sets "
+        "apart with cannot-links) and run again",
+    )

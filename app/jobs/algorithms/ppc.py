@@ -20,14 +20,22 @@ from app.jobs.algorithms.base import (
     Seed,
     at_most_items,
     clusters_for,
+    guessed_count,
 )
 from app.jobs.continuation import Previous
 from app.sideinfo import SideInformation
 
+# Fitted when the count is left empty and the expert has told no two groups apart.
+DEFAULT_COMPONENTS = 3
+
 
 class PPCParams(Params):
     n_components: int | None = Field(
-        None, ge=1, le=200, description=f"Number of mixture components; {AUTO_CLUSTERS}, else 3"
+        None,
+        ge=1,
+        le=200,
+        description=f"Number of mixture components; {AUTO_CLUSTERS}, else {DEFAULT_COMPONENTS} "
+        "(the result then says it was a guess)",
     )
     covariance: Literal["auto", "full", "tied", "diagonal", "spherical"] = Field(
         "auto",
@@ -121,8 +129,9 @@ def plan_ppc(
     structure: ItemStructure | None = None,
     previous: Previous | None = None,
 ) -> FitPlan:
+    n_components = clusters_for(params.n_components, info, DEFAULT_COMPONENTS)
     estimator = PPC(
-        n_components=clusters_for(params.n_components, info, 3),
+        n_components=n_components,
         covariance=params.covariance,
         e_step=params.e_step,
         max_iter=params.max_iter,
@@ -142,10 +151,11 @@ def plan_ppc(
     kwargs: dict[str, object] = {}
     if len(pairs):
         kwargs.update(pairs=pairs, weights=weights)
-    labels = component_labels(info, clusters_for(params.n_components, info, 3))
+    labels = component_labels(info, n_components)
     if labels is not None:
         kwargs["labels"] = labels
-    return FitPlan(estimator, kwargs)
+    notes = guessed_count("n_components", params.n_components, info, DEFAULT_COMPONENTS)
+    return FitPlan(estimator, kwargs, notes)
 
 
 PPC_ALGORITHM = Algorithm(

@@ -17,15 +17,23 @@ from app.jobs.algorithms.base import (
     Seed,
     at_most_items,
     clusters_for,
+    guessed_count,
     hard_links,
     link_kwargs,
 )
 from app.sideinfo import SideInformation
 
+# Fitted when the count is left empty and the expert has told no two groups apart.
+DEFAULT_CLUSTERS = 3
+
 
 class SMICParams(Params):
     n_clusters: int | None = Field(
-        None, ge=2, le=200, description=f"Number of clusters; {AUTO_CLUSTERS}, else 3"
+        None,
+        ge=2,
+        le=200,
+        description=f"Number of clusters; {AUTO_CLUSTERS}, else {DEFAULT_CLUSTERS} "
+        "(the result then says it was a guess)",
     )
     n_neighbors: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
         "auto",
@@ -52,13 +60,14 @@ def plan_smic(
     params: SMICParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
     estimator = SMIC(
-        n_clusters=clusters_for(params.n_clusters, info, 3),
+        n_clusters=clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
         n_neighbors=params.n_neighbors,
         normalize=params.normalize,
         random_state=params.random_state,
         progress=progress,
     )
-    return FitPlan(estimator, link_kwargs(*hard_links(info)))
+    notes = guessed_count("n_clusters", params.n_clusters, info, DEFAULT_CLUSTERS)
+    return FitPlan(estimator, link_kwargs(*hard_links(info)), notes)
 
 
 SMIC_ALGORITHM = Algorithm(

@@ -1,0 +1,61 @@
+"""A cluster count left empty with no two groups told apart is a guess (PPC and SMIC fit 3):
+the run's result says so among its warnings, and says nothing once the count is set or the
+expert has told groups apart."""
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.test_run_numbering import result
+from tests.api.test_runs import iris_id, run_to_end  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.db
+
+PARAMETER = {"ppc": "n_components", "smic": "n_clusters"}
+
+
+def _warnings(
+    client: TestClient, headers: dict[str, str], dataset_id: int, algorithm: str, **params: object
+) -> tuple[list[str], int]:
+    run = run_to_end(client, headers, dataset_id, algorithm, **params)
+    assert run["status"] == "succeeded", run["error"]
+    body = result(client, headers, run["id"])
+    return body["metrics"]["warnings"], len(np.unique(body["labels"]))
+
+
+@pytest.mark.parametrize("algorithm", sorted(PARAMETER))
+def test_a_guessed_count_is_said_and_a_chosen_one_is_not(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    iris_id: int,  # noqa: F811 (fixture)
+    algorithm: str,
+) -> None:
+    name = PARAMETER[algorithm]
+    warnings, clusters = _warnings(client, admin_headers, iris_id, algorithm)
+    guesses = [w for w in warnings if w.startswith(f"{name} was left empty")]
+    assert len(guesses) == 1, warnings
+    assert "so 3 were fitted, a guess" in guesses[0]
+    assert clusters == 3
+
+    warnings, clusters = _warnings(client, admin_headers, iris_id, algorithm, **{name: 4})
+    assert not [w for w in warnings if "left empty" in w], warnings
+    assert clusters == 4
+
+
+@pytest.mark.parametrize("algorithm", sorted(PARAMETER))
+def test_groups_told_apart_set_the_count_and_nothing_is_guessed(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    iris_id: int,  # noqa: F811 (fixture)
+    algorithm: str,
+) -> None:
+    """Two items kept apart by a hard cannot-link are two groups: the count is theirs."""
+    response = client.post(
+        f"/api/v1/datasets/{iris_id}/annotations",
+        json={"kind": "cannot_link", "items_a": [0], "items_b": [100]},
+        headers=admin_headers,
+    )
+    assert response.status_code == 201, response.text
+    warnings, clusters = _warnings(client, admin_headers, iris_id, algorithm)
+    assert not [w for w in warnings if "left empty" in w], warnings
+    assert clusters == 2
