@@ -143,6 +143,6 @@ def guessed_count(
         return ()
     return (
         f"{name} was left empty and no two groups are told apart yet, so {otherwise} were "
-        f"fitted, a guess: set {name}, or label items of each group (or keep must-linked sets "
-        "apart with cannot-links) and run again",
+        f"fitted, a guess: set {name}, or label items of each group (paint them, on an "
+        "image; or keep must-linked sets apart with cannot-links) and run again",
     )
