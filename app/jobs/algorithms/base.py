@@ -118,6 +118,10 @@ def hard_links(info: SideInformation) -> tuple[NDArray[np.int64], NDArray[np.int
     )
 
 
+# The cluster count PPC and SMIC fit when it is left empty and the expert has told no two
+# groups apart (`clusters_for`); the result then says it was a guess (`guessed_count`).
+GUESSED_CLUSTERS = 3
+
 AUTO_CLUSTERS = (
     "empty (the default): one per group you told apart (label categories, or must-linked sets "
     "kept apart by cannot-links) when there are 2 or more"
@@ -134,15 +138,13 @@ def clusters_for(value: int | None, info: SideInformation, otherwise: int) -> in
     return groups if groups >= 2 else otherwise
 
 
-def guessed_count(
-    name: str, value: int | None, info: SideInformation, otherwise: int
-) -> tuple[str, ...]:
+def guessed_count(name: str, value: int | None, info: SideInformation) -> tuple[str, ...]:
     """The note for a result whose cluster count `clusters_for` had to guess: left empty, and
-    fewer than two groups told apart, so `otherwise` was fitted whatever the data hold."""
+    fewer than two groups told apart, so GUESSED_CLUSTERS were fitted whatever the data hold."""
     if value is not None or distinct_groups(info) >= 2:
         return ()
     return (
-        f"{name} was left empty and no two groups are told apart yet, so {otherwise} were "
+        f"{name} was left empty and no two groups are told apart yet, so {GUESSED_CLUSTERS} were "
         f"fitted, a guess: set {name}, or label items of each group (paint them, on an "
         "image; or keep must-linked sets apart with cannot-links) and run again",
     )

@@ -9,6 +9,7 @@ from app.engine import PPC, confidence_to_weight
 from app.jobs.algorithms.base import (
     AUTO_CLUSTERS,
     CANNOT_LINK,
+    GUESSED_CLUSTERS,
     LABELS,
     MUST_LINK,
     Algorithm,
@@ -25,16 +26,13 @@ from app.jobs.algorithms.base import (
 from app.jobs.continuation import Previous
 from app.sideinfo import SideInformation
 
-# Fitted when the count is left empty and the expert has told no two groups apart.
-DEFAULT_COMPONENTS = 3
-
 
 class PPCParams(Params):
     n_components: int | None = Field(
         None,
         ge=1,
         le=200,
-        description=f"Number of mixture components; {AUTO_CLUSTERS}, else {DEFAULT_COMPONENTS} "
+        description=f"Number of mixture components; {AUTO_CLUSTERS}, else {GUESSED_CLUSTERS} "
         "(the result then says it was a guess)",
     )
     covariance: Literal["auto", "full", "tied", "diagonal", "spherical"] = Field(
@@ -129,7 +127,7 @@ def plan_ppc(
     structure: ItemStructure | None = None,
     previous: Previous | None = None,
 ) -> FitPlan:
-    n_components = clusters_for(params.n_components, info, DEFAULT_COMPONENTS)
+    n_components = clusters_for(params.n_components, info, GUESSED_CLUSTERS)
     estimator = PPC(
         n_components=n_components,
         covariance=params.covariance,
@@ -154,7 +152,7 @@ def plan_ppc(
     labels = component_labels(info, n_components)
     if labels is not None:
         kwargs["labels"] = labels
-    notes = guessed_count("n_components", params.n_components, info, DEFAULT_COMPONENTS)
+    notes = guessed_count("n_components", params.n_components, info)
     return FitPlan(estimator, kwargs, notes)
 
 

@@ -8,6 +8,7 @@ from app.engine import SMIC
 from app.jobs.algorithms.base import (
     AUTO_CLUSTERS,
     CANNOT_LINK,
+    GUESSED_CLUSTERS,
     MUST_LINK,
     Algorithm,
     FitPlan,
@@ -23,16 +24,13 @@ from app.jobs.algorithms.base import (
 )
 from app.sideinfo import SideInformation
 
-# Fitted when the count is left empty and the expert has told no two groups apart.
-DEFAULT_CLUSTERS = 3
-
 
 class SMICParams(Params):
     n_clusters: int | None = Field(
         None,
         ge=2,
         le=200,
-        description=f"Number of clusters; {AUTO_CLUSTERS}, else {DEFAULT_CLUSTERS} "
+        description=f"Number of clusters; {AUTO_CLUSTERS}, else {GUESSED_CLUSTERS} "
         "(the result then says it was a guess)",
     )
     n_neighbors: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
@@ -60,13 +58,13 @@ def plan_smic(
     params: SMICParams, info: SideInformation, _x: FloatArray, progress: Progress
 ) -> FitPlan:
     estimator = SMIC(
-        n_clusters=clusters_for(params.n_clusters, info, DEFAULT_CLUSTERS),
+        n_clusters=clusters_for(params.n_clusters, info, GUESSED_CLUSTERS),
         n_neighbors=params.n_neighbors,
         normalize=params.normalize,
         random_state=params.random_state,
         progress=progress,
     )
-    notes = guessed_count("n_clusters", params.n_clusters, info, DEFAULT_CLUSTERS)
+    notes = guessed_count("n_clusters", params.n_clusters, info)
     return FitPlan(estimator, link_kwargs(*hard_links(info)), notes)
 
 
