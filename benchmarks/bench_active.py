@@ -262,12 +262,12 @@ def main() -> None:
     header = "| data | strategy | " + " | ".join(f"ARI@{b}" for b in BUDGETS) + " | time s |"
     print(header)
     print("|" + "---|" * (len(BUDGETS) + 3))
+    seeds = range(args.first_draw, args.first_draw + args.draws)
     for name in args.data:
         X, y = dataset(name)
         k = len(np.unique(y))
         curves: dict[str, list[list[float]]] = {}
         for strategy in args.strategies:
-            seeds = range(args.first_draw, args.first_draw + args.draws)
             draws = partial(_curves, strategies[strategy], X, y, k, seeds, args.subsample)
             run = interrupted_after(draws, args.limit)
             if run.value is None:
@@ -281,7 +281,8 @@ def main() -> None:
                 for seed, curve in zip(seeds, run.value, strict=True):
                     cells = " | ".join(f"{v:.3f}" for v in curve)
                     print(f"| {name} | {strategy}, draw {seed} | {cells} | |", flush=True)
-        for peer in (p for p in curves if p not in ("ours", "ours-live") and "ours" in curves):
+        peers = [p for p in curves if p not in ("ours", "ours-live")] if "ours" in curves else []
+        for peer in peers:
             mean, error = paired_difference(curves["ours"], curves[peer])
             cells = " | ".join(f"{m:+.3f} ± {e:.3f}" for m, e in zip(mean, error, strict=True))
             print(f"| {name} | ours - {peer}, same draws | {cells} | |", flush=True)
