@@ -25,7 +25,11 @@ class Limited(Generic[T]):
         self.peak_mib = peak_mib
 
 
-def _call_in_child(call: Callable[[], T], pipe: Connection) -> None:
+def _call_in_child(
+    call: Callable[[], T], pipe: Connection, warm: Callable[[], object] | None
+) -> None:
+    if warm is not None:
+        warm()
     start = time.perf_counter()
     value = call()
     seconds = time.perf_counter() - start
@@ -33,10 +37,15 @@ def _call_in_child(call: Callable[[], T], pipe: Connection) -> None:
     pipe.send((seconds, value, peak_mib))
 
 
-def within(call: Callable[[], T], limit: float) -> Limited[T]:
+def within(
+    call: Callable[[], T], limit: float, warm: Callable[[], object] | None = None
+) -> Limited[T]:
+    """`warm`, if given, runs in the child before the timed call (inside the limit, untimed):
+    a fresh process pays first-call costs (numba's cache, lazy imports) that a running app
+    has paid at start-up."""
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_call_in_child, args=(call, send))
+    child = context.Process(target=_call_in_child, args=(call, send, warm))
     child.start()
     if receive.poll(limit):
         seconds, value, peak_mib = receive.recv()

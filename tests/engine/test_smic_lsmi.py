@@ -113,18 +113,26 @@ def test_cv_picks_the_first_minimum_and_refits_with_it() -> None:
     assert result.value == refit
 
 
-def test_cv_hold_out_error_matches_direct_fold_by_fold_fit() -> None:
+@pytest.mark.parametrize(("g", "d"), [(3, 2), (0, 0), (8, 8), (5, 4)])
+@pytest.mark.parametrize("one_fold_class", [False, True])
+def test_cv_hold_out_error_matches_direct_fold_by_fold_fit(
+    g: int, d: int, one_fold_class: bool
+) -> None:
     X, y = _blobs(4)
-    X, y = X[:90], y[:90]
+    X, y = X[:90], y[:90].copy()
     design = make_design(X, 40, 3, np.random.RandomState(2))
-    gamma, delta = DEFAULT_GAMMAS[3], DEFAULT_DELTAS[2]
+    if one_fold_class:  # a class whose members all sit in fold 0: no training member there
+        y[design.folds == 0] = np.where(np.arange(np.sum(design.folds == 0)) % 2, 4, 0)
+        y[(design.folds != 0) & (y == 4)] = 1
+    gamma, delta = DEFAULT_GAMMAS[g], DEFAULT_DELTAS[d]
     result = lsmi_cv(design, y, np.array([gamma]), np.array([delta]))
     L = basis(design, gamma)
     cy = y[design.centres]
+    assert (4 in cy) == one_fold_class
     expected = 0.0
     for m in range(design.n_folds):
         tr, te = design.folds != m, design.folds == m
         _, theta = lsmi_fixed(L[tr], y[tr], cy, delta)
         # Hold-out error = eq. 14 on the fold without the constant, i.e. -(LSMI_te + 1/2).
         expected += -(_eq14(L[te], y[te], cy, theta) + 0.5) / design.n_folds
-    assert result.cv[0, 0] == pytest.approx(expected, abs=1e-12)
+    assert result.cv[0, 0] == pytest.approx(expected, rel=1e-9, abs=1e-12)

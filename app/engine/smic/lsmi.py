@@ -14,6 +14,8 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.spatial.distance import cdist
 
+from app.engine.smic.holdout import holdout_errors
+
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
@@ -159,62 +161,39 @@ def _fold_class_sums(L: FloatArray, labels: IntArray, design: LSMIDesign) -> Flo
     return np.asarray(onehot @ L).reshape(design.n_folds, n_labels, L.shape[1])
 
 
-def _scaled_eigh(H: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """eigh of a stack (..., b, b) of symmetric PSD Grams, each divided by its max |entry|.
-
-    With small gamma a Gram holds entries down to 1e-323 beside ones near 1e-3; LAPACK's
-    eigensolvers then failed to converge on a finite, exactly symmetric 81 x 81 matrix of the
-    circle toy set, and did converge on the rescaled one. An all-zero Gram stays zero.
-    """
-    scale = np.abs(H).max(axis=(-2, -1))
-    scale = np.where(scale > 0.0, scale, 1.0)
-    w, V = np.linalg.eigh(H / scale[..., None, None])
-    return w * scale[..., None], V
-
-
 def lsmi_cv(
     design: LSMIDesign, labels: IntArray, gammas: FloatArray, deltas: FloatArray
 ) -> LSMIResult:
     """Choose (gamma, delta) by M-fold CV of the hold-out error, then LSMI on all samples.
 
-    Training statistics are all-sample statistics minus the fold's; the Gram matrices come from
-    the label-free cache, so a labelling costs one sparse product per gamma. Per class, one
-    batched eigendecomposition covers every (gamma, fold) and serves every delta (one LAPACK
-    call instead of |gammas| x folds; the per-call overhead dominated at digits' b_y ~ 20).
-    `labels` holds one label per sample of X; only those of `design.rows` are used.
+    The Gram matrices come from the label-free cache, so a labelling costs one sparse product
+    for the per-(fold, label) sums and one compiled pass over (gamma, class, fold)
+    (`holdout.holdout_errors`). `labels` holds one label per sample of X; only those of
+    `design.rows` are used.
     """
     labels = labels[design.rows]
-    n = labels.shape[0]
     centre_labels = labels[design.centres]
-    classes = np.unique(centre_labels)
-    fold_sizes = np.bincount(design.folds, minlength=design.n_folds).astype(np.float64)
-    n_tr = n - fold_sizes
-    bases, all_grams = _stacked(design, gammas)
+    bases, grams = _stacked(design, gammas)
     b = design.centres.size
+    n_labels = int(labels.max()) + 1
     # One sparse product for every gamma: (M, labels, G * b) -> (G, M, labels, b).
     flat = _fold_class_sums(bases, labels, design)
-    all_sums = flat.reshape(flat.shape[0], flat.shape[1], gammas.size, b).transpose(2, 0, 1, 3)
-    cv = np.zeros((gammas.size, deltas.size))
-    for y in classes:
-        cols = np.flatnonzero(centre_labels == y)
-        members = labels == y
-        grams = all_grams[:, :, cols[:, None], cols[None, :]]  # (G, M, b_y, b_y)
-        sums = all_sums[:, :, y][:, :, cols]  # (G, M, b_y)
-        fold_counts = np.bincount(design.folds[members], minlength=design.n_folds)
-        gram_all, sum_all, count_all = grams.sum(axis=1), sums.sum(axis=1), members.sum()
-        H_tr = ((count_all - fold_counts) / n_tr**2)[None, :, None, None] * (
-            gram_all[:, None] - grams
-        )
-        h_tr = (sum_all[:, None] - sums) / n_tr[None, :, None]
-        H_te = (fold_counts / fold_sizes**2)[None, :, None, None] * grams
-        h_te = sums / fold_sizes[None, :, None]
-        w, V = _scaled_eigh(H_tr)
-        proj = np.einsum("gmji,gmj->gmi", V, h_tr)
-        thetas = V @ (proj[..., None] / (w[..., None] + deltas))  # (G, M, b_y, D)
-        err = 0.5 * np.einsum("gmid,gmid->gmd", thetas, H_te @ thetas) - np.einsum(
-            "gmi,gmid->gmd", h_te, thetas
-        )
-        cv += err.sum(axis=1) / design.n_folds
+    sums = np.ascontiguousarray(
+        flat.reshape(design.n_folds, n_labels, gammas.size, b).transpose(2, 0, 1, 3)
+    )
+    counts = np.bincount(design.folds * n_labels + labels, minlength=design.n_folds * n_labels)
+    order = np.argsort(centre_labels, kind="stable").astype(np.intp)
+    class_ids, class_starts = np.unique(centre_labels[order], return_index=True)
+    cv = holdout_errors(
+        grams,
+        sums,
+        counts.reshape(design.n_folds, n_labels).astype(np.float64),
+        np.bincount(design.folds, minlength=design.n_folds).astype(np.float64),
+        order,
+        np.append(class_starts, order.size).astype(np.intp),
+        class_ids.astype(np.intp),
+        np.ascontiguousarray(deltas, dtype=np.float64),
+    )
     g_best, d_best = np.unravel_index(int(np.argmin(cv)), cv.shape)  # ties: first in grid order
     gamma, delta = float(gammas[g_best]), float(deltas[d_best])
     value, _ = lsmi_fixed(basis(design, gamma), labels, centre_labels, delta)
