@@ -6,11 +6,14 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scipy.spatial.distance import cdist
+from sklearn.neighbors import NearestNeighbors
 
 from app.engine.smic.constraints import compile_constraints, edit_kernel
 from app.engine.smic.kernel import (
+    PROBE_MIN_POINTS,
     local_scaling_kernel,
     nearest_neighbors,
+    neighbour_algorithm,
     normalize_symmetric,
 )
 
@@ -120,3 +123,29 @@ def test_kernel_edits_close_must_links_and_cut_cannot_links() -> None:
     for p, q in changed:
         untouched[p, q] = False
     np.testing.assert_array_equal(E[untouched], dense[untouched])
+
+
+def _plane_in_8d(n: int, seed: int = 0) -> NDArray[np.float64]:
+    """Points on a 2-D plane inside 8-D space: low intrinsic dimension, like an image's pixels."""
+    rng = np.random.RandomState(seed)
+    return rng.uniform(size=(n, 2)) @ rng.standard_normal((2, 8))
+
+
+def test_search_is_brute_force_above_five_dimensions_unless_a_tree_visits_few_points() -> None:
+    assert neighbour_algorithm(_points(100, 5), 10) == "kd_tree"
+    assert neighbour_algorithm(_points(100, 6), 10) == "brute"  # small: no probe
+    n = PROBE_MIN_POINTS
+    assert neighbour_algorithm(_plane_in_8d(n), 10) == "kd_tree"
+    assert neighbour_algorithm(_points(n, 10), 10) == "brute"  # full-dimensional
+
+
+def test_neighbours_found_by_the_tree_are_the_exact_ones() -> None:
+    X = _plane_in_8d(PROBE_MIN_POINTS, seed=1)
+    assert neighbour_algorithm(X, 7) == "kd_tree"
+    idx, dist = nearest_neighbors(X, 7)
+    brute = NearestNeighbors(n_neighbors=7, algorithm="brute").fit(X)
+    expected = brute.kneighbors(return_distance=False)
+    np.testing.assert_array_equal(np.sort(idx, axis=1), np.sort(expected, axis=1))
+    exact = np.sqrt(((X[:, None, :] - X[idx]) ** 2).sum(axis=2))
+    np.testing.assert_array_equal(dist, exact)
+    assert np.all(np.diff(dist, axis=1) >= 0)

@@ -21,6 +21,8 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from sklearn.neighbors import NearestNeighbors
 
+from app.engine.smic.kernel import neighbour_algorithm
+
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
@@ -68,8 +70,7 @@ def kernel_model(
     if normalized:
         degree = np.asarray(K.sum(axis=1)).ravel()
         coef = coef / np.sqrt(degree)[:, None]
-    algorithm = "kd_tree" if X.shape[1] <= 5 else "brute"  # as kernel.nearest_neighbors
-    search = NearestNeighbors(algorithm=algorithm).fit(X)
+    search = NearestNeighbors(algorithm=neighbour_algorithm(X, t + 1)).fit(X)
     return KernelModel(center, scale, X, sigma, t, coef, normalized, search)
 
 
