@@ -13,7 +13,8 @@ from sklearn.datasets import load_iris
 from sklearn.metrics import adjusted_rand_score
 
 from app.engine import SMIC
-from app.engine.smic.kernel import local_scaling_kernel, nearest_neighbors
+from app.engine.smic import spectral
+from app.engine.smic.kernel import local_scaling_kernel, nearest_neighbors, normalize_symmetric
 from app.engine.smic.spectral import assign, near_ties, top_eigenpairs
 from benchmarks.toy_data import make_toy
 
@@ -85,6 +86,55 @@ def test_arpack_and_dense_solvers_agree() -> None:
     np.testing.assert_array_equal(a.labels_, b.labels_)
     np.testing.assert_allclose(a.eigenvalues_, b.eigenvalues_, rtol=1e-9)
     assert np.all(np.diff(a.eigenvalues_) <= 0)
+
+
+def _count_multigrid_solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Lower the size threshold to 100 points and record the size of every AMG-LOBPCG solve."""
+    monkeypatch.setattr(spectral, "AMG_MIN_POINTS", 100)
+    sizes: list[int] = []
+    solve = spectral._amg_lobpcg
+
+    def counted(K: sp.csr_matrix, k: int, v0: FloatArray) -> tuple[FloatArray, FloatArray]:
+        sizes.append(K.shape[0])
+        return solve(K, k, v0)
+
+    monkeypatch.setattr(spectral, "_amg_lobpcg", counted)
+    return sizes
+
+
+@pytest.mark.parametrize(("toy", "t"), [("double_spirals", 6), ("high_low_densities", 4)])
+def test_multigrid_lobpcg_matches_the_dense_spectrum_of_a_normalised_kernel(
+    toy: str, t: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """eigen_solver='auto' sends large degree-normalised kernels to AMG-preconditioned LOBPCG;
+    it must give the dense solver's top eigenpairs (both graphs are connected)."""
+    sizes = _count_multigrid_solves(monkeypatch)
+    X, _ = make_toy(toy, 200, 0)
+    idx, dist = nearest_neighbors(X, t)
+    K = normalize_symmetric(local_scaling_kernel(idx, dist, t))
+    v0 = np.random.RandomState(0).uniform(-1, 1, 200)
+    vals, vecs = top_eigenpairs(K, 3, "auto", v0, normalized=True)
+    assert sizes == [200]
+    dense_vals, dense_vecs = top_eigenpairs(K, 3, "dense", v0)
+    assert vals[0] == pytest.approx(1.0, abs=1e-10)  # D^1/2 1 has eigenvalue exactly 1
+    np.testing.assert_allclose(vals, dense_vals, rtol=0, atol=1e-9)
+    overlap = np.abs(np.sum(vecs * dense_vecs, axis=0))  # unit vectors, up to sign
+    np.testing.assert_allclose(overlap, 1.0, atol=1e-6)
+    assert np.all(np.diff(vals) <= 0)
+
+
+def test_large_normalised_fit_with_multigrid_labels_as_the_dense_solver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sizes = _count_multigrid_solves(monkeypatch)
+    X, _ = make_toy("double_spirals", 200, 0)
+    fits = [
+        SMIC(2, n_neighbors=6, normalize="symmetric", eigen_solver=s, random_state=0).fit(X)
+        for s in ("auto", "dense")
+    ]
+    assert sizes == [200]
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    np.testing.assert_allclose(fits[0].eigenvalues_, fits[1].eigenvalues_, atol=1e-9)
 
 
 def test_near_ties_detects_equal_eigenvalues() -> None:

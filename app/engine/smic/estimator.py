@@ -32,7 +32,7 @@ Progress = Callable[[int, float], bool]
 
 NORMALIZE_OPTIONS = ("auto", "none", "symmetric")
 KERNELS = ("none", "symmetric")
-EIGEN_SOLVERS = ("arpack", "dense")
+EIGEN_SOLVERS = ("auto", "arpack", "dense")
 
 
 class SMIC(ClusterMixin, BaseEstimator):
@@ -61,8 +61,11 @@ class SMIC(ClusterMixin, BaseEstimator):
     n_basis, n_folds, gammas, deltas
         LSMI: number of Gaussian centres b, CV folds M, and the grids of widths gamma and ridges
         delta (None = the paper's 9 x 9 grid).
-    eigen_solver : "arpack" or "dense"
-        scipy.sparse.linalg.eigsh (default) or a dense eigh (O(n^3), for checks).
+    eigen_solver : "auto", "arpack" or "dense"
+        "auto" (default): scipy.sparse.linalg.eigsh (ARPACK), but LOBPCG preconditioned by
+        algebraic multigrid (pyamg) for the degree-normalised kernel of a graph or component
+        with at least 20,000 points, whose top eigenvalues crowd below 1 (spectral.py).
+        "arpack": ARPACK always. "dense": a dense eigh (O(n^3), for checks).
     random_state : int, RandomState or None
         Seeds the LSMI centres and folds (drawn once for every t) and the ARPACK start vector.
     progress : callable(iteration, cost) -> bool, optional
@@ -101,7 +104,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         n_folds: int = 5,
         gammas: ArrayLike | None = None,
         deltas: ArrayLike | None = None,
-        eigen_solver: str = "arpack",
+        eigen_solver: str = "auto",
         random_state: int | np.random.RandomState | None = None,
         progress: Progress | None = None,
     ) -> None:

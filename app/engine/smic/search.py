@@ -85,7 +85,7 @@ def evaluate(
     K = normalize_symmetric(base) if normalize == "symmetric" else base
     # One extra eigenvalue shows whether lambda_c is tied with lambda_{c+1} (A5).
     k = min(c + 1, K.shape[0])
-    vals, vecs = top_eigenpairs(K, k, problem.solver, problem.v0)
+    vals, vecs = top_eigenpairs(K, k, problem.solver, problem.v0, normalize == "symmetric")
     result = assign(vecs[:, :c], problem.prior)
     key = result.labels.tobytes()
     if key not in scores:  # neighbouring t and the two kernels often give identical labels

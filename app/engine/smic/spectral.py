@@ -8,8 +8,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from numpy.typing import NDArray
+from pyamg import smoothed_aggregation_solver
 from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh, lobpcg
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -23,12 +24,28 @@ MAX_SPLIT_COMPONENTS = 64
 # Components up to this size go to the dense solver (cheaper than ARPACK's setup).
 DENSE_COMPONENT = 400
 ARPACK_TOL = 1e-10
+# eigen_solver="auto": the degree-normalised kernel of a graph (or component) with at least this
+# many points is solved by LOBPCG preconditioned with algebraic multigrid on I - K, as
+# SpectralClustering's "amg" does. Its top eigenvalues crowd just below 1 on large graphs (the
+# coffee demo's 240,000 pixels, t = 5: 1, 0.999994, 0.999993, 0.999990), where ARPACK took 164 s
+# at tol 1e-6 and did not finish at 1e-10 in 15 minutes; AMG-LOBPCG took 13 s at 1e-8 (labels
+# agree to ARI 0.99 with ARPACK's 1e-6). The unnormalised kernel keeps ARPACK: its top
+# eigenvalues are spread (same picture: 5.94, 5.91, 5.87), and AMG was 10-20x slower there.
+AMG_MIN_POINTS = 20_000
+# I - K is singular (K's top eigenvalue is exactly 1); the multigrid hierarchy is built on
+# I - K + AMG_SHIFT * I, as scikit-learn does. The eigenproblem itself is unshifted.
+AMG_SHIFT = 1e-5
+LOBPCG_TOL = 1e-8
+LOBPCG_MAXITER = 1000
 
 
 def top_eigenpairs(
-    K: sp.csr_matrix, k: int, solver: str, v0: FloatArray
+    K: sp.csr_matrix, k: int, solver: str, v0: FloatArray, normalized: bool = False
 ) -> tuple[FloatArray, FloatArray]:
     """The k largest *algebraic* eigenvalues of symmetric K, descending, with eigenvectors (A3).
+
+    `normalized` says K is degree-normalised (spectrum in [-1, 1], top eigenvalue 1 per
+    component); with solver "auto" large such kernels go to AMG-preconditioned LOBPCG.
 
     On a graph with a few connected components every component is solved on its own, so each
     eigenvector lives on one component. The spectrum is the same (K is block-diagonal), but
@@ -39,12 +56,18 @@ def top_eigenpairs(
     """
     n_comp, comp = connected_components(K, directed=False)
     if 1 < n_comp <= MAX_SPLIT_COMPONENTS:
-        return _per_component(K, k, solver, v0, comp.astype(np.intp), n_comp)
-    return _whole(K, k, solver, v0)
+        return _per_component(K, k, solver, v0, comp.astype(np.intp), n_comp, normalized)
+    return _whole(K, k, solver, v0, normalized)
 
 
 def _per_component(
-    K: sp.csr_matrix, k: int, solver: str, v0: FloatArray, comp: IntArray, n_comp: int
+    K: sp.csr_matrix,
+    k: int,
+    solver: str,
+    v0: FloatArray,
+    comp: IntArray,
+    n_comp: int,
+    normalized: bool,
 ) -> tuple[FloatArray, FloatArray]:
     n = K.shape[0]
     values: list[float] = []
@@ -56,7 +79,7 @@ def _per_component(
         sub = sp.csr_matrix(K[members][:, members])
         kk = min(k, members.size)
         sub_solver = "dense" if members.size <= DENSE_COMPONENT else solver
-        vals, vecs = _whole(sub, kk, sub_solver, v0[members])
+        vals, vecs = _whole(sub, kk, sub_solver, v0[members], normalized)
         for j in range(kk):
             order_keys.append((-float(vals[j]), cid, j))
             values.append(float(vals[j]))
@@ -69,11 +92,15 @@ def _per_component(
     return np.array([values[i] for i in top]), out_vecs
 
 
-def _whole(K: sp.csr_matrix, k: int, solver: str, v0: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _whole(
+    K: sp.csr_matrix, k: int, solver: str, v0: FloatArray, normalized: bool
+) -> tuple[FloatArray, FloatArray]:
     """K is not PSD, so 'LA' (not MATLAB's default 'LM') is the right selection. ARPACK needs
     k < n; smaller problems go to the dense solver."""
     n = K.shape[0]
-    if solver == "dense" or k >= n - 1:
+    if solver == "auto" and normalized and n >= AMG_MIN_POINTS:
+        vals, vecs = _amg_lobpcg(K, k, v0)
+    elif solver == "dense" or k >= n - 1:
         dense = K.toarray()
         vals, vecs = scipy.linalg.eigh(dense, subset_by_index=[n - k, n - 1])
     else:
@@ -95,6 +122,35 @@ def _whole(K: sp.csr_matrix, k: int, solver: str, v0: FloatArray) -> tuple[Float
                 ) from exc
     order = np.argsort(-vals, kind="stable")
     return np.asarray(vals[order], dtype=np.float64), np.asarray(vecs[:, order], dtype=np.float64)
+
+
+def _amg_lobpcg(K: sp.csr_matrix, k: int, v0: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Top k eigenpairs of a degree-normalised K as the k smallest of I - K (AMG_MIN_POINTS).
+
+    The start block is the fit's ARPACK start vector beside k - 1 columns of a fixed seed, so
+    the result depends on K and the fit's random_state only (A9).
+    """
+    n = K.shape[0]
+    laplacian = sp.csr_matrix(sp.identity(n, format="csr") - K)
+    shifted = sp.csr_matrix(laplacian + AMG_SHIFT * sp.identity(n, format="csr"))
+    preconditioner = smoothed_aggregation_solver(shifted).aspreconditioner()
+    start = np.random.RandomState(0).standard_normal((n, k))
+    start[:, 0] = v0
+    try:
+        values, vectors = lobpcg(
+            laplacian,
+            start,
+            M=preconditioner,
+            tol=LOBPCG_TOL,
+            maxiter=LOBPCG_MAXITER,
+            largest=False,
+        )
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(
+            f"LOBPCG failed on the {n} x {n} degree-normalised kernel ({exc}); use "
+            "eigen_solver='arpack' or normalize='none'"
+        ) from exc
+    return 1.0 - np.asarray(values), np.asarray(vectors)
 
 
 def near_ties(eigenvalues: FloatArray, eigenvectors: FloatArray | None = None) -> IntArray:
