@@ -88,17 +88,27 @@ def test_arpack_and_dense_solvers_agree() -> None:
     assert np.all(np.diff(a.eigenvalues_) <= 0)
 
 
-def _count_multigrid_solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Lower the size threshold to 100 points and record the size of every AMG-LOBPCG solve."""
+def _count_solves(monkeypatch: pytest.MonkeyPatch, restarts: int) -> dict[str, list[int]]:
+    """Lower the multigrid threshold to 100 points and ARPACK's budget under 'auto' to
+    `restarts`; record the size of every AMG-LOBPCG solve and of every budgeted ARPACK try."""
     monkeypatch.setattr(spectral, "AMG_MIN_POINTS", 100)
-    sizes: list[int] = []
-    solve = spectral._amg_lobpcg
+    monkeypatch.setattr(spectral, "ARPACK_AUTO_RESTARTS", restarts)
+    sizes: dict[str, list[int]] = {"amg": [], "budgeted arpack": []}
+    amg, arpack = spectral._amg_lobpcg, spectral._arpack
 
-    def counted(K: sp.csr_matrix, k: int, v0: FloatArray) -> tuple[FloatArray, FloatArray]:
-        sizes.append(K.shape[0])
-        return solve(K, k, v0)
+    def counted_amg(K: sp.csr_matrix, k: int, v0: FloatArray) -> tuple[FloatArray, FloatArray]:
+        sizes["amg"].append(K.shape[0])
+        return amg(K, k, v0)
 
-    monkeypatch.setattr(spectral, "_amg_lobpcg", counted)
+    def counted_arpack(
+        K: sp.csr_matrix, k: int, v0: FloatArray, budget: int | None
+    ) -> tuple[FloatArray, FloatArray]:
+        if budget is not None:
+            sizes["budgeted arpack"].append(K.shape[0])
+        return arpack(K, k, v0, budget)
+
+    monkeypatch.setattr(spectral, "_amg_lobpcg", counted_amg)
+    monkeypatch.setattr(spectral, "_arpack", counted_arpack)
     return sizes
 
 
@@ -106,15 +116,16 @@ def _count_multigrid_solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_multigrid_lobpcg_matches_the_dense_spectrum_of_a_normalised_kernel(
     toy: str, t: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """eigen_solver='auto' sends large degree-normalised kernels to AMG-preconditioned LOBPCG;
-    it must give the dense solver's top eigenpairs (both graphs are connected)."""
-    sizes = _count_multigrid_solves(monkeypatch)
+    """When ARPACK runs out of its budget on a large degree-normalised kernel, 'auto' solves it
+    by AMG-preconditioned LOBPCG, which must give the dense solver's top eigenpairs."""
+    sizes = _count_solves(monkeypatch, restarts=1)
     X, _ = make_toy(toy, 200, 0)
     idx, dist = nearest_neighbors(X, t)
-    K = normalize_symmetric(local_scaling_kernel(idx, dist, t))
+    K = normalize_symmetric(local_scaling_kernel(idx, dist, t))  # connected: one solve
     v0 = np.random.RandomState(0).uniform(-1, 1, 200)
-    vals, vecs = top_eigenpairs(K, 3, "auto", v0, normalized=True)
-    assert sizes == [200]
+    crowding = spectral.Crowding()
+    vals, vecs = top_eigenpairs(K, 3, "auto", v0, normalized=True, crowding=crowding)
+    assert sizes == {"amg": [200], "budgeted arpack": [200]} and crowding.seen
     dense_vals, dense_vecs = top_eigenpairs(K, 3, "dense", v0)
     assert vals[0] == pytest.approx(1.0, abs=1e-10)  # D^1/2 1 has eigenvalue exactly 1
     np.testing.assert_allclose(vals, dense_vals, rtol=0, atol=1e-9)
@@ -123,18 +134,31 @@ def test_multigrid_lobpcg_matches_the_dense_spectrum_of_a_normalised_kernel(
     assert np.all(np.diff(vals) <= 0)
 
 
-def test_large_normalised_fit_with_multigrid_labels_as_the_dense_solver(
+def test_after_one_crowded_spectrum_the_fit_goes_to_multigrid_directly(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sizes = _count_multigrid_solves(monkeypatch)
+    sizes = _count_solves(monkeypatch, restarts=1)
     X, _ = make_toy("double_spirals", 200, 0)
-    fits = [
-        SMIC(2, n_neighbors=6, normalize="symmetric", eigen_solver=s, random_state=0).fit(X)
-        for s in ("auto", "dense")
-    ]
-    assert sizes == [200]
-    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
-    np.testing.assert_allclose(fits[0].eigenvalues_, fits[1].eigenvalues_, atol=1e-9)
+    model = SMIC(2, normalize="symmetric", random_state=0).fit(X)
+    connected = [t for t in model.lsmi_curve_ if t >= 5]  # t = 5..10 give one component
+    assert len(connected) >= 2
+    assert sizes["budgeted arpack"] == [200]  # tried once, at t = 5
+    assert sizes["amg"] == [200] * len(connected)
+    dense = SMIC(2, normalize="symmetric", eigen_solver="dense", random_state=0).fit(X)
+    np.testing.assert_array_equal(model.labels_, dense.labels_)
+    np.testing.assert_allclose(model.eigenvalues_, dense.eigenvalues_, atol=1e-9)
+
+
+def test_arpack_within_its_budget_keeps_the_fit_off_multigrid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sizes = _count_solves(monkeypatch, restarts=spectral.ARPACK_AUTO_RESTARTS)
+    X, _ = make_toy("double_spirals", 200, 0)
+    auto = SMIC(2, normalize="symmetric", random_state=0).fit(X)
+    assert sizes["amg"] == [] and len(sizes["budgeted arpack"]) >= 2
+    arpack = SMIC(2, normalize="symmetric", eigen_solver="arpack", random_state=0).fit(X)
+    np.testing.assert_array_equal(auto.labels_, arpack.labels_)
+    assert auto.lsmi_curve_ == arpack.lsmi_curve_
 
 
 def test_near_ties_detects_equal_eigenvalues() -> None:

@@ -24,7 +24,7 @@ from app.engine.smic.constraints import Constraints, count_violations, edit_kern
 from app.engine.smic.kernel import local_scaling_kernel, normalize_symmetric
 from app.engine.smic.lsmi import LSMIDesign, LSMIResult, lsmi_cv
 from app.engine.smic.selection import Scored, Selection, clearly_past_peak, select
-from app.engine.smic.spectral import Assignment, assign, top_eigenpairs
+from app.engine.smic.spectral import Assignment, Crowding, assign, top_eigenpairs
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -81,11 +81,13 @@ def evaluate(
     normalize: str,
     c: int,
     scores: dict[bytes, LSMIResult],
+    crowding: Crowding,
 ) -> Candidate:
-    K = normalize_symmetric(base) if normalize == "symmetric" else base
+    normalized = normalize == "symmetric"
+    K = normalize_symmetric(base) if normalized else base
     # One extra eigenvalue shows whether lambda_c is tied with lambda_{c+1} (A5).
     k = min(c + 1, K.shape[0])
-    vals, vecs = top_eigenpairs(K, k, problem.solver, problem.v0, normalize == "symmetric")
+    vals, vecs = top_eigenpairs(K, k, problem.solver, problem.v0, normalized, crowding)
     result = assign(vecs[:, :c], problem.prior)
     key = result.labels.tobytes()
     if key not in scores:  # neighbouring t and the two kernels often give identical labels
@@ -107,12 +109,13 @@ def search(
     done: list[Candidate] = []
     curve: list[float] = []  # best LSMI per evaluated t, for the early stop
     scores: dict[bytes, LSMIResult] = {}
+    crowding = Crowding()  # the normalised kernels of this fit share what their solves found
     step = 0
     stop = False
     for t in candidates:
         base = graph(problem, t)
         for normalize in kernels:
-            cand = evaluate(problem, base, t, normalize, c, scores)
+            cand = evaluate(problem, base, t, normalize, c, scores, crowding)
             done.append(cand)
             step += 1
             if progress is not None and progress(step, -cand.smi) is False:

@@ -24,14 +24,18 @@ MAX_SPLIT_COMPONENTS = 64
 # Components up to this size go to the dense solver (cheaper than ARPACK's setup).
 DENSE_COMPONENT = 400
 ARPACK_TOL = 1e-10
-# eigen_solver="auto": the degree-normalised kernel of a graph (or component) with at least this
-# many points is solved by LOBPCG preconditioned with algebraic multigrid on I - K, as
-# SpectralClustering's "amg" does. Its top eigenvalues crowd just below 1 on large graphs (the
-# coffee demo's 240,000 pixels, t = 5: 1, 0.999994, 0.999993, 0.999990), where ARPACK took 164 s
-# at tol 1e-6 and did not finish at 1e-10 in 15 minutes; AMG-LOBPCG took 13 s at 1e-8 (labels
-# agree to ARI 0.99 with ARPACK's 1e-6). The unnormalised kernel keeps ARPACK: its top
-# eigenvalues are spread (same picture: 5.94, 5.91, 5.87), and AMG was 10-20x slower there.
+# eigen_solver="auto": ARPACK, but on the degree-normalised kernel of a graph (or component) of
+# at least AMG_MIN_POINTS points only for ARPACK_AUTO_RESTARTS restarts; if it has not converged
+# by then, LOBPCG preconditioned with algebraic multigrid on I - K (SpectralClustering's "amg")
+# solves it, and every later normalised kernel of the same fit goes there directly. Large
+# mesh-like graphs crowd the top eigenvalues just below 1 (the coffee demo's 240,000 pixels,
+# t = 5: 1, 0.999994, 0.999993, 0.999990): ARPACK took 164 s at tol 1e-6 and did not finish at
+# 1e-10 in 15 minutes; AMG-LOBPCG took 13 s at 1e-8 (labels agree with ARPACK's 1e-6 to ARI
+# 0.99). On make_blobs (50,000 points, d = 10) ARPACK converged within 30 restarts, and AMG-LOBPCG
+# was 6x slower there, so it is not the first choice. The unnormalised kernel keeps ARPACK (its
+# top eigenvalues are spread: 5.94, 5.91, 5.87 on the same picture).
 AMG_MIN_POINTS = 20_000
+ARPACK_AUTO_RESTARTS = 40
 # I - K is singular (K's top eigenvalue is exactly 1); the multigrid hierarchy is built on
 # I - K + AMG_SHIFT * I, as scikit-learn does. The eigenproblem itself is unshifted.
 AMG_SHIFT = 1e-5
@@ -39,13 +43,26 @@ LOBPCG_TOL = 1e-8
 LOBPCG_MAXITER = 1000
 
 
+@dataclass
+class Crowding:
+    """Whether ARPACK already ran out of its restarts on a normalised kernel of this fit."""
+
+    seen: bool = False
+
+
 def top_eigenpairs(
-    K: sp.csr_matrix, k: int, solver: str, v0: FloatArray, normalized: bool = False
+    K: sp.csr_matrix,
+    k: int,
+    solver: str,
+    v0: FloatArray,
+    normalized: bool = False,
+    crowding: Crowding | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """The k largest *algebraic* eigenvalues of symmetric K, descending, with eigenvectors (A3).
 
     `normalized` says K is degree-normalised (spectrum in [-1, 1], top eigenvalue 1 per
-    component); with solver "auto" large such kernels go to AMG-preconditioned LOBPCG.
+    component): with solver "auto" a large one may go to AMG-LOBPCG (AMG_MIN_POINTS), and
+    `crowding`, shared by the solves of one fit, remembers that it did.
 
     On a graph with a few connected components every component is solved on its own, so each
     eigenvector lives on one component. The spectrum is the same (K is block-diagonal), but
@@ -54,10 +71,12 @@ def top_eigenpairs(
     the solver: a rotation mixes components, and clipping it does not separate them (A5).
     Ties between components are ordered by component (lowest point index first).
     """
+    crowding = Crowding() if crowding is None else crowding
     n_comp, comp = connected_components(K, directed=False)
     if 1 < n_comp <= MAX_SPLIT_COMPONENTS:
-        return _per_component(K, k, solver, v0, comp.astype(np.intp), n_comp, normalized)
-    return _whole(K, k, solver, v0, normalized)
+        comp = comp.astype(np.intp)
+        return _per_component(K, k, solver, v0, comp, n_comp, normalized, crowding)
+    return _whole(K, k, solver, v0, normalized, crowding)
 
 
 def _per_component(
@@ -68,6 +87,7 @@ def _per_component(
     comp: IntArray,
     n_comp: int,
     normalized: bool,
+    crowding: Crowding,
 ) -> tuple[FloatArray, FloatArray]:
     n = K.shape[0]
     values: list[float] = []
@@ -79,7 +99,7 @@ def _per_component(
         sub = sp.csr_matrix(K[members][:, members])
         kk = min(k, members.size)
         sub_solver = "dense" if members.size <= DENSE_COMPONENT else solver
-        vals, vecs = _whole(sub, kk, sub_solver, v0[members], normalized)
+        vals, vecs = _whole(sub, kk, sub_solver, v0[members], normalized, crowding)
         for j in range(kk):
             order_keys.append((-float(vals[j]), cid, j))
             values.append(float(vals[j]))
@@ -93,35 +113,54 @@ def _per_component(
 
 
 def _whole(
-    K: sp.csr_matrix, k: int, solver: str, v0: FloatArray, normalized: bool
+    K: sp.csr_matrix, k: int, solver: str, v0: FloatArray, normalized: bool, crowding: Crowding
 ) -> tuple[FloatArray, FloatArray]:
     """K is not PSD, so 'LA' (not MATLAB's default 'LM') is the right selection. ARPACK needs
     k < n; smaller problems go to the dense solver."""
     n = K.shape[0]
-    if solver == "auto" and normalized and n >= AMG_MIN_POINTS:
-        vals, vecs = _amg_lobpcg(K, k, v0)
-    elif solver == "dense" or k >= n - 1:
+    multigrid = solver == "auto" and normalized and n >= AMG_MIN_POINTS
+    if solver == "dense" or k >= n - 1:
         dense = K.toarray()
         vals, vecs = scipy.linalg.eigh(dense, subset_by_index=[n - k, n - 1])
+    elif multigrid and crowding.seen:
+        vals, vecs = _amg_lobpcg(K, k, v0)
     else:
-        # A wider Krylov space than ARPACK's default: kNN kernels have crowded top spectra,
-        # and with ncv = 2k + 1 ARPACK needed minutes at n = 50,000. The reorthogonalisation
-        # against ncv vectors dominates, so ncv = 30 beats the former 60 (0.3-0.7 s per t
-        # against 0.9-1.9 s at n = 50,000, identical labels). The tolerance stays tight: at
-        # 1e-8 ARPACK missed the second copy of a double eigenvalue of a ring (tested).
-        ncv = min(n, max(2 * k + 8, 30))
         try:
-            vals, vecs = eigsh(K, k=k, which="LA", v0=v0, ncv=ncv, tol=ARPACK_TOL)
+            vals, vecs = _arpack(K, k, v0, ARPACK_AUTO_RESTARTS if multigrid else None)
         except ArpackNoConvergence:
-            try:
-                vals, vecs = eigsh(K, k=k, which="LA", v0=v0, ncv=min(n, 4 * ncv), maxiter=50 * n)
-            except ArpackNoConvergence as exc:
-                raise ValueError(
-                    f"ARPACK did not converge for the top {k} eigenvectors of the {n} x {n} "
-                    "kernel; use eigen_solver='dense' (O(n^3)) or another n_neighbors"
-                ) from exc
+            if multigrid:
+                crowding.seen = True
+                vals, vecs = _amg_lobpcg(K, k, v0)
+            else:
+                vals, vecs = _arpack_wide(K, k, v0)
     order = np.argsort(-vals, kind="stable")
     return np.asarray(vals[order], dtype=np.float64), np.asarray(vecs[:, order], dtype=np.float64)
+
+
+def _arpack(
+    K: sp.csr_matrix, k: int, v0: FloatArray, restarts: int | None
+) -> tuple[FloatArray, FloatArray]:
+    """A wider Krylov space than ARPACK's default: kNN kernels have crowded top spectra, and
+    with ncv = 2k + 1 ARPACK needed minutes at n = 50,000. The reorthogonalisation against ncv
+    vectors dominates, so ncv = 30 beats the former 60 (0.3-0.7 s per t against 0.9-1.9 s at
+    n = 50,000, identical labels). The tolerance stays tight: at 1e-8 ARPACK missed the second
+    copy of a double eigenvalue of a ring (tested). `restarts` None: ARPACK's default (10 n)."""
+    n = K.shape[0]
+    ncv = min(n, max(2 * k + 8, 30))
+    return eigsh(K, k=k, which="LA", v0=v0, ncv=ncv, tol=ARPACK_TOL, maxiter=restarts)
+
+
+def _arpack_wide(K: sp.csr_matrix, k: int, v0: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The second try after ARPACK did not converge: 4x the Krylov space, 50 n restarts."""
+    n = K.shape[0]
+    ncv = min(n, 4 * max(2 * k + 8, 30))
+    try:
+        return eigsh(K, k=k, which="LA", v0=v0, ncv=ncv, maxiter=50 * n)
+    except ArpackNoConvergence as exc:
+        raise ValueError(
+            f"ARPACK did not converge for the top {k} eigenvectors of the {n} x {n} "
+            "kernel; use eigen_solver='dense' (O(n^3)) or another n_neighbors"
+        ) from exc
 
 
 def _amg_lobpcg(K: sp.csr_matrix, k: int, v0: FloatArray) -> tuple[FloatArray, FloatArray]:
