@@ -62,9 +62,10 @@ class SMIC(ClusterMixin, BaseEstimator):
         LSMI: number of Gaussian centres b, CV folds M, and the grids of widths gamma and ridges
         delta (None = the paper's 9 x 9 grid).
     eigen_solver : "auto", "arpack" or "dense"
-        "auto" (default): scipy.sparse.linalg.eigsh (ARPACK), but LOBPCG preconditioned by
-        algebraic multigrid (pyamg) for the degree-normalised kernel of a graph or component
-        with at least 20,000 points, whose top eigenvalues crowd below 1 (spectral.py).
+        "auto" (default): scipy.sparse.linalg.eigsh (ARPACK); on the degree-normalised kernel
+        of a graph or component of at least 20,000 points ARPACK gets 40 restarts, and if its
+        top eigenvalues are too crowded below 1 for that, LOBPCG preconditioned by algebraic
+        multigrid (pyamg) solves it and the fit's later normalised kernels (spectral.py).
         "arpack": ARPACK always. "dense": a dense eigh (O(n^3), for checks).
     random_state : int, RandomState or None
         Seeds the LSMI centres and folds (drawn once for every t) and the ARPACK start vector.
