@@ -19,7 +19,12 @@ from threadpoolctl import threadpool_limits
 from app.engine.core.errstate import engine_errstate
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.smic.constraints import compile_constraints
-from app.engine.smic.kernel import local_scaling_kernel, nearest_neighbors, zero_scale_points
+from app.engine.smic.kernel import (
+    local_scaling_kernel,
+    nearest_neighbors,
+    neighbour_algorithm,
+    zero_scale_points,
+)
 from app.engine.smic.lsmi import DEFAULT_DELTAS, DEFAULT_GAMMAS, make_design
 from app.engine.smic.predict import kernel_model, posterior
 from app.engine.smic.search import Candidate, Problem, graph, search
@@ -205,7 +210,8 @@ class SMIC(ClusterMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         design = make_design(data, int(self.n_basis), int(self.n_folds), rng)
         v0 = rng.uniform(-1.0, 1.0, n)  # one ARPACK start vector for every t
-        idx, dist = nearest_neighbors(data, max(candidates))
+        algorithm = neighbour_algorithm(data, max(candidates))  # the fit's and predict's search
+        idx, dist = nearest_neighbors(data, max(candidates), algorithm)
         if len(candidates) > 1:
             usable = [t for t in candidates if zero_scale_points(dist, t).size == 0]
             if not usable:
@@ -229,7 +235,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.kernel_model_ = kernel_model(
             center, scale, data, dist[:, best.t - 1], best.t, graph(problem, best.t),
             (best.eigenvalues[:c], best.eigenvectors[:, :c]), prior,
-            best.normalize == "symmetric",
+            best.normalize == "symmetric", algorithm,
         )  # fmt: skip
         return self
 

@@ -45,7 +45,9 @@ def neighbour_algorithm(X: FloatArray, k: int) -> str:
     return "kd_tree" if visits < TREE_VISIT_FRACTION * n else "brute"
 
 
-def nearest_neighbors(X: FloatArray, t_max: int) -> tuple[IntArray, FloatArray]:
+def nearest_neighbors(
+    X: FloatArray, t_max: int, algorithm: str | None = None
+) -> tuple[IntArray, FloatArray]:
     """The t_max nearest *other* points of every row of X, sorted by (distance, index).
 
     scikit-learn finds the candidates; the distances are then recomputed directly, because its
@@ -55,7 +57,7 @@ def nearest_neighbors(X: FloatArray, t_max: int) -> tuple[IntArray, FloatArray]:
     n = X.shape[0]
     if not 1 <= t_max <= n - 1:
         raise ValueError(f"need 1 <= t_max <= n - 1 = {n - 1}, got t_max={t_max}")
-    algorithm = neighbour_algorithm(X, t_max)
+    algorithm = neighbour_algorithm(X, t_max) if algorithm is None else algorithm
     search = NearestNeighbors(n_neighbors=t_max, algorithm=algorithm).fit(X)
     idx = search.kneighbors(return_distance=False).astype(np.intp)
     dist = np.sqrt(((X[:, None, :] - X[idx]) ** 2).sum(axis=2))

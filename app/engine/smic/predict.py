@@ -21,8 +21,6 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from sklearn.neighbors import NearestNeighbors
 
-from app.engine.smic.kernel import neighbour_algorithm
-
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
@@ -54,11 +52,13 @@ def kernel_model(
     eigen: tuple[FloatArray, FloatArray],
     prior: FloatArray,
     normalized: bool,
+    algorithm: str,
 ) -> KernelModel:
     """The model of the chosen candidate: ``K`` its unnormalised training kernel (with any
     constraint edits), ``eigen`` its top-c (eigenvalues, eigenvectors) and ``prior`` the sorted
-    class prior. alpha_y = n pi_y phi~_y / (lambda_y sum_i max(0, phi~_y,i)) (Sec. 2.5 #5); a
-    component with lambda_y <= 0 cannot claim new points (its column is 0: the fit warned)."""
+    class prior; ``algorithm`` the fit's neighbour search (kernel.neighbour_algorithm).
+    alpha_y = n pi_y phi~_y / (lambda_y sum_i max(0, phi~_y,i)) (Sec. 2.5 #5); a component
+    with lambda_y <= 0 cannot claim new points (its column is 0: the fit warned)."""
     values, vectors = eigen
     n = X.shape[0]
     signs = np.where(vectors.sum(axis=0) >= 0.0, 1.0, -1.0)  # sign(0) := +1 (A4), as assign
@@ -70,7 +70,7 @@ def kernel_model(
     if normalized:
         degree = np.asarray(K.sum(axis=1)).ravel()
         coef = coef / np.sqrt(degree)[:, None]
-    search = NearestNeighbors(algorithm=neighbour_algorithm(X, t + 1)).fit(X)
+    search = NearestNeighbors(algorithm=algorithm).fit(X)
     return KernelModel(center, scale, X, sigma, t, coef, normalized, search)
 
 
