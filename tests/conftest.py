@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -28,6 +29,15 @@ from app.services import accounts
 # Apps and live servers started by tests skip the start-up warm-up of the numba kernels (five
 # seconds of fits per app); tests/api/test_kernel_warmup.py turns it on where it is tested.
 os.environ["WARM_KERNELS_ON_START"] = "false"
+
+# Property tests are reproducible: examples come from a fixed seed per test, and no example
+# database (.hypothesis/) makes a run depend on an earlier one. Failures print a reproduce
+# blob. HYPOTHESIS_PROFILE=dev draws fresh random examples (still without a database).
+hypothesis.settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, print_blob=True
+)
+hypothesis.settings.register_profile("dev", database=None, deadline=None, print_blob=True)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ADMIN_PASSWORD = "admin-password-for-tests"
 PASSWORD = "a-good-password"

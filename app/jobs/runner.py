@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, case, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,6 +27,7 @@ from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
 from app.engine.image.pooled_apply import for_another_image
+from app.jobs.cluster_count import count_metrics, removal_warning
 from app.jobs.continuation import warm_start_metrics
 from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
@@ -98,7 +99,10 @@ class Claim:
 
 
 class ProgressRecorder:
-    """The engine's `progress(iteration, cost)` callback for one run."""
+    """The engine's `progress(iteration, cost)` callback for one run. The stored sweep (and the
+    progress line's percentage, read from it) never goes back: a lower `iteration` than the one
+    stored keeps the stored one (MostCoherentFit's candidates report as one fit, and a retried
+    Dask task starts again from its first sweep on a row that shows further)."""
 
     def __init__(self, claim: Claim, token: CancelToken | None):
         self.claim = claim
@@ -128,7 +132,7 @@ class ProgressRecorder:
             with session_scope(self.claim.factory) as session:
                 ours = self.claim.update(
                     session,
-                    progress_iteration=int(iteration),
+                    progress_iteration=_at_least_stored(int(iteration)),
                     progress_cost=float(cost) if math.isfinite(cost) else None,
                 )
                 cancel = session.scalar(
@@ -145,6 +149,15 @@ class ProgressRecorder:
             self.stop_reason = "cancelled"
             return False
         return True
+
+
+def _at_least_stored(iteration: int) -> Any:
+    """`iteration`, or the run's stored progress_iteration where that is higher (in the
+    UPDATE itself, so no write by any worker lowers it)."""
+    return case(
+        (Run.progress_iteration > iteration, Run.progress_iteration),
+        else_=iteration,
+    )
 
 
 def new_worker_key() -> str:
@@ -282,6 +295,10 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         metrics["numbered_like_run"] = reference.run_id
     metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
     # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
+    if inputs.model is None:
+        metrics["cluster_count"] = count_metrics(inputs.params, inputs.info, estimator)
+        removal = removal_warning(estimator)
+        notes = (*notes, removal) if removal else notes
     metrics["warnings"] = sorted(set(getattr(estimator, "fit_warnings_", [])) | set(notes))
     params = _cluster_params(estimator)
     if order is not None:

@@ -59,3 +59,34 @@ def test_groups_told_apart_set_the_count_and_nothing_is_guessed(
     warnings, clusters = _warnings(client, admin_headers, iris_id, algorithm)
     assert not [w for w in warnings if "left empty" in w], warnings
     assert clusters == 2
+
+
+def test_the_result_says_how_the_count_was_chosen(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    iris_id: int,  # noqa: F811 (fixture)
+) -> None:
+    """Issue 36's iris case through the API: setosa and virginica labeled, eight versicolor
+    items must-linked and cannot-linked from virginica, the count left empty: three groups,
+    and the result says where the three came from."""
+    annotations = [
+        {"kind": "label", "items": list(range(0, 5)), "label": "setosa"},
+        {"kind": "label", "items": list(range(100, 105)), "label": "virginica"},
+        {"kind": "must_link", "items": list(range(50, 58))},
+        {"kind": "cannot_link", "items_a": [50], "items_b": [100]},
+    ]
+    for body in annotations:
+        response = client.post(
+            f"/api/v1/datasets/{iris_id}/annotations", json=body, headers=admin_headers
+        )
+        assert response.status_code == 201, response.text
+    run = run_to_end(client, admin_headers, iris_id, "cec-ib")
+    assert run["status"] == "succeeded", run["error"]
+    count = result(client, admin_headers, run["id"])["metrics"]["cluster_count"]
+    assert count["parameter"] == "n_clusters" and count["asked"] is None
+    assert count["started"] == 3
+    assert "2 label categories" in count["how"] and "1 must-linked set" in count["how"]
+
+    run = run_to_end(client, admin_headers, iris_id, "cec-ib", n_clusters=5)
+    count = result(client, admin_headers, run["id"])["metrics"]["cluster_count"]
+    assert (count["asked"], count["started"], count["how"]) == (5, 5, "n_clusters 5, as set")

@@ -97,7 +97,7 @@ def test_ten_percent_labels_beat_the_seeded_k_means_peers(
         y[chosen] = truth[chosen]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # digits: fitted on 10 components
-            model = CECIB(np.unique(truth).size, random_state=0).fit(X, y=y)
+            model = CECIB(np.unique(truth).size, init="labels", random_state=0).fit(X, y=y)
         scores.append(adjusted_rand_score(truth, model.labels_))
     assert np.mean(scores) > floor
 
@@ -145,8 +145,8 @@ def test_further_starts_reach_lower_energy_on_iris() -> None:
     for c in range(3):
         chosen = rng.choice(np.flatnonzero(truth == c), 5, replace=False)
         y[chosen] = c
-    two = CECIB(3, n_init=2, random_state=0).fit(X, y=y)
-    ten = CECIB(3, n_init=10, random_state=0).fit(X, y=y)
+    two = CECIB(3, n_init=2, init="labels", random_state=0).fit(X, y=y)
+    ten = CECIB(3, n_init=10, init="labels", random_state=0).fit(X, y=y)
     assert _agreement(ten.labels_, y) == _agreement(two.labels_, y) == 15
     assert ten.energy_ < two.energy_ - 1e-3
     assert adjusted_rand_score(truth, ten.labels_) > adjusted_rand_score(truth, two.labels_)
@@ -166,8 +166,8 @@ def test_agreement_with_the_labels_ranks_before_energy() -> None:
     for c in range(10):
         members = np.flatnonzero(truth == c)
         y[rng.choice(members, round(0.1 * members.shape[0]), replace=False)] = c
-    two = CECIB(10, n_init=2, random_state=0).fit(Z, y=y)
-    ten = CECIB(10, n_init=10, random_state=0).fit(Z, y=y)
+    two = CECIB(10, n_init=2, init="labels", random_state=0).fit(Z, y=y)
+    ten = CECIB(10, n_init=10, init="labels", random_state=0).fit(Z, y=y)
     assert _agreement(ten.labels_, y) >= _agreement(two.labels_, y)
     if _agreement(ten.labels_, y) == _agreement(two.labels_, y):
         assert ten.energy_ <= two.energy_
@@ -188,7 +188,8 @@ def test_a_start_already_run_is_not_run_again() -> None:
             sweeps[n_init] += 1
             return True
 
-        fits[n_init] = CECIB(3, n_init=n_init, random_state=0, progress=count).fit(X, y=y)
+        model = CECIB(3, n_init=n_init, init="labels", random_state=0, progress=count)
+        fits[n_init] = model.fit(X, y=y)
     assert sweeps[10] == sweeps[2] > 0
     np.testing.assert_array_equal(fits[10].labels_, fits[2].labels_)
     assert fits[10].energy_ == fits[2].energy_

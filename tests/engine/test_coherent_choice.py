@@ -157,3 +157,92 @@ def test_a_failing_candidate_fails_the_fit(n_jobs: int) -> None:
         chooser.fit(np.zeros((4, 1)))
     with pytest.raises(ValueError, match="n_jobs"):
         MostCoherentFit([FixedLabels(np.zeros(4))], ["a"], pairs, weights, n_jobs=0)
+
+
+class Scripted(FixedLabels):
+    """A stand-in that reports sweeps 1..sweeps to its ``progress`` while fitting and stops
+    when told to (as the engine does)."""
+
+    def __init__(self, labels: np.ndarray, sweeps: int, progress: Any) -> None:
+        super().__init__(labels)
+        self.sweeps, self.progress, self.done = sweeps, progress, 0
+
+    def fit(self, x: Any, *args: Any, **kwargs: Any) -> "Scripted":
+        for sweep in range(1, self.sweeps + 1):
+            self.done = sweep
+            answer = self.progress(sweep, float(-sweep))
+            if answer is not None and not answer:
+                break
+        return super().fit(x, *args, **kwargs)  # type: ignore[return-value]
+
+
+def test_candidates_sharing_a_callback_report_one_count_that_never_goes_back() -> None:
+    """One after another, the second candidate used to report from sweep 1 again (the run's bar
+    went back); each candidate now fills its half of the count."""
+    pairs, weights = grid_links(2, 2, 1.0)
+    seen: list[tuple[int, float]] = []
+
+    def record(iteration: int, energy: float) -> None:
+        seen.append((iteration, energy))
+
+    first, second = Scripted(np.zeros(4), 5, record), Scripted(np.zeros(4), 3, record)
+    MostCoherentFit([first, second], ["a", "b"], pairs, weights, n_jobs=1).fit(np.zeros((4, 1)))
+    assert [i for i, _ in seen] == [0, 1, 1, 2, 2, 3, 3, 4]  # (5 + s) // 2 for s = 1..3
+    assert [e for _, e in seen] == [-1.0, -2.0, -3.0, -4.0, -5.0, -1.0, -2.0, -3.0]
+    assert first.progress is record and second.progress is record  # put back
+
+
+def _scribbled_halves(side: int = 24) -> tuple[np.ndarray, np.ndarray, Any, Any]:
+    rng = np.random.default_rng(0)
+    truth = (np.indices((side, side))[1] >= side // 2).astype(int).ravel()
+    x = np.stack([truth * 2.0, truth * 1.0], axis=1) + rng.normal(0, 0.9, (side * side, 2))
+    y = np.full(side * side, -1)
+    y[::17] = truth[::17]
+    pairs, weights = grid_links(side, side, 1.0)
+    return x, y, pairs, weights
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_real_candidates_fitted_at_once_report_a_non_decreasing_count(n_jobs: int) -> None:
+    from app.engine import CECIB
+
+    x, y, pairs, weights = _scribbled_halves()
+    seen: list[int] = []
+
+    def record(iteration: int, energy: float) -> bool:
+        seen.append(iteration)
+        return True
+
+    def candidates() -> list[Any]:
+        return [
+            CECIB(n_clusters=4, covariance=c, n_init=2, random_state=0, progress=record)
+            for c in ("full", "diagonal")
+        ]
+
+    alone = []  # each candidate's sweeps (over all its starts) when fitted by itself
+    for candidate in candidates():
+        candidate.fit(x, y)
+        alone.append(seen[-1])
+        seen.clear()
+    together = candidates()
+    MostCoherentFit(together, ["full", "diagonal"], pairs, weights, n_jobs=n_jobs).fit(x, y)
+    assert seen == sorted(seen)
+    assert len(seen) == sum(alone)  # every sweep reported once
+    assert seen[-1] == sum(alone) // 2  # the mean of the candidates' sweeps
+    assert all(c.progress is record for c in together)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_cancelling_through_one_candidate_stops_every_candidate(n_jobs: int) -> None:
+    pairs, weights = grid_links(2, 2, 1.0)
+    calls: list[int] = []
+
+    def stop_at_third(iteration: int, energy: float) -> bool:
+        calls.append(iteration)
+        return len(calls) < 3
+
+    first, second = (Scripted(np.zeros(4), 50, stop_at_third) for _ in range(2))
+    chooser = MostCoherentFit([first, second], ["a", "b"], pairs, weights, n_jobs=n_jobs)
+    chooser.fit(np.zeros((4, 1)))
+    assert len(calls) == 3  # after the False, candidates are told to stop without asking again
+    assert first.done + second.done <= 3 + 1  # each stopped at its next sweep

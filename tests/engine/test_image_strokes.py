@@ -9,35 +9,30 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 from scipy import ndimage as ndi
 
 from app.engine.image import items_under, rasterize_strokes
+from app.engine.image.strokes import covers_pixel
 
 BoolArray = NDArray[np.bool_]
 
 
 def brute_force(strokes: list[dict[str, Any]], shape: tuple[int, int]) -> BoolArray:
-    """Pixel centre within radius of some segment: distance to the clamped projection."""
+    """Every pixel against every segment, decided by the shared edge rule ``covers_pixel``
+    (squared distance to the clamped projection <= r^2), so pixels exactly on an edge are
+    decided by the same float arithmetic as in the rasterizer."""
     mask = np.zeros(shape, dtype=bool)
     for stroke in strokes:
         points = [(float(x), float(y)) for x, y in stroke["points"]]
         segments = list(itertools.pairwise(points)) or [(points[0], points[0])]
-        radius = stroke["radius"]
+        (x0, y0), (x1, y1) = np.array(segments).transpose(1, 2, 0)  # each (n_segments,)
         for row in range(shape[0]):
             for col in range(shape[1]):
-                for (x0, y0), (x1, y1) in segments:
-                    dx, dy = x1 - x0, y1 - y0
-                    length_sq = dx * dx + dy * dy
-                    t = 0.0
-                    if length_sq > 0:
-                        t = min(1.0, max(0.0, ((col - x0) * dx + (row - y0) * dy) / length_sq))
-                    ex, ey = col - (x0 + t * dx), row - (y0 + t * dy)
-                    if ex * ex + ey * ey <= radius * radius:
-                        mask[row, col] = True
-                        break
+                if covers_pixel(col, row, x0, y0, x1, y1, stroke["radius"]).any():
+                    mask[row, col] = True
     return mask
 
 
@@ -73,6 +68,7 @@ coordinates = st.floats(0, 1, allow_nan=False)
     unit_points=st.lists(st.tuples(coordinates, coordinates), min_size=1, max_size=5),
     radius=st.floats(0.05, 8.0),
 )
+@example(height=2, width=2, unit_points=[(1e-300, 0.0)], radius=1.0)  # pixel [1, 0] on the edge
 def test_rasterization_equals_brute_force_hypothesis(
     height: int, width: int, unit_points: list[tuple[float, float]], radius: float
 ) -> None:
@@ -81,6 +77,28 @@ def test_rasterization_equals_brute_force_hypothesis(
     np.testing.assert_array_equal(
         rasterize_strokes(strokes, (height, width)), brute_force(strokes, (height, width))
     )
+
+
+def test_a_pixel_exactly_on_the_brush_edge_is_decided_by_the_shared_rule() -> None:
+    # Regression (found by hypothesis): pixel [1, 0] is 1.0 from the point in float64 (the
+    # 1e-300 squared underflows), so it is covered; the row arithmetic alone left it out.
+    strokes = [{"points": [[1e-300, 0.0]], "radius": 1.0}]
+    assert covers_pixel(0, 1, 1e-300, 0.0, 1e-300, 0.0, 1.0)
+    expected = np.array([[True, True], [True, False]])
+    np.testing.assert_array_equal(rasterize_strokes(strokes, (2, 2)), expected)
+    np.testing.assert_array_equal(brute_force(strokes, (2, 2)), expected)
+
+
+def test_pixels_on_the_edges_of_aligned_strokes_follow_the_shared_rule() -> None:
+    # Integer points and radii put whole rows of pixel centres exactly on a brush edge.
+    strokes = [
+        {"points": [[2, 3], [20, 3]], "radius": 2.0},
+        {"points": [[5, 1], [5, 9], [17, 9]], "radius": 3.0},
+        {"points": [[3, 3], [9, 6]], "radius": float(np.hypot(1, 2))},
+    ]
+    mask = rasterize_strokes(strokes, (12, 24))
+    np.testing.assert_array_equal(mask, brute_force(strokes, (12, 24)))
+    assert mask[1, 2:21].all() and mask[5, 2:21].all() and not mask[0, 8:21].any()
 
 
 def test_a_single_point_is_a_disc() -> None:

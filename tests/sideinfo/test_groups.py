@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 
 from app.sideinfo.chunklets import chunklet_ids
-from app.sideinfo.groups import distinct_groups
+from app.sideinfo.groups import count_groups, distinct_groups
 from app.sideinfo.model import SideInformation
 
 
@@ -57,3 +57,28 @@ def test_a_lower_bound_on_the_largest_set_pairwise_apart() -> None:
             default=1,
         )
         assert (2 if cannot else 0) <= found <= largest
+
+
+def test_a_must_linked_set_kept_from_one_label_and_joined_to_none_is_a_group() -> None:
+    """Issue 36's iris case: setosa and virginica labeled, eight versicolor items must-linked
+    and cannot-linked from virginica: three groups, the set one of its own."""
+    labels = [0] * 5 + [2] * 5 + [-1] * 10
+    chain = [(10 + i, 11 + i) for i in range(7)]  # items 10..17 must-linked
+    info = _info(20, labels=labels, must=chain, cannot=[(10, 5)])
+    groups = count_groups(info)
+    assert (groups.total, groups.categories, groups.new_sets) == (3, 2, 1)
+    assert "1 must-linked set kept apart" in groups.explained()
+    # Joined to setosa by a must-link: it is setosa, two groups.
+    assert distinct_groups(_info(20, labels=labels, must=[*chain, (17, 0)], cannot=[(10, 5)])) == 2
+    # A single item kept from a label says too little: two groups.
+    assert distinct_groups(_info(20, labels=labels, cannot=[(10, 5)])) == 2
+    # Two such sets count once, unless a cannot-link keeps them apart too.
+    second = [(18, 19)]
+    two = _info(20, labels=labels, must=[*chain, *second], cannot=[(10, 5), (18, 6)])
+    assert distinct_groups(two) == 3
+    apart = _info(20, labels=labels, must=[*chain, *second], cannot=[(10, 5), (18, 6), (18, 10)])
+    assert distinct_groups(apart) == 4
+    # A soft cannot-link does not count.
+    assert (
+        distinct_groups(_info(20, labels=labels, must=chain, cannot=[(10, 5)], confidence=0.5)) == 2
+    )

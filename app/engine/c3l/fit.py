@@ -39,7 +39,12 @@ from app.engine.core.hartigan import (
     point_move_deltas,
 )
 from app.engine.core.moments import add_point, moments_from_labels, remove_point
-from app.engine.core.seeding import assign_nearest_seed, initial_partition, kmeanspp_seeds
+from app.engine.core.seeding import (
+    assign_nearest_seed,
+    greedy_trials,
+    initial_partition,
+    kmeanspp_seeds,
+)
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -273,7 +278,7 @@ def side_aware_partition(
     for rows, k_side, offset in ((positive, k_pos, 0), (~positive, n_clusters - k_pos, k_pos)):
         Y = np.ascontiguousarray(X[rows])
         seeds = np.zeros(k_side, dtype=np.int64)
-        found = kmeanspp_seeds(Y, rng.uniform(size=k_side), seeds)
+        found = kmeanspp_seeds(Y, rng.uniform(size=(k_side, greedy_trials(k_side))), seeds)
         part = np.empty(Y.shape[0], dtype=np.int64)
         assign_nearest_seed(Y, seeds[:found], part)
         assign[rows] = part + offset

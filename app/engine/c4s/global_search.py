@@ -47,7 +47,7 @@ from app.engine.core.hartigan import (
     new_clock,
     point_move_deltas,
 )
-from app.engine.core.seeding import kmeanspp_seeds
+from app.engine.core.seeding import greedy_trials, kmeanspp_seeds
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -329,7 +329,7 @@ def initial_items_partition(
     alternative start is used instead: whole chunklets placed by the colouring ``colour`` of
     the cannot-link graph (``coloured_partition``), which is valid whenever the fit is feasible."""
     seeds = np.zeros(n_clusters, dtype=np.int64)
-    found = kmeanspp_seeds(X, rng.uniform(size=n_clusters), seeds)
+    found = kmeanspp_seeds(X, rng.uniform(size=(n_clusters, greedy_trials(n_clusters))), seeds)
     centers = X[seeds[:found]]
     means = X[np.maximum(items.row, 0)].copy()
     grouped = items.group >= 0

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_random_state
 
-from app.engine.cec.estimator import Progress, _CECBase
+from app.engine.cec.estimator import LABELED_INITS, Progress, _CECBase
 from app.engine.cec.labeled_weight_cv import choose_labeled_weight
 from app.engine.core.cec_shell import check_cec_settings
 from app.engine.core.errstate import engine_errstate
@@ -42,11 +42,14 @@ class CECIB(_CECBase):
 
     Parameters are those of ``CEC`` plus ``beta >= 0``, the weight of the label-consistency
     term: 1 for trusted labels ("CEC-IB_1"), ``BETA0`` = 0.26978 for noisy ones ("CEC-IB_0").
-    ``energy_`` is the cost of eq. (10) in nats. With labels (and beta > 0) the k-means++ starts
-    begin at the categories' labeled means; with one cluster per category the first start is
-    those means, the second the same after Lloyd refinement, and the others refined means of
-    bootstrap resamples of the labeled items; the restart kept is then the one whose clusters
-    agree with more labeled items, energy breaking ties (docs/cec-ib.md). ``labeled_weight``
+    ``energy_`` is the cost of eq. (10) in nats. ``init='k-means++'`` (the default) is the
+    paper's method: unsupervised k-means++ starts, the lowest energy kept. ``init='labels'``
+    (the workbench's choice on tables and images, where it predicts the labels better; docs/
+    cec-ib.md) starts from the labels (beta > 0): at the categories' labeled means; with one
+    cluster per category the first start is those means, the second the same after Lloyd
+    refinement, and the others refined means of bootstrap resamples of the labeled items; the
+    restart kept is then the one whose clusters agree with more labeled items, energy breaking
+    ties. ``labeled_weight``
     (an integer >= 1, default 1) counts each labeled point that many times (module docstring);
     ``'auto'`` chooses it among 1, 3 and 10 by 3-fold cross-validation on the labels (9 more
     fits of one start each, on at most 2,000 items; ``labeled_weight_cv.py``). ``labels_`` are
@@ -61,6 +64,7 @@ class CECIB(_CECBase):
     """
 
     labels_: NDArray[np.int64]
+    inits = LABELED_INITS
 
     def __init__(
         self,
@@ -69,13 +73,14 @@ class CECIB(_CECBase):
         beta: float = 1.0,
         labeled_weight: int | str = 1,
         covariance: str = "full",
-        min_cluster_fraction: float = 0.05,
+        min_cluster_fraction: float | str = "auto",
         n_init: int = 10,
         max_iter: int = 100,
         init: str = "k-means++",
         random_state: Any = None,
         progress: Progress | None = None,
         warm_start: bool = False,
+        polish: bool = True,
     ) -> None:
         self.n_clusters = n_clusters
         self.beta = beta
@@ -87,6 +92,7 @@ class CECIB(_CECBase):
         self.init = init
         self.random_state = random_state
         self.progress = progress
+        self.polish = polish
         self.warm_start = warm_start
 
     @engine_errstate

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,11 +18,18 @@ from numpy.typing import NDArray
 
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.families import family_covariances, min_cluster_points
-from app.engine.core.hartigan import dissolve_invalid, hartigan_sweep, mark_all_changed, new_clock
+from app.engine.core.hartigan import (
+    dissolve_cluster,
+    dissolve_invalid,
+    hartigan_sweep,
+    mark_all_changed,
+    new_clock,
+)
 from app.engine.core.label_seeding import (
     label_seeded_partition,
     labeled_agreement,
     resampled_categories,
+    whitened,
 )
 from app.engine.core.seeding import initial_partition
 
@@ -33,6 +40,8 @@ Progress = Callable[[int, float], object]
 # Smallest energy decrease that counts as an improving move (spec decision 7.10). Energies are
 # sums of terms of order 1; their rounding error is about 1e-15.
 MOVE_TOL = 1e-12
+# Point visits (items x candidate runs) the removal-and-split descent may spend per fit.
+POLISH_POINT_RUNS = 200_000
 
 
 @dataclass
@@ -72,9 +81,9 @@ def min_cluster_size(n: int, d: int, family: int, min_cluster_fraction: float) -
 
 
 def seeds_from_labels(init: str, beta: float, n_categories: int, n_clusters: int) -> bool:
-    """Whether k-means++ starts from the labels: only when they count (beta > 0) and every
-    category can have a cluster of its own."""
-    return init == "k-means++" and beta > 0.0 and 1 <= n_categories <= n_clusters
+    """Whether ``init='labels'`` starts from the labels: only when they count (beta > 0) and
+    every category can have a cluster of its own (else it is k-means++)."""
+    return init == "labels" and beta > 0.0 and 1 <= n_categories <= n_clusters
 
 
 def _start(
@@ -90,10 +99,11 @@ def _start(
     work: FloatArray,
     restart: int,
     warm: IntArray | None = None,
+    local_trials: int | None = None,
 ) -> tuple[IntArray, ClusterState]:
     """Initial partition with invalid clusters already removed: ``warm`` when given (a
-    previous fit's partition); with labels, k-means++ starts from the categories' means
-    (``label_seeding``)."""
+    previous fit's partition); with ``init='labels'``, from the categories' means
+    (``label_seeding``); else k-means++ (``local_trials`` candidates per seed) or random."""
     n, d = X.shape
     if warm is not None:
         assign = warm.astype(np.int64, copy=True)
@@ -111,7 +121,9 @@ def _start(
             X, seeds, n_categories, n_clusters, rng, refine=one_each and restart >= 1
         )
     else:
-        assign = initial_partition(X, n_clusters, init, rng)
+        assign = initial_partition(
+            X, n_clusters, "random" if init == "random" else "k-means++", rng, local_trials
+        )
     state = new_state(n_clusters, d, n_categories)
     state.alive[:] = np.bincount(assign, minlength=n_clusters) > 0
     recompute_state(X, assign, categories, state, family, float(n), beta)
@@ -146,6 +158,7 @@ def _run(
     restart: int,
     seen: set[bytes] | None = None,
     warm: IntArray | None = None,
+    local_trials: int | None = None,
 ) -> tuple[_Run | None, bool]:
     """One restart (from ``warm`` when given); returns the run and whether ``progress`` asked
     to stop. With ``seen`` (the start partitions run so far), a start already run is skipped
@@ -155,7 +168,7 @@ def _run(
     delta = np.empty(n_clusters)
     assign, state = _start(
         X, categories, n_categories, n_clusters, family, beta, min_size, init, rng, work,
-        restart, warm,
+        restart, warm, local_trials,
     )  # fmt: skip
     if seen is not None:
         key = hashlib.blake2b(assign.tobytes(), digest_size=16).digest()  # 16 bytes, not 8n
@@ -213,6 +226,50 @@ def _result(run: _Run, family: int, cancelled: bool) -> CECResult:
     )
 
 
+def _continued(run: _Run, step: _Run) -> _Run:
+    """``step`` (a polishing run from ``run``'s partition) as the continuation of ``run``: its
+    sweeps and energies follow ``run``'s, and it is warm if ``run`` was."""
+    step.warm = run.warm
+    step.n_iter += run.n_iter
+    step.history = run.history + step.history
+    return step
+
+
+def without_cluster(
+    X: FloatArray,
+    assign: IntArray,
+    categories: IntArray,
+    n_categories: int,
+    n_clusters: int,
+    cluster: int,
+    family: int,
+    beta: float,
+) -> IntArray:
+    """``assign`` with ``cluster`` dissolved: its points reinserted one by one where they
+    cost least (as CEC removes a cluster that became too small)."""
+    n, d = X.shape
+    out = assign.copy()
+    state = new_state(n_clusters, d, n_categories)
+    state.alive[:] = np.bincount(out, minlength=n_clusters) > 0
+    recompute_state(X, out, categories, state, family, float(n), beta)
+    dissolve_cluster(X, out, categories, state, cluster, family, float(n), beta, np.empty(3 * d))
+    return out
+
+
+def split_cluster(Z: FloatArray, assign: IntArray, cluster: int, into: int) -> IntArray:
+    """``assign`` with the members of ``cluster`` on the positive side of its principal axis
+    (through its mean) moved to the empty slot ``into``. ``Z``: the data whitened, so the axis
+    does not depend on the features' units (CEC's energy does not)."""
+    members = np.flatnonzero(assign == cluster)
+    out = assign.copy()
+    if members.shape[0] < 2:
+        return out
+    centred = Z[members] - Z[members].mean(axis=0)
+    axis = np.linalg.svd(centred, full_matrices=False)[2][0]
+    out[members[centred @ axis > 0.0]] = into
+    return out
+
+
 def fit_cec(
     X: FloatArray,
     categories: IntArray,
@@ -228,10 +285,14 @@ def fit_cec(
     rng: np.random.RandomState,
     progress: Progress | None = None,
     warm: IntArray | None = None,
+    local_trials: int | None = None,
+    polish: bool = True,
 ) -> CECResult:
     """Best of ``n_init`` Hartigan runs of CEC-IB (beta = 0 or no labels: plain CEC): the
-    lowest energy, except with one cluster per label category, where the run whose clusters
-    agree with more labeled points wins and energy breaks ties (``labeled_agreement``).
+    lowest energy (the paper's rule), except with ``init='labels'`` and one cluster per label
+    category, where the run whose clusters agree with more labeled points wins and energy
+    breaks ties (``labeled_agreement``). ``local_trials``: candidates per k-means++ seed
+    (None: greedy, 2 + ln k; 1: the authors' plain k-means++).
 
     ``categories[i]`` is the category code 0..n_categories-1 of point i, or -1 if unlabeled.
 
@@ -259,7 +320,9 @@ def fit_cec(
     iteration = 0
     stop = False
     starts: list[IntArray | None] = [None] * n_init if warm is None else [warm, *[None] * n_init]
-    for restart, start in enumerate(starts):
+
+    def descend(restart: int, start: IntArray | None) -> _Run | None:
+        nonlocal iteration, stop
         run, stop = _run(
             X,
             categories,
@@ -273,14 +336,74 @@ def fit_cec(
             rng=rng,
             progress=progress,
             first_iteration=iteration,
-            restart=restart - (warm is not None),
-            seen=seen,
+            restart=restart,
+            seen=seen if restart >= 0 else None,
             warm=start,
+            local_trials=local_trials,
         )
-        if run is None:
-            continue
-        iteration += run.n_iter
-        if best is None or rank(run) < rank(best):
+        if run is not None:
+            iteration += run.n_iter
+        return run
+
+    def better(trial: _Run, run: _Run) -> bool:
+        """A polishing step is taken when it ranks first by a clear energy margin (or, under
+        the labels' rule, agrees with more labeled items)."""
+        mine, theirs = rank(trial), rank(run)
+        if mine[0] != theirs[0]:
+            return mine[0] < theirs[0]
+        return trial.energy < run.energy - MOVE_TOL
+
+    budget = [POLISH_POINT_RUNS // max(n, 1) if polish else 0]
+    Z = whitened(X) if budget[0] > 0 else X
+
+    def moves(assign: IntArray) -> Iterator[IntArray]:
+        """The polishing starts around ``assign``: a cluster split in two into a slot CEC
+        emptied; then each cluster dissolved, alone or with another split into its slot
+        (largest first)."""
+        live = np.unique(assign)
+        sizes = np.bincount(assign, minlength=n_clusters)
+        by_size = live[np.argsort(-sizes[live], kind="stable")]
+        free = np.flatnonzero(sizes == 0)
+        if free.shape[0]:
+            for other in by_size:
+                yield split_cluster(Z, assign, int(other), int(free[0]))
+        if live.shape[0] < 2:
+            return
+        for cluster in live:
+            emptied = without_cluster(
+                X, assign, categories, n_categories, n_clusters, int(cluster), family, beta
+            )
+            yield emptied
+            for other in by_size:
+                if other != cluster:
+                    yield split_cluster(Z, emptied, int(other), int(cluster))
+
+    def polished(run: _Run) -> _Run:
+        """Descent over whole clusters from ``run`` (``polish``), within the budget: the
+        first polishing start that ends lower is taken, and its neighbours tried next."""
+        improved = True
+        while improved and budget[0] > 0:
+            improved = False
+            for candidate in moves(run.assign):
+                if budget[0] <= 0:
+                    break
+                budget[0] -= 1
+                trial = descend(-1, candidate)
+                if stop:
+                    return run
+                if trial is not None and better(trial, run):
+                    run = _continued(run, trial)
+                    improved = True
+                    break
+        return run
+
+    for restart, start in enumerate(starts):
+        run = descend(restart - (warm is not None), start)
+        # Polishing continues a converged fit under the energy rule; under the labels' rule
+        # the starts are the labels' and a lower energy often agrees less (digits).
+        if run is not None and run.converged and not stop and not by_labels:
+            run = polished(run)
+        if run is not None and (best is None or rank(run) < rank(best)):
             best = run
         if stop:
             break

@@ -35,6 +35,8 @@ function resultSummary(result) {
   const m = result.metrics;
   const p = result.cluster_params || {};
   const parts = [`${m.n_clusters} clusters`];
+  // How the count was chosen (set, one per group told apart, or a guess): experts asked why.
+  if (m.cluster_count && m.cluster_count.how) parts.push(`count: ${m.cluster_count.how}`);
   if (m.ari !== undefined) parts.push(`ARI ${m.ari.toFixed(3)}`, `NMI ${m.nmi.toFixed(3)}`);
   if (p.n_neighbors !== undefined) parts.push(`chosen t = ${p.n_neighbors}`);
   if (p.smi !== undefined) parts.push(`LSMI ${p.smi.toFixed(3)}`);
