@@ -15,6 +15,7 @@ from app.config import Settings, get_settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.error_handlers import install_error_handlers
+from app.jobs import engine_state
 from app.jobs.executors import make_executor
 from app.jobs.run_events import RunEvents
 from app.services.bootstrap import bootstrap
@@ -41,6 +42,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.executor = make_executor(settings, session_factory, run_events.publish)
         # Runs and featurizations queued or interrupted (the demo picture's, on first start).
         app.state.executor.resume()
+        if settings.jobs_executor == "inline":
+            engine_state.track()
         if settings.warm_kernels_on_start and settings.jobs_executor == "inline":
             from app.jobs.warm_cache import warm_in_background  # imports every estimator
 

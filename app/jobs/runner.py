@@ -27,6 +27,7 @@ from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
 from app.engine.image.pooled_apply import for_another_image
+from app.jobs import engine_state
 from app.jobs.cluster_count import count_metrics, removal_warning
 from app.jobs.continuation import warm_start_metrics
 from app.jobs.image_runs import image_outputs
@@ -265,7 +266,8 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         plan = inputs.algorithm.plan(
             inputs.params, inputs.info, inputs.features, progress, **inputs.plan_kwargs()
         )
-        plan.estimator.fit(inputs.features, **plan.fit_kwargs)
+        with engine_state.fitting(inputs.algorithm.id):
+            plan.estimator.fit(inputs.features, **plan.fit_kwargs)
         # A chooser among candidate fits (MostCoherentFit) is not the model: its pick is.
         estimator = getattr(plan.estimator, "best_estimator_", plan.estimator)
         choice = getattr(plan.estimator, "choice_", None)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.browser.conftest import lasso, open_dataset_workspace, sign_in, upload_table
 
@@ -112,6 +112,8 @@ def test_reload_shows_the_newest_run_and_an_honest_progress_line(
     expect(text).to_contain_text("succeeded · 100%")
     expect(text).not_to_contain_text("iteration")
     expect(page.get_by_test_id("run-metrics")).to_contain_text("sweeps")
+    # How the count was chosen is part of the result line.
+    expect(page.get_by_test_id("run-metrics")).to_contain_text("count: n_clusters 2, as set")
     cancel = page.locator("#cancel-run")
     expect(cancel).to_be_disabled()
     assert float(cancel.evaluate("b => getComputedStyle(b).opacity")) < 0.7
@@ -307,3 +309,26 @@ def test_live_reruns_continue_the_shown_result(
     assert run["algorithm"] == algorithm and run["params"]["warm_start"] is True
     result = page.request.get(f"{live_server}/api/v1/runs/{second}/result").json()
     assert result["metrics"]["warm_start"] == {"from_run": int(first), "continued": True}
+
+
+def test_a_run_waiting_for_the_engine_says_so_instead_of_sweep_0(
+    page: Page, dataset_id: int
+) -> None:
+    """The server reports `stage: preparing` while it has not fitted the method yet (numba
+    compiling after an install); the page says "preparing the engine", not "sweep 0". The
+    run's answer is made to say so here: a warm test server has every method ready."""
+
+    def preparing(route: Route) -> None:
+        response = route.fetch()
+        run = response.json()
+        run.update(status="running", stage="preparing", progress_iteration=None)
+        route.fulfill(response=response, json=run)
+
+    page.route(re.compile(r".*/api/v1/runs$"), preparing)
+    page.route(re.compile(r".*/api/v1/runs/\d+/events$"), lambda route: route.abort())
+    open_dataset_workspace(page, dataset_id)
+    page.select_option("#algorithm", "cec")
+    page.get_by_role("button", name="Run", exact=True).click()
+    text = page.get_by_test_id("progress-text")
+    expect(text).to_contain_text("preparing the engine (first run after install)")
+    expect(text).not_to_contain_text("sweep 0")

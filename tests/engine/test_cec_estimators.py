@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
 
 from app.engine import (
     CEC,
@@ -289,3 +290,28 @@ def test_predict_checks_the_feature_count() -> None:
         model.predict(np.zeros((4, 3)))
     with pytest.raises(ValueError, match="NaN"):
         model.predict(np.array([[np.nan, 0.0]]))
+
+
+def test_polishing_never_ends_above_the_unpolished_fit() -> None:
+    """Polishing only continues converged starts and keeps a step only when its energy is
+    lower, and it draws no random numbers: from the same seed the polished fit ends at or
+    below the unpolished one, and its history is the start's followed by its steps'."""
+    X = _blobs(7)
+    for seed in range(4):
+        plain = CEC(6, n_init=2, random_state=seed, polish=False).fit(X)
+        polished = CEC(6, n_init=2, random_state=seed).fit(X)
+        assert polished.energy_ <= plain.energy_ + 1e-12
+        assert polished.energy_history_[-1] == pytest.approx(polished.energy_, rel=1e-12)
+        assert len(polished.energy_history_) == polished.n_iter_
+
+
+def test_twenty_equal_blobs_keep_every_cluster_with_the_defaults() -> None:
+    """Issue 36: twenty well separated blobs of 5% each. A fixed 5% threshold removed half of
+    them; 'auto' (0.25 / k) and greedy k-means++ keep all twenty from one start."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(1_000, 2, centers=20, center_box=(-100, 100), random_state=0)
+    model = CEC(20, n_init=1, random_state=0).fit(X)
+    assert model.min_cluster_fraction_ == pytest.approx(0.0125)
+    assert model.n_clusters_ == 20
+    assert adjusted_rand_score(y, model.labels_) == pytest.approx(1.0)

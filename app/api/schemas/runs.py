@@ -1,9 +1,10 @@
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from app.api.schemas.common import DatasetPartRead, Id, Page, RequestBody
+from app.jobs import engine_state
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 """As stored in `runs.status` (`services.runs.ACTIVE` + `TERMINAL`)."""
@@ -33,6 +34,19 @@ class RunRead(DatasetPartRead):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="While running: 'preparing' until the first sweep when this server has "
+        "not fitted the method yet (its numba kernels may be compiling: the first run after "
+        "an install waits for them), else 'fitting'; null when not running"
+    )
+    @property
+    def stage(self) -> Literal["preparing", "fitting"] | None:
+        if self.status != "running":
+            return None
+        if self.progress_iteration is None and not engine_state.is_ready(self.algorithm):
+            return "preparing"
+        return "fitting"
 
 
 class RunsPage(Page):

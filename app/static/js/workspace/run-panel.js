@@ -67,7 +67,11 @@ function showProgress(run, algorithms = []) {
   bar.setAttribute('aria-valuenow', String(percent));
   bar.dataset.percent = String(percent);
   const parts = [`run #${run.id} ${run.status}`];
-  if (!done && run.status !== 'queued') {
+  if (run.stage === 'preparing') {
+    // The server has not fitted this method yet: its kernels may be compiling (a minute after
+    // an install), and "sweep 0" would look stuck.
+    parts.push('preparing the engine (first run after install)');
+  } else if (!done && run.status !== 'queued') {
     parts.push(budget ? `${percent}% · sweep ${sweep} of at most ${budget}` : `sweep ${sweep}`);
     if (run.progress_cost !== null) parts.push(`cost ${run.progress_cost.toFixed(4)}`);
   }

@@ -1,0 +1,127 @@
+"""What a newcomer waits for on a fresh install: numba compiling the engine's kernels.
+
+Two measurements, each with an empty numba cache (a fresh NUMBA_CACHE_DIR):
+
+1. ``kernels``: every method's first fit in a fresh process (``workbench warm-cache``, what
+   the server's start-up warm-up and the Docker build do), seconds per method and in all.
+2. ``server``: ``python -m app serve`` on a fresh database with the demo data: seconds until
+   ``/health`` answers, then seconds from there until a CEC-IB run on iris (n_clusters 3,
+   otherwise the API's defaults) has succeeded, with the warm-up running as it does for a
+   user. The run's stage is sampled: "preparing" until the engine is ready.
+
+    .venv/bin/python -m benchmarks.bench_cold_start            # both
+    .venv/bin/python -m benchmarks.bench_cold_start --part kernels
+
+Targets (issue 36): the first CEC-IB run within 15 s of /health, all kernels under 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from benchmarks._server import PASSWORD, _free_port, wait_until_serving
+
+
+def kernels() -> dict[str, float]:
+    """Seconds per method of a cold ``warm_numba_cache`` in a fresh process."""
+    with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
+        code = (
+            "import json, logging; from app.jobs.warm_cache import warm_numba_cache; "
+            "print(json.dumps(warm_numba_cache()))"
+        )
+        started = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "NUMBA_CACHE_DIR": cache},
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        seconds: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+        seconds["process (imports included)"] = time.perf_counter() - started
+        return seconds
+
+
+def server() -> dict[str, float | str]:
+    """Seconds to /health and from /health to a succeeded CEC-IB run on iris, cold."""
+    workdir = Path(tempfile.mkdtemp(prefix="bench-cold-"))
+    port = _free_port()
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(workdir / "numba"),
+        "DATABASE_URL": f"sqlite:///{workdir / 'cold.db'}",
+        "DATA_DIR": str(workdir / "var"),
+        "ADMIN_PASSWORD": PASSWORD,
+        "LOAD_DEMO_DATA": "true",
+    }
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}/api/v1"
+    try:
+        wait_until_serving(base, process, timeout=300)
+        health = time.perf_counter() - started
+        token = httpx.post(
+            f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
+        ).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        datasets = httpx.get(f"{base}/datasets?limit=100", headers=headers).json()["items"]
+        iris = next(d for d in datasets if "iris" in d["name"].lower())
+        asked = time.perf_counter()
+        run = httpx.post(
+            f"{base}/runs",
+            json={"dataset_id": iris["id"], "algorithm": "cec-ib", "params": {"n_clusters": 3}},
+            headers=headers,
+        ).json()
+        stages: list[str] = []
+        while run["status"] in ("queued", "running"):
+            time.sleep(0.2)
+            run = httpx.get(f"{base}/runs/{run['id']}", headers=headers).json()
+            if run.get("stage") and (not stages or stages[-1] != run["stage"]):
+                stages.append(run["stage"])
+        return {
+            "to /health": health,
+            "health to CEC-IB on iris succeeded": time.perf_counter() - asked,
+            "status": run["status"],
+            "stages seen": " -> ".join(stages) or "(none)",
+        }
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("kernels", "server", "all"), default="all")
+    part = parser.parse_args().part
+    if part in ("kernels", "all"):
+        seconds = kernels()
+        total = sum(v for k, v in seconds.items() if not k.startswith("process"))
+        print("| method | first fit, empty cache (s) |\n|---|---|")
+        for method, value in seconds.items():
+            print(f"| {method} | {value:.1f} |")
+        print(f"| all methods | {total:.1f} |  (target: under 60 s)")
+    if part in ("server", "all"):
+        result = server()
+        print("\n| server, empty cache | value |\n|---|---|")
+        for measure, shown in result.items():
+            cell = f"{shown:.1f} s" if isinstance(shown, float) else shown
+            print(f"| {measure} | {cell} |")
+        print("(target: the CEC-IB run within 15 s of /health)")
+
+
+if __name__ == "__main__":
+    main()
