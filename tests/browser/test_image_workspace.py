@@ -416,3 +416,21 @@ def test_a_viewer_sees_strokes_and_results_but_cannot_paint(page: Page, api: htt
     page.keyboard.press("Control+z")
     expect(canvas).to_have_attribute("data-strokes", "1")
     assert len(live_annotations(api, dataset_id)) == 1
+
+
+def test_the_image_page_says_why_ppc_is_its_default(page: Page, api: httpx.Client) -> None:
+    """Issue 36: CEC-IB's "cup" swallowed the table on the coffee demo where PPC followed the
+    scribbles; the image page starts on PPC and says why when CEC-IB is picked."""
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    page.get_by_role("link", name="coffee").click()
+    page.get_by_role("link", name="Open workspace").click(timeout=60_000)
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+    expect(page.locator("#algorithm")).to_have_value("ppc")
+    summary = page.locator("#algorithm-summary")
+    expect(summary).not_to_contain_text("the default here")
+    page.locator("#algorithm").click()
+    page.select_option("#algorithm", "cec-ib")
+    expect(summary).to_contain_text("On images PPC (the default here) follows the scribbles")
+    page.select_option("#algorithm", "ppc")
+    expect(summary).not_to_contain_text("the default here")

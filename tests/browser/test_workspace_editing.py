@@ -325,7 +325,13 @@ def test_a_run_waiting_for_the_engine_says_so_instead_of_sweep_0(
         route.fulfill(response=response, json=run)
 
     page.route(re.compile(r".*/api/v1/runs$"), preparing)
-    page.route(re.compile(r".*/api/v1/runs/\d+/events$"), lambda route: route.abort())
+    # The real progress events would overwrite the stage at once: the stream says nothing.
+    page.route(
+        re.compile(r".*/api/v1/runs/\d+/events$"),
+        lambda route: route.fulfill(
+            status=200, headers={"Content-Type": "text/event-stream"}, body=": quiet\n\n"
+        ),
+    )
     open_dataset_workspace(page, dataset_id)
     page.select_option("#algorithm", "cec")
     page.get_by_role("button", name="Run", exact=True).click()

@@ -153,6 +153,13 @@ const runPanel = createRunPanel({
   canEdit,
   state,
   defaultAlgorithm: 'ppc',
+  // PPC is the default here because it follows the scribbles closest (docs/cec-ib.md,
+  // "Scribbled images"); CEC-IB fits Gaussians to the whole picture and may not.
+  algorithmNotes: {
+    'cec-ib': 'On images PPC (the default here) follows the scribbles more closely: CEC-IB '
+      + 'fits Gaussian clusters to the whole picture, and a cluster may spread over similar '
+      + 'colour and texture the scribbles did not cover (a cup taking in the table).',
+  },
   loadLabels: loadMask, // the full-resolution mask: items may be superpixels
   // Asked once per run, not after every stroke: the answer lists the scribbled items.
   conflicts: async () => (await api(`/datasets/${datasetId}/side-information`)).conflicts,

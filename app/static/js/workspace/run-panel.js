@@ -105,6 +105,8 @@ function showResultLine(result) {
 //   onResult    async ({ run, result, labels }) => …  show a result (before its summary line)
 //   loadLabels  async (runId) => labels  what `labels` is: by default one cluster per item (NPY);
 //               an image page loads the full-resolution mask instead (items may be superpixels)
+//   algorithmNotes  { algorithmId: text } added to that method's summary on this page (why the
+//               page's default is another method)
 //   defaultAlgorithm  the algorithm chosen first
 //   annotationKinds  () => the kinds of the live annotations; until the user picks an algorithm
 //               or edits a parameter, the panel follows them: with a must-link or cannot-link
@@ -125,6 +127,7 @@ export function createRunPanel({
   defaultAlgorithm = 'cec-ib',
   annotationKinds = () => [],
   live = false,
+  algorithmNotes = {},
 }) {
   const chosen = () => state.algorithms.find((a) => a.id === $('#algorithm').value);
   let userChose = false; // the user picked an algorithm or edited a parameter: never switch
@@ -132,7 +135,8 @@ export function createRunPanel({
   // `reason` starts the summary line when the panel chose the algorithm itself.
   function chooseAlgorithm(reason = '') {
     const algorithm = chosen();
-    $('#algorithm-summary').textContent = `${reason}${algorithm.summary} ${algorithm.side_information_mapping}`;
+    const note = algorithmNotes[algorithm.id] ? ` ${algorithmNotes[algorithm.id]}` : '';
+    $('#algorithm-summary').textContent = `${reason}${algorithm.summary} ${algorithm.side_information_mapping}${note}`;
     state.readParams = buildForm($('#params'), algorithm.parameters);
   }
 
