@@ -18,9 +18,8 @@ def test_same_start_same_partition_as_the_numpy_loop(beta: float) -> None:
     k, d, n, eps = 5, 3, 400, 0.02
     centres = rng.normal(scale=4.0, size=(k, d))
     component = rng.integers(k, size=n)
-    X = centres[component] + rng.normal(size=(n, d)) * rng.uniform(0.5, 1.5, size=(k, 1))[
-        component
-    ]
+    scale = rng.uniform(0.5, 1.5, size=(k, 1))
+    X = centres[component] + rng.normal(size=(n, d)) * scale[component]
     y = np.where(rng.random(n) < 0.1, component, -1)
     start = initial_partition(X, k, "k-means++", np.random.RandomState(0))
     labels, energy, sweeps = numpy_hartigan(X, y, start, beta, max(eps * n, d + 2), 100)
