@@ -16,15 +16,21 @@ SpectralClustering (lobpcg) on --draws K draws (default 5) of the synthetic set.
 from __future__ import annotations
 
 import argparse
+import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
+from scipy.sparse.csgraph import connected_components, laplacian
+from scipy.sparse.linalg import eigsh
 from sklearn.cluster import SpectralClustering
 from sklearn.datasets import load_digits, make_blobs
-from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics import adjusted_rand_score, silhouette_score
+from sklearn.neighbors import NearestNeighbors
 
 from app.engine import SMIC
 from benchmarks._limits import within
@@ -187,14 +193,241 @@ def large_table(n: int, limit: float) -> None:
     print(f"ARI {ari:.3f}, {run.seconds:.1f} s, peak RSS of the fitting process {peak:.0f} MiB")
 
 
+# ---------------------------------------------------------------- choosing n_neighbors (issue 36)
+# SMIC's default grid (t = 1..max_neighbors = 10 nearest *other* points). SpectralClustering's
+# kneighbors_graph counts the point itself (include_self=True), so its n_neighbors = t + 1 is the
+# graph on the same t other neighbours: the same grid of graphs, not shifted by one.
+SELECTION_GRID = tuple(range(1, 11))
+SELECTION_SOLVER = "lobpcg"  # the fastest SpectralClustering peer at 50,000 points (--part draws)
+SILHOUETTE_SAMPLE = 5000  # silhouette on a fixed seeded sample above this many points
+DENSE_SPECTRUM = 200  # graph components up to this size get a dense eigvalsh
+
+
+def sc_affinities(X: NDArray[np.float64], grid: Sequence[int]) -> list[sp.csr_matrix]:
+    """SpectralClustering's affinity for n_neighbors = t + 1, for every t of the grid, from one
+    neighbour search: 0.5 (C + C^T), C the 0/1 kNN connectivity including the point itself."""
+    n = X.shape[0]
+    k_max = min(max(grid) + 1, n)
+    idx = NearestNeighbors(n_neighbors=k_max).fit(X).kneighbors(X, return_distance=False)
+    graphs = []
+    for t in grid:
+        k = min(t + 1, n)
+        rows = np.repeat(np.arange(n), k)
+        C = sp.csr_matrix((np.ones(n * k), (rows, idx[:, :k].ravel())), shape=(n, n))
+        graphs.append(sp.csr_matrix(0.5 * (C + C.T)))
+    return graphs
+
+
+def _smallest_eigenvalues(affinity: sp.csr_matrix, m: int) -> NDArray[np.float64]:
+    """The m smallest eigenvalues of the normalised Laplacian of a connected graph: 1 - the m
+    largest of I - L, which ARPACK finds without shift-invert (no LU of L); dense when small."""
+    n = affinity.shape[0]
+    L = laplacian(affinity, normed=True)
+    if n <= DENSE_SPECTRUM:
+        return np.linalg.eigvalsh(L.toarray())[:m]
+    v0 = np.random.RandomState(0).uniform(-1.0, 1.0, n)
+    top = eigsh(sp.identity(n, format="csr") - L, m, which="LA", v0=v0, ncv=40, tol=1e-10)[0]
+    return np.sort(1.0 - top)
+
+
+def eigengap(affinity: sp.csr_matrix, k: int) -> float:
+    """lambda_{k+1} - lambda_k of the normalised Laplacian (eigenvalues ascending, 1-based).
+
+    The spectrum of a disconnected graph is the union of its components' spectra, so each
+    component is solved alone: ARPACK misses copies of a repeated eigenvalue 0 (on digits at
+    t = 2, 8 components, it returned a gap of 0.0013 where the dense spectrum has 0.0003). More
+    than k components give lambda_1 = ... = lambda_{k+1} = 0: gap 0."""
+    n_comp, comp = connected_components(affinity, directed=False)
+    if n_comp > k:
+        return 0.0
+    parts = []
+    for j in range(n_comp):
+        members = np.flatnonzero(comp == j)
+        sub = sp.csr_matrix(affinity[members][:, members])
+        parts.append(_smallest_eigenvalues(sub, min(k + 1, members.size)))
+    lam = np.sort(np.concatenate(parts))
+    return float(lam[k] - lam[k - 1])
+
+
+def silhouette(X: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
+    """Silhouette on the features SpectralClustering saw; a fixed seeded sample above
+    SILHOUETTE_SAMPLE points (the same sample for every t); -1 for a single cluster."""
+    if np.unique(labels).size < 2:
+        return -1.0
+    sample = SILHOUETTE_SAMPLE if X.shape[0] > SILHOUETTE_SAMPLE else None
+    return float(silhouette_score(X, labels, sample_size=sample, random_state=0))
+
+
+@dataclass(frozen=True)
+class GridRun:
+    """SpectralClustering fitted at every t, with both criteria; seconds measured in the child.
+    gap_seconds: the neighbour search plus every Laplacian spectrum (eigengap needs no fit)."""
+
+    labels: list[NDArray[np.int64]]
+    fit_seconds: list[float]
+    gaps: list[float]
+    gap_seconds: float
+    silhouettes: list[float]
+    silhouette_seconds: list[float]
+
+
+def sc_grid(X: NDArray[np.float64], c: int, grid: Sequence[int]) -> GridRun:
+    start = time.perf_counter()
+    gaps = [eigengap(A, c) for A in sc_affinities(X, grid)]
+    gap_seconds = time.perf_counter() - start
+    labels, fit_seconds, sils, sil_seconds = [], [], [], []
+    for t in grid:
+        model = SpectralClustering(
+            c,
+            affinity="nearest_neighbors",
+            n_neighbors=min(t + 1, X.shape[0]),
+            eigen_solver=SELECTION_SOLVER,
+            random_state=0,
+        )
+        start = time.perf_counter()
+        labels.append(model.fit(X).labels_.astype(np.int64))
+        fit_seconds.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        sils.append(silhouette(X, labels[-1]))
+        sil_seconds.append(time.perf_counter() - start)
+    return GridRun(labels, fit_seconds, gaps, gap_seconds, sils, sil_seconds)
+
+
+@dataclass(frozen=True)
+class SmicRun:
+    labels: NDArray[np.int64]
+    t: int
+    normalize: str
+    curve: dict[int, float]  # LSMI per evaluated t, chosen kernel
+    n_candidates: int  # (kernel, t) pairs evaluated
+
+
+def smic_choice(X: NDArray[np.float64], c: int) -> SmicRun:
+    model = SMIC(c, max_neighbors=max(SELECTION_GRID), random_state=0).fit(X)
+    return SmicRun(
+        model.labels_,
+        model.n_neighbors_,
+        model.normalize_,
+        dict(model.lsmi_curve_),
+        sum(len(curve) for curve in model.lsmi_curves_.values()),
+    )
+
+
+def selection_sets(n: int) -> list[tuple[str, NDArray[np.float64], NDArray[np.int64], int]]:
+    sets = []
+    for name in TOY_SETS:
+        X, y = make_toy(name, 200, 0)
+        sets.append((f"{name} (n = 200, seed 0)", X, y.astype(np.int64), TOY_CLUSTERS[name]))
+    Xd, yd = load_digits(return_X_y=True)
+    sets.append(("digits (n = 1797, c = 10)", Xd.astype(np.float64), yd.astype(np.int64), 10))
+    Xb, yb = make_blobs(n, n_features=10, centers=10, cluster_std=5.0, random_state=0)
+    sets.append((f"blobs (n = {n}, d = 10, c = 10)", Xb, yb.astype(np.int64), 10))
+    return sets
+
+
+def _row(name: str, *cells: object) -> str:
+    return "| " + " | ".join([name, *map(str, cells)]) + " |"
+
+
+def selection_table(n: int, limit: float) -> None:
+    """SMIC choosing t by LSMI against SpectralClustering choosing n_neighbors by eigengap or
+    silhouette, over the same graphs (t = 1..10 other neighbours), same data, same seeds."""
+    grid = SELECTION_GRID
+    print(f"\n## Choosing n_neighbors: LSMI against unsupervised criteria (t = 1..{grid[-1]})\n")
+    print(
+        f"SpectralClustering nn ({SELECTION_SOLVER}, assign_labels='kmeans', random_state=0) "
+        "gets n_neighbors = t + 1 (it counts the point itself), i.e. the same t other "
+        "neighbours as SMIC's t. Time covers everything a method needs to choose and return "
+        "labels: SMIC, its whole default fit; eigengap, one neighbour search, the Laplacian "
+        "spectrum of every t and one SpectralClustering fit at the chosen t; silhouette, a "
+        "fit and a silhouette score at every t. Per candidate = total / candidates.\n",
+        flush=True,
+    )
+    summary = []
+    for name, X, y, c in selection_sets(n):
+        smic_run = within(
+            partial(smic_choice, X, c), limit, warm=partial(smic_choice, X[:WARM_ROWS], c)
+        )
+        sc_run = within(
+            partial(sc_grid, X, c, grid), limit, warm=partial(sc_grid, X[:WARM_ROWS], c, grid)
+        )
+        print(f"\n### {name}\n")
+        print(
+            "| method | chooses by | chosen t | ARI | total time (s) | candidates | "
+            "per candidate (s) |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        if smic_run.value is None or sc_run.value is None:
+            print(f"stopped after {limit:.0f} s", flush=True)
+            continue
+        s, g = smic_run.value, sc_run.value
+        aris = [adjusted_rand_score(y, lab) for lab in g.labels]
+        smic_ari = adjusted_rand_score(y, s.labels)
+        kernel = "literal" if s.normalize == "none" else "normalised"
+        per = smic_run.seconds / s.n_candidates
+        print(
+            _row(
+                "SMIC default (both kernels)", "LSMI", f"{s.t} ({kernel})", f"{smic_ari:.3f}",
+                f"{smic_run.seconds:.2f}", f"{s.n_candidates} (kernel, t)", f"{per:.3f}",
+            )
+        )  # fmt: skip
+        i_gap = int(np.argmax(g.gaps))  # ties: the smaller t
+        i_sil = int(np.argmax(g.silhouettes))
+        i_best = int(np.argmax(aris))
+        gap_time = g.gap_seconds + g.fit_seconds[i_gap]
+        sil_time = sum(g.fit_seconds) + sum(g.silhouette_seconds)
+        fit_time = sum(g.fit_seconds)
+        m = len(grid)
+        for label, i, seconds in (
+            ("eigengap", i_gap, gap_time),
+            ("silhouette", i_sil, sil_time),
+            ("ARI against the truth (oracle)", i_best, fit_time),
+        ):
+            print(
+                _row(
+                    f"SpectralClustering nn, {SELECTION_SOLVER}", label, grid[i],
+                    f"{aris[i]:.3f}", f"{seconds:.2f}", f"{m} t", f"{seconds / m:.3f}",
+                )
+            )  # fmt: skip
+        print(
+            f"\nSMIC time / SC eigengap {smic_run.seconds / gap_time:.2f}, / SC silhouette "
+            f"{smic_run.seconds / sil_time:.2f}; one SC fit {fit_time / m:.3f} s on average, "
+            f"one eigengap {g.gap_seconds / m:.3f} s (neighbour search included)\n"
+        )
+        print("| t | SC ARI | eigengap | silhouette | SC fit (s) | SMIC LSMI (chosen kernel) |")
+        print("|---|---|---|---|---|---|")
+        for i, t in enumerate(grid):
+            lsmi = f"{s.curve[t]:.3f}" if t in s.curve else "-"
+            print(
+                f"| {t} | {aris[i]:.3f} | {g.gaps[i]:.4f} | {g.silhouettes[i]:.3f} | "
+                f"{g.fit_seconds[i]:.3f} | {lsmi} |",
+                flush=True,
+            )
+        summary.append(
+            (name, (s.t, smic_ari, smic_run.seconds), (grid[i_gap], aris[i_gap], gap_time),
+             (grid[i_sil], aris[i_sil], sil_time), (grid[i_best], aris[i_best]))
+        )  # fmt: skip
+    print("\n### Summary: chosen t / ARI / total time (s)\n")
+    print("| data set | SMIC, LSMI | SC, eigengap | SC, silhouette | SC oracle t / ARI |")
+    print("|---|---|---|---|---|")
+    for name, *choices, (t_best, ari_best) in summary:
+        cells = [f"{t} / {ari:.3f} / {sec:.2f}" for t, ari, sec in choices]
+        print(_row(name, *cells, f"{t_best} / {ari_best:.3f}"), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     parser.add_argument(
-        "--part", choices=("toy", "digits", "speed", "draws", "large", "all"), default="all"
+        "--part",
+        choices=("toy", "digits", "speed", "draws", "large", "selection", "all"),
+        default="all",
     )
     parser.add_argument("--n", type=int, default=200_000, help="points for --part large")
     parser.add_argument("--draws", type=int, default=5, help="draws for --part draws")
+    parser.add_argument(
+        "--blobs", type=int, default=20_000, help="synthetic points for --part selection"
+    )
     parser.add_argument(
         "--limit", type=float, default=600.0, help="seconds before a fit is stopped (default 600)"
     )
@@ -210,6 +443,8 @@ def main() -> None:
         draws_table(5_000 if args.quick else 50_000, args.draws, args.limit)
     if args.part in ("large", "all"):
         large_table(args.n, args.limit)
+    if args.part in ("selection", "all"):
+        selection_table(5_000 if args.quick else args.blobs, args.limit)
 
 
 if __name__ == "__main__":
