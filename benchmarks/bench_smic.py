@@ -3,14 +3,19 @@
 Prints tables; asserts nothing. Usage:
 
     .venv/bin/python -m benchmarks.bench_smic [--quick]
-        [--part toy|digits|speed|draws|large|all] [--limit S] [--n N] [--draws K]
+        [--part toy|digits|speed|draws|large|selection|all] [--limit S] [--n N] [--draws K]
+        [--blobs N]
 
 --quick uses 2 toy seeds and a 5,000-point synthetic set instead of 10 seeds and 50,000 points.
 The peer is SpectralClustering(affinity="nearest_neighbors") with each of its eigensolvers
 (arpack, lobpcg, amg); every table ends with SMIC's time as a multiple of the fastest peer and
 its ARI beside the best peer ARI. "large" fits the default SMIC alone on --n points (default
 200,000) and prints the fit's peak resident memory. "draws" compares default SMIC with
-SpectralClustering (lobpcg) on --draws K draws (default 5) of the synthetic set.
+SpectralClustering (lobpcg) on --draws K draws (default 5) of the synthetic set. "selection"
+(issue 36) lets each side choose its neighbour count over the same grid t = 1..10 in one run:
+SMIC by LSMI, SpectralClustering by the eigengap of the normalised Laplacian or by silhouette,
+beside the best t in hindsight; on the toy sets (seed 0), digits and --blobs N synthetic points
+(default 20,000; 5,000 with --quick).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from sklearn.cluster import SpectralClustering
 from sklearn.datasets import load_digits, make_blobs
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.neighbors import NearestNeighbors
+from threadpoolctl import threadpool_limits
 
 from app.engine import SMIC
 from benchmarks._limits import within
@@ -197,6 +203,10 @@ def large_table(n: int, limit: float) -> None:
 # SMIC's default grid (t = 1..max_neighbors = 10 nearest *other* points). SpectralClustering's
 # kneighbors_graph counts the point itself (include_self=True), so its n_neighbors = t + 1 is the
 # graph on the same t other neighbours: the same grid of graphs, not shifted by one.
+# Every method of this part runs with one BLAS / OpenMP thread, as SMIC's LSMI and eigensolves
+# already do: on the shared 2-core machine (load 5-6) threaded BLAS made SpectralClustering 5-8x
+# slower (n = 5,000, n_neighbors = 11: 5.6 s against 0.7 s with one thread), which would measure
+# the machine's load, not the selection.
 SELECTION_GRID = tuple(range(1, 11))
 SELECTION_SOLVER = "lobpcg"  # the fastest SpectralClustering peer at 50,000 points (--part draws)
 SILHOUETTE_SAMPLE = 5000  # silhouette on a fixed seeded sample above this many points
@@ -226,7 +236,8 @@ def _smallest_eigenvalues(affinity: sp.csr_matrix, m: int) -> NDArray[np.float64
     if n <= DENSE_SPECTRUM:
         return np.linalg.eigvalsh(L.toarray())[:m]
     v0 = np.random.RandomState(0).uniform(-1.0, 1.0, n)
-    top = eigsh(sp.identity(n, format="csr") - L, m, which="LA", v0=v0, ncv=40, tol=1e-10)[0]
+    ncv = min(n, max(2 * m + 1, 40))
+    top = eigsh(sp.identity(n, format="csr") - L, m, which="LA", v0=v0, ncv=ncv, tol=1e-10)[0]
     return np.sort(1.0 - top)
 
 
@@ -272,6 +283,11 @@ class GridRun:
 
 
 def sc_grid(X: NDArray[np.float64], c: int, grid: Sequence[int]) -> GridRun:
+    with threadpool_limits(limits=1):
+        return _sc_grid(X, c, grid)
+
+
+def _sc_grid(X: NDArray[np.float64], c: int, grid: Sequence[int]) -> GridRun:
     start = time.perf_counter()
     gaps = [eigengap(A, c) for A in sc_affinities(X, grid)]
     gap_seconds = time.perf_counter() - start
@@ -303,7 +319,8 @@ class SmicRun:
 
 
 def smic_choice(X: NDArray[np.float64], c: int) -> SmicRun:
-    model = SMIC(c, max_neighbors=max(SELECTION_GRID), random_state=0).fit(X)
+    with threadpool_limits(limits=1):
+        model = SMIC(c, max_neighbors=max(SELECTION_GRID), random_state=0).fit(X)
     return SmicRun(
         model.labels_,
         model.n_neighbors_,
@@ -340,7 +357,8 @@ def selection_table(n: int, limit: float) -> None:
         "neighbours as SMIC's t. Time covers everything a method needs to choose and return "
         "labels: SMIC, its whole default fit; eigengap, one neighbour search, the Laplacian "
         "spectrum of every t and one SpectralClustering fit at the chosen t; silhouette, a "
-        "fit and a silhouette score at every t. Per candidate = total / candidates.\n",
+        "fit and a silhouette score at every t. Per candidate = total / candidates. "
+        "One BLAS / OpenMP thread for every method.\n",
         flush=True,
     )
     summary = []

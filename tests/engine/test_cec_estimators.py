@@ -315,3 +315,24 @@ def test_twenty_equal_blobs_keep_every_cluster_with_the_defaults() -> None:
     assert model.min_cluster_fraction_ == pytest.approx(0.0125)
     assert model.n_clusters_ == 20
     assert adjusted_rand_score(y, model.labels_) == pytest.approx(1.0)
+
+
+def test_a_cluster_constant_in_one_feature_is_singular_not_cheap() -> None:
+    """Issue 36 (found against the authors' Java code, which has the same flaw): 29 setosa
+    flowers whose petal widths are all 0.2 have a computed variance of 7e-33 there; the
+    Cholesky test relative to that tiny entry accepted it and the fit reported -5.56 nats for
+    a partition whose cost is +inf. Every fitted energy is the partition's true cost."""
+    from sklearn.datasets import load_iris
+
+    from app.engine.core.cost import cec_ib_energy
+    from app.engine.core.linalg import cholesky_lower
+
+    cov = np.diag([0.12, 7e-33, 0.05])
+    assert not cholesky_lower(cov, np.empty((3, 3)))
+    X, truth = load_iris(return_X_y=True)
+    y = np.full(150, -1)
+    chosen = np.random.default_rng(0).choice(150, size=30, replace=False)
+    y[chosen] = truth[chosen]
+    model = CECIB(6, min_cluster_fraction=0.05, n_init=10, random_state=0).fit(X, y)
+    assert math.isfinite(model.energy_)
+    assert model.energy_ == pytest.approx(cec_ib_energy(X, model.labels_, y, 1.0), abs=1e-9)

@@ -24,7 +24,14 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine.core.linalg import cholesky_lower, half_logdet, invert_lower, mahalanobis_sq
+from app.engine.core.linalg import (
+    SCALE_RTOL,
+    cholesky_lower,
+    half_logdet,
+    invert_lower,
+    largest_diagonal,
+    mahalanobis_sq,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -78,8 +85,9 @@ def family_entropy(family: int, cov: FloatArray, chol: FloatArray, chol_inv: Flo
         return d * HALF_LOG_2PIE + half_logdet(chol)
     if family == DIAGONAL:
         total = 0.0
+        floor = SCALE_RTOL * largest_diagonal(cov)  # zero up to rounding (linalg.py)
         for t in range(d):
-            if not (cov[t, t] > 0.0):
+            if not (cov[t, t] > 0.0) or not (cov[t, t] > floor):
                 return math.inf
             total += math.log(cov[t, t])
         return d * HALF_LOG_2PIE + 0.5 * total
