@@ -102,8 +102,8 @@ def item_deltas(
     i = items.row[t]
     if i >= 0:
         point_move_deltas(
-            X, i, -1, a, state, family, n_total, 0.0, prune_above, changed_at, since, sc.delta,
-            sc.u,
+            X, i, np.int64(-1), a, state, family, n_total, 0.0, prune_above, changed_at, since,
+            sc.delta, sc.u,
         )  # fmt: skip
     else:
         g = items.group[t]
@@ -120,7 +120,7 @@ def insert_item(
 ) -> None:  # fmt: skip
     i = items.row[t]
     if i >= 0:
-        insert_point(X[i], -1, c, state, family, n_total, 0.0, sc.work)
+        insert_point(X[i], np.int64(-1), c, state, family, n_total, 0.0, sc.work)
     else:
         g = items.group[t]
         insert_group(
@@ -135,7 +135,7 @@ def extract_item(
 ) -> None:  # fmt: skip
     i = items.row[t]
     if i >= 0:
-        extract_point(X[i], -1, c, state, family, n_total, 0.0, sc.work)
+        extract_point(X[i], np.int64(-1), c, state, family, n_total, 0.0, sc.work)
     else:
         g = items.group[t]
         extract_group(
@@ -186,7 +186,19 @@ def dissolve_clusters(
             kill_cluster(state, c)
     for s in range(count):
         t = sc.orphans[s]
-        item_deltas(X, items, t, -1, state, family, n_total, math.inf, sc, sc.no_clock, -1)
+        item_deltas(
+            X,
+            items,
+            t,
+            np.int64(-1),
+            state,
+            family,
+            n_total,
+            math.inf,
+            sc,
+            sc.no_clock,
+            np.int64(-1),
+        )
         b = -1
         for j in range(sc.delta.shape[0]):
             if (

@@ -96,7 +96,7 @@ def point_move_deltas(
             for t in range(d):
                 u[t] = X[i, t] - state.mean[a, t]
             f = log_factor(family, u, state.cov, state.chol_inv, a, 1.0 / (size - 1.0), -1.0)
-            h = label_entropy_after(state, a, category, -1) if beta != 0.0 else 0.0
+            h = label_entropy_after(state, a, category, np.int64(-1)) if beta != 0.0 else 0.0
             p = (size - 1.0) / n_total
             d_leave = state.leave_const[a] + p * (0.5 * f + beta * h)
     pruning = prune_above < math.inf
@@ -127,7 +127,7 @@ def point_move_deltas(
                 continue
         f = log_factor(family, u, state.cov, state.chol_inv, j, coef, 1.0)
         if category >= 0 and beta != 0.0:
-            h = label_entropy_after(state, j, category, 1)
+            h = label_entropy_after(state, j, category, np.int64(1))
         value = base + p * (0.5 * f + beta * h)
         delta[j] = value
         if pruning and value < best:
@@ -193,7 +193,7 @@ def insert_point(
     old = state.size[c]
     state.size[c] = add_point(state.mean[c], state.cov[c], old, x, 1.0)
     _update_family(state, c, family, u, old, 1.0, work[d:])
-    update_labels(state, c, category, 1)
+    update_labels(state, c, category, np.int64(1))
     refresh_energy(state, c, n_total, beta)
 
 
@@ -216,7 +216,7 @@ def extract_point(
     old = state.size[c]
     state.size[c] = remove_point(state.mean[c], state.cov[c], old, x, 1.0)
     _update_family(state, c, family, u, old, -1.0, work[d:])
-    update_labels(state, c, category, -1)
+    update_labels(state, c, category, np.int64(-1))
     refresh_energy(state, c, n_total, beta)
 
 
@@ -237,8 +237,8 @@ def best_insertion(
     ``delta`` (k values) and ``u`` (d values) are scratch.
     """
     point_move_deltas(
-        X, i, category, -1, state, family, n_total, beta, math.inf, np.empty(0, np.int64), -1,
-        delta, u,
+        X, i, category, np.int64(-1), state, family, n_total, beta, math.inf,
+        np.empty(0, np.int64), np.int64(-1), delta, u,
     )  # fmt: skip
     best = -1
     for j in range(delta.shape[0]):
