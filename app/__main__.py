@@ -33,8 +33,14 @@ def _parser() -> argparse.ArgumentParser:
     user.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
     )
-    sub.add_parser(
+    warm = sub.add_parser(
         "warm-cache", help="fit every algorithm once so numba's cache (NUMBA_CACHE_DIR) is filled"
+    )
+    warm.add_argument(
+        "--only", action="append", metavar="ALGORITHM", help="just this one, in this process"
+    )
+    warm.add_argument(
+        "--processes", type=int, default=2, help="methods compiled at once (child processes)"
     )
     return parser
 
@@ -74,9 +80,12 @@ def main() -> None:
         upgrade_to_head(get_settings().database_url)
         return
     if args.command == "warm-cache":
-        from app.jobs.warm_cache import warm_numba_cache  # imports every estimator
+        from app.jobs import warm_cache  # imports every estimator
 
-        warm_numba_cache()
+        if args.only:
+            warm_cache.warm_numba_cache(args.only)
+        else:
+            warm_cache.warm_in_processes(max(args.processes, 1))
         return
     if args.command == "create-user":
         sys.exit(create_user(args.username, args.admin, args.password_stdin))

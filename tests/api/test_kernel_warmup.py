@@ -4,6 +4,8 @@ first run does not pay for loading them; a failed warm-up is logged and changes 
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 import time
 
@@ -25,7 +27,7 @@ def test_start_up_warms_the_kernels_in_a_daemon_thread(
     warm_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fitted = threading.Event()
-    monkeypatch.setattr(warm_cache, "warm_numba_cache", lambda **_: fitted.set() or {"cec": 0.1})
+    monkeypatch.setattr(warm_cache, "warm_in_processes", lambda **_: fitted.set() or {"cec": 0.1})
     app = create_app(warm_settings)
     with TestClient(app) as client:
         assert client.get("/api/v1/health").status_code == 200
@@ -37,7 +39,7 @@ def test_start_up_warms_the_kernels_in_a_daemon_thread(
 def test_no_warm_up_when_switched_off(
     db_engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(warm_cache, "warm_numba_cache", lambda **_: pytest.fail("warmed"))
+    monkeypatch.setattr(warm_cache, "warm_in_processes", lambda **_: pytest.fail("warmed"))
     assert settings.warm_kernels_on_start is False  # tests/conftest.py switches it off
     app = create_app(settings)
     with TestClient(app):
@@ -50,7 +52,7 @@ def test_a_failed_warm_up_is_logged_and_the_server_serves(
     def broken(**_: object) -> dict[str, float]:
         raise RuntimeError("no kernels today")
 
-    monkeypatch.setattr(warm_cache, "warm_numba_cache", broken)
+    monkeypatch.setattr(warm_cache, "warm_in_processes", broken)
     app = create_app(warm_settings)
     with caplog.at_level(logging.ERROR, logger="app.jobs.warm_cache"), TestClient(app) as client:
         app.state.kernel_warmup.join(timeout=10)
@@ -69,40 +71,84 @@ def test_the_warm_up_fits_every_algorithm() -> None:
     engine_state.reset()
 
 
-def test_a_waiting_run_is_warmed_first_and_the_warm_up_steps_aside_while_runs_fit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A run of SMIC fitting when the warm-up starts: the warm-up waits for it, then does not
-    compile SMIC again (the run did), and compiles the others in its order."""
+class FakeChild:
+    """A child process that ends when told to."""
+
+    def __init__(self, algorithm_id: str, started: list[str]) -> None:
+        started.append(algorithm_id)
+        self.code: int | None = None
+
+    def poll(self) -> int | None:
+        return self.code
+
+
+def test_children_compile_two_at_a_time_and_a_waiting_run_goes_first() -> None:
+    """The warm-up compiles in child processes, two at a time in WARM_ORDER; a run of a method
+    not started yet makes it start at once (past the two) and waits for it, not compiling it
+    a second time beside the child; the method is ready when its child ends."""
     engine_state.reset(tracking=True)
-    fitted: list[str] = []
-    monkeypatch.setattr(warm_cache, "_fit", lambda algorithm, *_: fitted.append(algorithm.id))
-    run_done = threading.Event()
+    started: list[str] = []
+    children: dict[str, FakeChild] = {}
+
+    def launch(algorithm_id: str) -> FakeChild:
+        children[algorithm_id] = FakeChild(algorithm_id, started)
+        return children[algorithm_id]
+
+    warm_up = threading.Thread(
+        target=warm_cache.warm_in_processes, kwargs={"launch": launch, "courteous": True}
+    )
+    warm_up.start()
+    deadline = time.monotonic() + 10
+    while len(started) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert started == warm_cache.WARM_ORDER[:2]
+
+    waited = threading.Event()
 
     def run() -> None:
-        with engine_state.fitting("smic"):
-            assert not engine_state.is_ready("smic")
-            run_done.wait(timeout=10)
+        with engine_state.fitting("smic"):  # blocks until smic's child has ended
+            waited.set()
 
     runner = threading.Thread(target=run)
     runner.start()
-    time.sleep(0.05)
-    warm_up = threading.Thread(target=warm_cache.warm_numba_cache, kwargs={"courteous": True})
-    warm_up.start()
+    while "smic" not in started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert started == [*warm_cache.WARM_ORDER[:2], "smic"]  # past the two, at once
     time.sleep(0.2)
-    assert fitted == []  # waits while the run fits
-    run_done.set()
-    runner.join()
+    assert not waited.is_set()  # the run waits for the child
+    assert not engine_state.is_ready("smic")
+    children["smic"].code = 0
+    runner.join(timeout=10)
+    assert waited.is_set() and engine_state.is_ready("smic")
+    for algorithm_id in warm_cache.WARM_ORDER:  # the others end; the rest start and end
+        while algorithm_id not in children and time.monotonic() < deadline:
+            time.sleep(0.01)
+        children[algorithm_id].code = 0 if algorithm_id != "c4s" else 1
     warm_up.join(timeout=10)
-    assert engine_state.is_ready("smic")
-    assert fitted == [a for a in warm_cache.WARM_ORDER if a != "smic"]
+    assert not warm_up.is_alive()
+    assert sorted(started) == sorted(warm_cache.WARM_ORDER)  # each compiled once
+    assert not engine_state.is_ready("c4s")  # its child failed: a run compiles it itself
+    with engine_state.fitting("c4s"):
+        pass  # does not wait
     engine_state.reset()
 
 
-def test_the_order_puts_a_wanted_method_first() -> None:
+def test_no_run_waits_without_a_warm_up() -> None:
     engine_state.reset(tracking=True)
-    with engine_state.fitting("c4s"):
-        assert engine_state.next_to_warm(["cec-ib", "c4s"]) == "c4s"
-    assert engine_state.next_to_warm(["cec-ib", "c4s"]) == "cec-ib"  # c4s is ready now
+    with engine_state.fitting("c3l"):
+        assert not engine_state.is_ready("c3l")
+    assert engine_state.is_ready("c3l")  # fitted here
     engine_state.reset()
     assert engine_state.is_ready("anything")  # not tracking: runs fit elsewhere
+
+
+def test_the_cli_warms_one_method_in_a_child() -> None:
+    """`workbench warm-cache --only cec` is what a warm-up child runs."""
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "warm-cache", "--only", "cec"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "cec:" in done.stderr

@@ -38,6 +38,7 @@ from app.engine.core.hartigan import (
     new_clock,
     point_move_deltas,
 )
+from app.engine.core.int_args import minus_one
 from app.engine.core.moments import add_point, moments_from_labels, remove_point
 from app.engine.core.seeding import (
     assign_nearest_seed,
@@ -117,7 +118,7 @@ def _insert(
 ) -> None:  # fmt: skip
     size = add_point(side.mean[c], side.var[c], state.size[c], S[i], 1.0)
     side.term[c] = side_term(size, side.mean[c, 0], side.var[c, 0, 0], q, ridge, n_total)
-    insert_point(X[i], np.int64(-1), c, state, family, n_total, 0.0, work)
+    insert_point(X[i], minus_one(), c, state, family, n_total, 0.0, work)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -127,7 +128,7 @@ def _extract(
 ) -> None:  # fmt: skip
     size = remove_point(side.mean[c], side.var[c], state.size[c], S[i], 1.0)
     side.term[c] = side_term(size, side.mean[c, 0], side.var[c, 0, 0], q, ridge, n_total)
-    extract_point(X[i], np.int64(-1), c, state, family, n_total, 0.0, work)
+    extract_point(X[i], minus_one(), c, state, family, n_total, 0.0, work)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -142,7 +143,7 @@ def reinsert_orphans(
     for i in range(X.shape[0]):
         if state.alive[assign[i]]:
             continue
-        none = np.int64(-1)  # not the literal -1: one compiled specialisation, not two
+        none = minus_one()  # not the literal -1: one compiled specialisation, not two
         point_move_deltas(X, i, none, none, state, family, n_total, 0.0, math.inf, no_clock, none,
                           delta, u)  # fmt: skip
         add_side_deltas(S[i, 0], -1, state, side, q, ridge, n_total, delta)
@@ -193,7 +194,7 @@ def c3l_sweep(
         if not needs_check(a, last, state, clock):
             continue
         since = -1 if clock.changed_at[a] > last else last
-        point_move_deltas(X, i, np.int64(-1), a, state, family, n_total, 0.0, math.inf,
+        point_move_deltas(X, i, minus_one(), a, state, family, n_total, 0.0, math.inf,
                           clock.changed_at, since, delta, u)  # fmt: skip
         add_side_deltas(S[i, 0], a, state, side, q, ridge, n_total, delta)
         b = a

@@ -47,6 +47,7 @@ from app.engine.core.hartigan import (
     new_clock,
     point_move_deltas,
 )
+from app.engine.core.int_args import minus_one
 from app.engine.core.seeding import greedy_trials, kmeanspp_seeds
 
 FloatArray = NDArray[np.float64]
@@ -102,7 +103,7 @@ def item_deltas(
     i = items.row[t]
     if i >= 0:
         point_move_deltas(
-            X, i, np.int64(-1), a, state, family, n_total, 0.0, prune_above, changed_at, since,
+            X, i, minus_one(), a, state, family, n_total, 0.0, prune_above, changed_at, since,
             sc.delta, sc.u,
         )  # fmt: skip
     else:
@@ -120,7 +121,7 @@ def insert_item(
 ) -> None:  # fmt: skip
     i = items.row[t]
     if i >= 0:
-        insert_point(X[i], np.int64(-1), c, state, family, n_total, 0.0, sc.work)
+        insert_point(X[i], minus_one(), c, state, family, n_total, 0.0, sc.work)
     else:
         g = items.group[t]
         insert_group(
@@ -135,7 +136,7 @@ def extract_item(
 ) -> None:  # fmt: skip
     i = items.row[t]
     if i >= 0:
-        extract_point(X[i], np.int64(-1), c, state, family, n_total, 0.0, sc.work)
+        extract_point(X[i], minus_one(), c, state, family, n_total, 0.0, sc.work)
     else:
         g = items.group[t]
         extract_group(
@@ -190,14 +191,14 @@ def dissolve_clusters(
             X,
             items,
             t,
-            np.int64(-1),
+            minus_one(),
             state,
             family,
             n_total,
             math.inf,
             sc,
             sc.no_clock,
-            np.int64(-1),
+            minus_one(),
         )
         b = -1
         for j in range(sc.delta.shape[0]):

@@ -46,6 +46,7 @@ from app.engine.core.families import (
     log_factor,
     nonsingular_points,
 )
+from app.engine.core.int_args import minus_one, plus_one
 from app.engine.core.linalg import cholesky_rank_one, half_logdet, invert_lower
 from app.engine.core.moments import add_group, add_point, remove_group, remove_point
 
@@ -96,7 +97,7 @@ def point_move_deltas(
             for t in range(d):
                 u[t] = X[i, t] - state.mean[a, t]
             f = log_factor(family, u, state.cov, state.chol_inv, a, 1.0 / (size - 1.0), -1.0)
-            h = label_entropy_after(state, a, category, np.int64(-1)) if beta != 0.0 else 0.0
+            h = label_entropy_after(state, a, category, minus_one()) if beta != 0.0 else 0.0
             p = (size - 1.0) / n_total
             d_leave = state.leave_const[a] + p * (0.5 * f + beta * h)
     pruning = prune_above < math.inf
@@ -127,7 +128,7 @@ def point_move_deltas(
                 continue
         f = log_factor(family, u, state.cov, state.chol_inv, j, coef, 1.0)
         if category >= 0 and beta != 0.0:
-            h = label_entropy_after(state, j, category, np.int64(1))
+            h = label_entropy_after(state, j, category, plus_one())
         value = base + p * (0.5 * f + beta * h)
         delta[j] = value
         if pruning and value < best:
@@ -193,7 +194,7 @@ def insert_point(
     old = state.size[c]
     state.size[c] = add_point(state.mean[c], state.cov[c], old, x, 1.0)
     _update_family(state, c, family, u, old, 1.0, work[d:])
-    update_labels(state, c, category, np.int64(1))
+    update_labels(state, c, category, plus_one())
     refresh_energy(state, c, n_total, beta)
 
 
@@ -216,7 +217,7 @@ def extract_point(
     old = state.size[c]
     state.size[c] = remove_point(state.mean[c], state.cov[c], old, x, 1.0)
     _update_family(state, c, family, u, old, -1.0, work[d:])
-    update_labels(state, c, category, np.int64(-1))
+    update_labels(state, c, category, minus_one())
     refresh_energy(state, c, n_total, beta)
 
 
@@ -237,8 +238,8 @@ def best_insertion(
     ``delta`` (k values) and ``u`` (d values) are scratch.
     """
     point_move_deltas(
-        X, i, category, np.int64(-1), state, family, n_total, beta, math.inf,
-        np.empty(0, np.int64), np.int64(-1), delta, u,
+        X, i, category, minus_one(), state, family, n_total, beta, math.inf,
+        np.empty(0, np.int64), minus_one(), delta, u,
     )  # fmt: skip
     best = -1
     for j in range(delta.shape[0]):
