@@ -35,6 +35,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.jobs_executor == "inline":
+            engine_state.track()
+            if settings.warm_kernels_on_start:
+                # First, before migrating and loading the demo: the children compiling the
+                # kernels gain those seconds on a newcomer's first run.
+                from app.jobs.warm_cache import warm_in_background  # imports every estimator
+
+                app.state.kernel_warmup = warm_in_background()
         if settings.migrate_on_start:
             upgrade_to_head(settings.database_url)
         with session_scope(session_factory) as session:
@@ -42,12 +50,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.executor = make_executor(settings, session_factory, run_events.publish)
         # Runs and featurizations queued or interrupted (the demo picture's, on first start).
         app.state.executor.resume()
-        if settings.jobs_executor == "inline":
-            engine_state.track()
-        if settings.warm_kernels_on_start and settings.jobs_executor == "inline":
-            from app.jobs.warm_cache import warm_in_background  # imports every estimator
-
-            app.state.kernel_warmup = warm_in_background()
         yield
         app.state.executor.shutdown()
         engine.dispose()

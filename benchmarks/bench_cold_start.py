@@ -2,8 +2,9 @@
 
 Two measurements, each with an empty numba cache (a fresh NUMBA_CACHE_DIR):
 
-1. ``kernels``: every method's first fit in a fresh process (``workbench warm-cache``, what
-   the server's start-up warm-up and the Docker build do), seconds per method and in all.
+1. ``kernels``: every method's first fit, one after another in a fresh process (seconds per
+   method), and the wall time of ``workbench warm-cache``, which compiles them in child
+   processes two at a time (what the server's start-up warm-up and the Docker build do).
 2. ``server``: ``python -m app serve`` on a fresh database with the demo data: seconds until
    ``/health`` answers, then seconds from there until a CEC-IB run on iris (n_clusters 3,
    otherwise the API's defaults) has succeeded, with the warm-up running as it does for a
@@ -32,23 +33,33 @@ from benchmarks._server import PASSWORD, _free_port, wait_until_serving
 
 
 def kernels() -> dict[str, float]:
-    """Seconds per method of a cold ``warm_numba_cache`` in a fresh process."""
+    """Seconds per method of a cold in-process ``warm_numba_cache`` (one after another), and
+    the wall time of ``workbench warm-cache`` (child processes, two at a time: what the server
+    and the Docker build run), each with its own empty cache."""
+    env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
         code = (
-            "import json, logging; from app.jobs.warm_cache import warm_numba_cache; "
+            "import json; from app.jobs.warm_cache import warm_numba_cache; "
             "print(json.dumps(warm_numba_cache()))"
         )
-        started = time.perf_counter()
         out = subprocess.run(
             [sys.executable, "-c", code],
-            env={**os.environ, "NUMBA_CACHE_DIR": cache},
+            env={**env, "NUMBA_CACHE_DIR": cache},
             check=True,
             capture_output=True,
             text=True,
         ).stdout
         seconds: dict[str, float] = json.loads(out.strip().splitlines()[-1])
-        seconds["process (imports included)"] = time.perf_counter() - started
-        return seconds
+    with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "app", "warm-cache"],
+            env={**env, "NUMBA_CACHE_DIR": cache},
+            check=True,
+            capture_output=True,
+        )
+        seconds["workbench warm-cache (2 child processes), wall"] = time.perf_counter() - started
+    return seconds
 
 
 def _demo_iris(base: str, headers: dict[str, str]) -> dict[str, object]:
@@ -118,11 +129,12 @@ def main() -> None:
     part = parser.parse_args().part
     if part in ("kernels", "all"):
         seconds = kernels()
-        total = sum(v for k, v in seconds.items() if not k.startswith("process"))
+        total = sum(v for k, v in seconds.items() if not k.startswith("workbench"))
         print("| method | first fit, empty cache (s) |\n|---|---|")
         for method, value in seconds.items():
             print(f"| {method} | {value:.1f} |")
-        print(f"| all methods | {total:.1f} |  (target: under 60 s)")
+        print(f"| all methods, one after another | {total:.1f} |")
+        print("(target: compiling every method's kernels under 60 s)")
     if part in ("server", "all"):
         result = server()
         print("\n| server, empty cache | value |\n|---|---|")

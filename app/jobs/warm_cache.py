@@ -53,9 +53,11 @@ def _fit(algorithm: Algorithm, features: np.ndarray, info: SideInformation) -> N
     plan.estimator.fit(features, **plan.fit_kwargs)
 
 
-# The order the warm-up compiles in: what a newcomer runs first (the table default, then the
-# image default), then the rest. A method a run waits for goes first.
-WARM_ORDER = ["cec-ib", "ppc", "cec", "c3l", "c4s", "smic"]
+# The order the warm-up compiles in: the table default first, then the longest compiles, so the
+# two children end close together (cold, one process: cec-ib 17 s, c4s 31, c3l 13, ppc 5,
+# cec 3 after cec-ib, smic 6; each child also spends about 4 s importing). A method a run
+# waits for (the image page's PPC, say) starts at once, whatever its place here.
+WARM_ORDER = ["cec-ib", "c4s", "c3l", "ppc", "cec", "smic"]
 # Child processes compiling at once: numba compiles one function at a time per process, and a
 # 2-core machine compiles two methods in about the time of the longer (bench_cold_start).
 WARM_PROCESSES = 2
