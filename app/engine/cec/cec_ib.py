@@ -80,7 +80,7 @@ class CECIB(_CECBase):
         random_state: Any = None,
         progress: Progress | None = None,
         warm_start: bool = False,
-        polish: bool = True,
+        polish: bool | str = True,
     ) -> None:
         self.n_clusters = n_clusters
         self.beta = beta

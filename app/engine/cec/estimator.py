@@ -24,6 +24,14 @@ FloatArray = NDArray[np.float64]
 Progress = Callable[[int, float], object]
 
 INITS = ("k-means++", "random")
+POLISHES = (True, False, "full", "remove")
+
+
+def check_polish(value: object) -> bool | str:
+    """``polish`` as given, or ValueError."""
+    if isinstance(value, bool) or value in ("full", "remove"):
+        return value
+    raise ValueError(f"polish must be True, False, 'full' or 'remove', got {value!r}")
 # CEC-IB also starts from its labels (``label_seeding.py``).
 LABELED_INITS = (*INITS, "labels")
 
@@ -39,7 +47,7 @@ class _CECBase(ClusterMixin, BaseEstimator):
     init: str
     random_state: Any
     progress: Progress | None
-    polish: bool
+    polish: bool | str
     inits: tuple[str, ...] = INITS
 
     def _fit(
@@ -70,7 +78,7 @@ class _CECBase(ClusterMixin, BaseEstimator):
             rng=check_random_state(self.random_state),
             progress=self.progress,
             warm=warm,
-            polish=bool(self.polish),
+            polish=check_polish(self.polish),
         )
         store_gaussian_fit(self, result, max_iter=settings.max_iter, depth=depth)
         self.min_cluster_fraction_ = settings.min_cluster_fraction
@@ -108,6 +116,8 @@ class CEC(_CECBase):
         cannot make these moves; on the paper's protocol (iris, wine, k = 6) they reach lower
         energies than 10 plain starts in 24 of 24 configurations (docs/cec-ib.md). Bounded
         to ``POLISH_POINT_RUNS`` point visits per fit, so it fades out on large data.
+        ``'remove'``: only dissolving clusters (never more clusters than Hartigan left: what
+        the API runs, since splits keep small, nearly singular clusters on wine; docs/cec-ib.md).
 
     Fitted attributes: ``labels_``, ``n_clusters_``, ``energy_`` (nats), ``means_``,
     ``covariances_`` (shaped as in ``GaussianMixture``), ``weights_``, ``n_iter_``,
@@ -126,7 +136,7 @@ class CEC(_CECBase):
         init: str = "k-means++",
         random_state: Any = None,
         progress: Progress | None = None,
-        polish: bool = True,
+        polish: bool | str = True,
     ) -> None:
         self.n_clusters = n_clusters
         self.covariance = covariance

@@ -301,13 +301,15 @@ def fit_cec(
     progress: Progress | None = None,
     warm: IntArray | None = None,
     local_trials: int | None = None,
-    polish: bool = True,
+    polish: bool | str = True,
 ) -> CECResult:
     """Best of ``n_init`` Hartigan runs of CEC-IB (beta = 0 or no labels: plain CEC): the
     lowest energy (the paper's rule), except with ``init='labels'`` and one cluster per label
     category, where the run whose clusters agree with more labeled points wins and energy
     breaks ties (``labeled_agreement``). ``local_trials``: candidates per k-means++ seed
-    (None: greedy, 2 + ln k; 1: the authors' plain k-means++).
+    (None: greedy, 2 + ln k; 1: the authors' plain k-means++). ``polish``: True (or "full")
+    tries splits and removals after each converged start, "remove" removals only, False
+    nothing (module docstring).
 
     ``categories[i]`` is the category code 0..n_categories-1 of point i, or -1 if unlabeled.
 
@@ -369,7 +371,8 @@ def fit_cec(
         return trial.energy < run.energy - MOVE_TOL
 
     budget = [max(POLISH_MIN_RUNS, POLISH_POINT_RUNS // max(n, 1)) if polish else 0]
-    Z = whitened(X) if budget[0] > 0 else X
+    splits = polish is True or polish == "full"
+    Z = whitened(X) if budget[0] > 0 and splits else X
 
     def moves(assign: IntArray) -> Iterator[IntArray]:
         """The polishing starts around ``assign``: a cluster split in two into a slot CEC
@@ -379,7 +382,7 @@ def fit_cec(
         sizes = np.bincount(assign, minlength=n_clusters)
         by_size = live[np.argsort(-sizes[live], kind="stable")]
         free = np.flatnonzero(sizes == 0)
-        if free.shape[0]:
+        if free.shape[0] and splits:
             for other in by_size:
                 yield split_cluster(Z, assign, int(other), int(free[0]))
         if live.shape[0] < 2:
@@ -389,7 +392,7 @@ def fit_cec(
                 X, assign, categories, n_categories, n_clusters, int(cluster), family, beta
             )
             yield emptied
-            for other in by_size:
+            for other in by_size if splits else ():
                 if other != cluster:
                     yield split_cluster(Z, emptied, int(other), int(cluster))
 

@@ -149,7 +149,9 @@ def plan_cec(
     progress: Progress,
     structure: ItemStructure | None = None,
 ) -> FitPlan:
-    shared = {**cec_kwargs(params, info, progress), "polish": False}
+    # Removals only: they merge a blob Hartigan left split in two; splits would add small,
+    # nearly singular clusters (docs/cec-ib.md, "Paper protocol").
+    shared = {**cec_kwargs(params, info, progress), "polish": "remove"}
     return cec_fit_plan(lambda covariance: CEC(covariance=covariance, **shared), params, structure)
 
 
@@ -166,10 +168,10 @@ def plan_cec_ib(
     # k-means++): on tables with 10% labeled and on scribbled images the label-seeded starts
     # predict the labels better (docs/cec-ib.md, "Starting from the labels").
     shared["init"] = "labels"
-    # No polishing here (the engine's default): its lower energies come from extra small
-    # clusters of nearly singular covariance, which cost the expert the groups (wine, k = 6,
-    # 20% labeled: NMI 0.85 with 3.3 clusters -> 0.63 with 5.5; docs/cec-ib.md).
-    shared["polish"] = False
+    # Removals only (the engine's default also splits): splits find lower energies by keeping
+    # small clusters of nearly singular covariance, which cost the expert the groups (wine,
+    # k = 6, 20% labeled: NMI 0.85 with 3.3 clusters -> 0.63 with 5.5; docs/cec-ib.md).
+    shared["polish"] = "remove"
     # A partition over the same items continues (a re-featurized image has other items).
     warm = None
     if params.warm_start and previous is not None and previous.labels.shape == (len(_x),):
