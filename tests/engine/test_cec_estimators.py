@@ -336,3 +336,21 @@ def test_a_cluster_constant_in_one_feature_is_singular_not_cheap() -> None:
     model = CECIB(6, min_cluster_fraction=0.05, n_init=10, random_state=0).fit(X, y)
     assert math.isfinite(model.energy_)
     assert model.energy_ == pytest.approx(cec_ib_energy(X, model.labels_, y, 1.0), abs=1e-9)
+
+
+def test_removal_polishing_merges_a_split_blob_and_never_adds_clusters() -> None:
+    """polish='remove' (the API's): only dissolving clusters, so never more clusters than the
+    unpolished fit and never a higher energy; on three blobs asked for four it ends with three
+    where a greedy start left one blob split in two."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=300, centers=3, cluster_std=0.6, random_state=3)
+    for seed in range(5):
+        plain = CEC(4, n_init=2, random_state=seed, polish=False).fit(X)
+        removed = CEC(4, n_init=2, random_state=seed, polish="remove").fit(X)
+        assert removed.energy_ <= plain.energy_ + 1e-12
+        assert removed.n_clusters_ <= plain.n_clusters_
+        assert removed.n_clusters_ == 3
+        assert adjusted_rand_score(y, removed.labels_) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="polish must be"):
+        CEC(2, polish="sometimes").fit(X)

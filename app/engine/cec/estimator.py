@@ -32,6 +32,8 @@ def check_polish(value: object) -> bool | str:
     if isinstance(value, bool) or value in ("full", "remove"):
         return value
     raise ValueError(f"polish must be True, False, 'full' or 'remove', got {value!r}")
+
+
 # CEC-IB also starts from its labels (``label_seeding.py``).
 LABELED_INITS = (*INITS, "labels")
 
