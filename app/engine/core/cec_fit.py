@@ -38,7 +38,6 @@ from app.engine.core.label_seeding import (
     label_seeded_partition,
     labeled_agreement,
     resampled_categories,
-    whitened,
 )
 from app.engine.core.seeding import initial_partition
 
@@ -271,15 +270,31 @@ def without_cluster(
     return out
 
 
-def split_cluster(Z: FloatArray, assign: IntArray, cluster: int, into: int) -> IntArray:
+def whitening_map(X: FloatArray) -> FloatArray:
+    """W (d x d) such that (X - mean) W has identity covariance (W = L^{-T}, S = L L^T); for a
+    singular S, the features scaled to unit variance (constant ones left as they are)."""
+    centred_cov = np.cov(X, rowvar=False, bias=True).reshape(X.shape[1], X.shape[1])
+    try:
+        return np.asarray(np.linalg.inv(np.linalg.cholesky(centred_cov)).T)
+    except np.linalg.LinAlgError:
+        scale = np.sqrt(np.diag(centred_cov))
+        scale[scale == 0.0] = 1.0
+        return np.diag(1.0 / scale)
+
+
+def split_cluster(
+    X: FloatArray, whitening: FloatArray, assign: IntArray, cluster: int, into: int
+) -> IntArray:
     """``assign`` with the members of ``cluster`` on the positive side of its principal axis
-    (through its mean) moved to the empty slot ``into``. ``Z``: the data whitened, so the axis
-    does not depend on the features' units (CEC's energy does not)."""
+    (through its mean) moved to the empty slot ``into``. The axis is taken after
+    ``whitening`` (``whitening_map``), so it does not depend on the features' units (CEC's
+    energy does not); only the members are copied."""
     members = np.flatnonzero(assign == cluster)
     out = assign.copy()
     if members.shape[0] < 2:
         return out
-    centred = Z[members] - Z[members].mean(axis=0)
+    part = X[members]
+    centred = (part - part.mean(axis=0)) @ whitening
     axis = np.linalg.svd(centred, full_matrices=False)[2][0]
     out[members[centred @ axis > 0.0]] = into
     return out
@@ -372,7 +387,7 @@ def fit_cec(
 
     budget = [max(POLISH_MIN_RUNS, POLISH_POINT_RUNS // max(n, 1)) if polish else 0]
     splits = polish is True or polish == "full"
-    Z = whitened(X) if budget[0] > 0 and splits else X
+    whitening = whitening_map(X) if budget[0] > 0 and splits else np.eye(d)
 
     def moves(assign: IntArray) -> Iterator[IntArray]:
         """The polishing starts around ``assign``: a cluster split in two into a slot CEC
@@ -384,7 +399,7 @@ def fit_cec(
         free = np.flatnonzero(sizes == 0)
         if free.shape[0] and splits:
             for other in by_size:
-                yield split_cluster(Z, assign, int(other), int(free[0]))
+                yield split_cluster(X, whitening, assign, int(other), int(free[0]))
         if live.shape[0] < 2:
             return
         for cluster in live:
@@ -394,7 +409,7 @@ def fit_cec(
             yield emptied
             for other in by_size if splits else ():
                 if other != cluster:
-                    yield split_cluster(Z, emptied, int(other), int(cluster))
+                    yield split_cluster(X, whitening, emptied, int(other), int(cluster))
 
     def polished(run: _Run) -> _Run:
         """Descent over whole clusters from ``run`` (``polish``), within the budget: the
