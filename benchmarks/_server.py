@@ -24,6 +24,7 @@ class LiveServer:
     headers: dict[str, str]
     workdir: Path
     process: subprocess.Popen[bytes]
+    seconds_to_health: float  # from starting the process to /health answering
 
 
 def _free_port() -> int:
@@ -62,6 +63,7 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
         "MAX_UPLOAD_BYTES": str(4 * 1024**3),
         **env,
     }
+    started = time.perf_counter()
     server = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--port", str(port)],
         env=environment,
@@ -71,11 +73,12 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
         wait_until_serving(base, server)
+        seconds_to_health = time.perf_counter() - started
         token = httpx.post(
             f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
         ).json()["access_token"]
         headers = {"Authorization": f"Bearer {token}"}
-        yield LiveServer(base, server.pid, headers, workdir, server)
+        yield LiveServer(base, server.pid, headers, workdir, server, seconds_to_health)
     finally:
         server.terminate()
         server.wait(timeout=60)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks._server import PASSWORD, _free_port, wait_until_serving
+from benchmarks._server import live_server
 
 
 def kernels() -> dict[str, float]:
@@ -74,53 +74,30 @@ def _demo_iris(base: str, headers: dict[str, str]) -> dict[str, object]:
 
 def server() -> dict[str, float | str]:
     """Seconds to /health and from /health to a succeeded CEC-IB run on iris, cold."""
-    workdir = Path(tempfile.mkdtemp(prefix="bench-cold-"))
-    port = _free_port()
-    env = {
-        **os.environ,
-        "NUMBA_CACHE_DIR": str(workdir / "numba"),
-        "DATABASE_URL": f"sqlite:///{workdir / 'cold.db'}",
-        "DATA_DIR": str(workdir / "var"),
-        "ADMIN_PASSWORD": PASSWORD,
-        "LOAD_DEMO_DATA": "true",
-    }
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        wait_until_serving(base, process, timeout=300)
-        health = time.perf_counter() - started
-        token = httpx.post(
-            f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
-        ).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
-        iris = _demo_iris(base, headers)
-        asked = time.perf_counter()
-        run = httpx.post(
-            f"{base}/runs",
-            json={"dataset_id": iris["id"], "algorithm": "cec-ib", "params": {"n_clusters": 3}},
-            headers=headers,
-        ).json()
-        stages: list[str] = []
-        while run["status"] in ("queued", "running"):
-            time.sleep(0.2)
-            run = httpx.get(f"{base}/runs/{run['id']}", headers=headers).json()
-            if run.get("stage") and (not stages or stages[-1] != run["stage"]):
-                stages.append(run["stage"])
-        return {
-            "to /health": health,
-            "health to CEC-IB on iris succeeded": time.perf_counter() - asked,
-            "status": run["status"],
-            "stages seen": " -> ".join(stages) or "(none)",
-        }
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with tempfile.TemporaryDirectory(prefix="bench-cold-") as name:
+        workdir = Path(name)
+        cold = {"NUMBA_CACHE_DIR": str(workdir / "numba"), "LOAD_DEMO_DATA": "true"}
+        with live_server(**cold, DATA_DIR=str(workdir / "var")) as live:
+            base, headers = live.base, live.headers
+            iris = _demo_iris(base, headers)
+            asked = time.perf_counter()
+            run = httpx.post(
+                f"{base}/runs",
+                json={"dataset_id": iris["id"], "algorithm": "cec-ib", "params": {"n_clusters": 3}},
+                headers=headers,
+            ).json()
+            stages: list[str] = []
+            while run["status"] in ("queued", "running"):
+                time.sleep(0.2)
+                run = httpx.get(f"{base}/runs/{run['id']}", headers=headers).json()
+                if run.get("stage") and (not stages or stages[-1] != run["stage"]):
+                    stages.append(run["stage"])
+            return {
+                "to /health": live.seconds_to_health,
+                "health to CEC-IB on iris succeeded": time.perf_counter() - asked,
+                "status": run["status"],
+                "stages seen": " -> ".join(stages) or "(none)",
+            }
 
 
 def main() -> None:
