@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     warm.add_argument(
         "--processes", type=int, default=2, help="methods compiled at once (child processes)"
     )
+    warm.add_argument(
+        "--kernels", metavar="GROUP", help="compile one kernel group only (a warm-up helper)"
+    )
     return parser
 
 
@@ -79,16 +82,27 @@ def main() -> None:
     if args.command == "migrate":
         upgrade_to_head(get_settings().database_url)
         return
+    if args.command == "warm-cache" and args.kernels:
+        from app.engine.core.precompile import compile_group  # the engine only: a quick start
+
+        compile_group(args.kernels)
+        return
     if args.command == "warm-cache":
-        from app.jobs import warm_cache  # imports every estimator
+        from app.jobs import warm_cache, warm_children  # imports every estimator
 
         if args.only:
             warm_cache.warm_numba_cache(args.only)
         else:
-            warm_cache.warm_in_processes(max(args.processes, 1))
+            warm_children.warm_in_processes(max(args.processes, 1))
         return
     if args.command == "create-user":
         sys.exit(create_user(args.username, args.admin, args.password_stdin))
+    settings = get_settings()
+    if settings.jobs_executor == "inline" and settings.warm_kernels_on_start:
+        # Before uvicorn imports the app (2 s): the compiling children gain those seconds.
+        from app.jobs import warm_children
+
+        warm_children.warm_in_background()
     uvicorn.run(
         "app.main:create_app",
         factory=True,

@@ -15,7 +15,7 @@ from app.config import Settings, get_settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.error_handlers import install_error_handlers
-from app.jobs import engine_state
+from app.jobs import engine_state, warm_children
 from app.jobs.executors import make_executor
 from app.jobs.run_events import RunEvents
 from app.services.bootstrap import bootstrap
@@ -39,10 +39,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine_state.track()
             if settings.warm_kernels_on_start:
                 # First, before migrating and loading the demo: the children compiling the
-                # kernels gain those seconds on a newcomer's first run.
-                from app.jobs.warm_cache import warm_in_background  # imports every estimator
-
-                app.state.kernel_warmup = warm_in_background()
+                # kernels gain those seconds on a newcomer's first run (`workbench serve` has
+                # started it already, before importing the app; this returns that one).
+                app.state.kernel_warmup = warm_children.warm_in_background()
         if settings.migrate_on_start:
             upgrade_to_head(settings.database_url)
         with session_scope(session_factory) as session:
@@ -51,6 +50,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Runs and featurizations queued or interrupted (the demo picture's, on first start).
         app.state.executor.resume()
         yield
+        if hasattr(app.state, "kernel_warmup"):
+            app.state.kernel_warmup.stop()
         app.state.executor.shutdown()
         engine.dispose()
 

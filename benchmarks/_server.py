@@ -25,6 +25,7 @@ class LiveServer:
     workdir: Path
     process: subprocess.Popen[bytes]
     seconds_to_health: float  # from starting the process to /health answering
+    log: Path  # the server's stdout and stderr
 
 
 def _free_port() -> int:
@@ -63,22 +64,24 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
         "MAX_UPLOAD_BYTES": str(4 * 1024**3),
         **env,
     }
+    log = workdir / "server.log"
     started = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)],
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve", "--port", str(port)],
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
-        wait_until_serving(base, server)
+        wait_until_serving(base, server, log=log)
         seconds_to_health = time.perf_counter() - started
         token = httpx.post(
             f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
         ).json()["access_token"]
         headers = {"Authorization": f"Bearer {token}"}
-        yield LiveServer(base, server.pid, headers, workdir, server, seconds_to_health)
+        yield LiveServer(base, server.pid, headers, workdir, server, seconds_to_health, log)
     finally:
         server.terminate()
         server.wait(timeout=60)

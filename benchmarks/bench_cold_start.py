@@ -92,7 +92,9 @@ def server() -> dict[str, float | str]:
                 run = httpx.get(f"{base}/runs/{run['id']}", headers=headers).json()
                 if run.get("stage") and (not stages or stages[-1] != run["stage"]):
                     stages.append(run["stage"])
+            warm_up = [ln for ln in live.log.read_text().splitlines() if "warm_children" in ln]
             return {
+                "warm-up children (server log)": "; ".join(ln.split(": ", 1)[-1] for ln in warm_up),
                 "to /health": live.seconds_to_health,
                 "health to CEC-IB on iris succeeded": time.perf_counter() - asked,
                 "status": run["status"],

@@ -113,6 +113,12 @@ def wait_for_change(timeout: float) -> None:
         _lock.wait(timeout)
 
 
+def wake() -> None:
+    """Wake ``wait_for_change`` sleepers (a warm-up told to stop)."""
+    with _lock:
+        _lock.notify_all()
+
+
 def reset(*, tracking: bool = False) -> None:
     """Forget everything (tests)."""
     global _fitting, _tracking, _warming
