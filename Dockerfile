@@ -6,7 +6,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends build-essential
 WORKDIR /src
 COPY pyproject.toml README.md constraints.txt ./
 COPY app ./app
-RUN pip wheel --no-cache-dir --wheel-dir /wheels -c constraints.txt ".[dask,postgres]"
+RUN pip wheel --no-cache-dir --wheel-dir /wheels -c constraints.txt ".[dask,postgres,s3]"
 
 FROM python:3.11-slim AS runtime
 # DATA_DIR: the embedded SQLite database when DATABASE_URL is not set.
@@ -16,7 +16,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
 RUN useradd --create-home --uid 10001 workbench
 COPY --from=build /wheels /wheels
 # Only the wheels built above: the installed set is exactly the pinned one.
-RUN pip install --no-cache-dir --no-index --find-links /wheels "clustering-workbench[dask,postgres]" \
+RUN pip install --no-cache-dir --no-index --find-links /wheels "clustering-workbench[dask,postgres,s3]" \
     && rm -rf /wheels
 # Compile every numba kernel once into the image (cache=True on every kernel): a container's
 # first run would otherwise spend ~24 s compiling. Numba keys its cache on the CPU, so a host

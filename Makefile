@@ -2,8 +2,8 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-# Reinstall whenever pyproject.toml changes.
-STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+# Reinstall whenever pyproject.toml or the pins change.
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
 .PHONY: run test setup chromium lint format bench-upload constraints clean
 
@@ -16,10 +16,12 @@ test: $(STAMP) chromium
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Pinned by constraints.txt (the tested set): a fresh machine gets the same versions, and pip
+# never backtracks through s3fs's and moto's botocore ranges.
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

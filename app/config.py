@@ -28,6 +28,12 @@ class Settings(BaseSettings):
     load_demo_data: bool = True
     migrate_on_start: bool = True
 
+    # Where arrays live (features, ids, views, images, run labels): a directory (default
+    # DATA_DIR/arrays) or an fsspec URL such as s3://bucket/prefix, which workers on other
+    # machines can read too. S3 credentials and endpoint come from the usual AWS_* variables;
+    # ARRAY_STORE_OPTIONS (JSON) passes anything else to fsspec, e.g. {"endpoint_url": ...}.
+    array_store: str = ""
+    array_store_options: dict[str, object] = Field(default_factory=dict)
     max_upload_bytes: int = Field(default=1024**3, gt=0)
     chunk_rows: int = Field(default=65_536, gt=0)
 
@@ -74,6 +80,8 @@ class Settings(BaseSettings):
     def _default_database_in_data_dir(self) -> "Settings":
         if not self.database_url:
             self.database_url = f"sqlite:///{self.data_dir.resolve() / SQLITE_FILE}"
+        if not self.array_store:
+            self.array_store = str(self.data_dir.resolve() / "arrays")
         return self
 
     @property

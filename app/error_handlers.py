@@ -11,6 +11,7 @@ from starlette.routing import Match, Mount
 
 from app.api.errors import error_response
 from app.services.errors import ServiceError
+from app.store.array_store import StoreUnavailable
 from app.web.errors import error_page, is_page_request
 
 
@@ -56,6 +57,13 @@ def install_error_handlers(app: FastAPI) -> None:
         if is_page_request(request):
             return error_page(request, exc.status_code, exc.detail)
         return error_response(exc.status_code, exc.detail, exc.code, exc.extra)
+
+    @app.exception_handler(StoreUnavailable)
+    async def store_unavailable(request: Request, exc: StoreUnavailable) -> Response:
+        detail = f"the array store is unavailable, nothing was stored: {exc}"
+        if is_page_request(request):
+            return error_page(request, 503, detail)
+        return error_response(503, detail, "store_unavailable")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

@@ -18,7 +18,10 @@ from app.error_handlers import install_error_handlers
 from app.jobs import engine_state, warm_children
 from app.jobs.executors import make_executor
 from app.jobs.run_events import RunEvents
+from app.services.array_store_state import sweep_array_store
 from app.services.bootstrap import bootstrap
+from app.store.array_store import ArrayStore
+from app.store.transactions import bind_store
 from app.web.docs import router as docs_router
 from app.web.pages import router as pages_router
 from app.web.security import OriginCheckMiddleware, SecurityHeadersMiddleware
@@ -31,6 +34,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = make_engine(settings.database_url)
     session_factory = make_session_factory(engine)
+    array_store = ArrayStore(settings.array_store, settings.array_store_options)
+    bind_store(session_factory, array_store)
     run_events = RunEvents()  # wakes progress streams when a run changes
 
     @asynccontextmanager
@@ -43,9 +48,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # started it already, before importing the app; this returns that one).
                 app.state.kernel_warmup = warm_children.warm_in_background()
         if settings.migrate_on_start:
-            upgrade_to_head(settings.database_url)
+            upgrade_to_head(
+                settings.database_url, (settings.array_store, settings.array_store_options)
+            )
+        store_problem = sweep_array_store(session_factory, array_store)
+        app.state.array_store_problem = store_problem
         with session_scope(session_factory) as session:
-            bootstrap(session=session, settings=settings)
+            bootstrap(session=session, settings=settings, store_usable=store_problem is None)
         app.state.executor = make_executor(settings, session_factory, run_events.publish)
         # Runs and featurizations queued or interrupted (the demo picture's, on first start).
         app.state.executor.resume()

@@ -74,9 +74,10 @@ def _empty_tables(engine: Engine) -> None:
 
 
 @pytest.fixture
-def settings(database_url: str) -> Settings:
+def settings(database_url: str, tmp_path: Path) -> Settings:
     return Settings(
         database_url=database_url,
+        array_store=str(tmp_path / "arrays"),
         admin_username="admin",
         admin_password=ADMIN_PASSWORD,
         load_demo_data=False,

@@ -5,6 +5,7 @@ app/db/migrations), so an installed wheel migrates without a source checkout. De
 the Alembic CLI with `-c app/db/alembic.ini`."""
 
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -14,17 +15,27 @@ ALEMBIC_INI = HERE / "alembic.ini"
 MIGRATIONS = HERE / "migrations"
 
 
-def alembic_config(database_url: str) -> Config:
+def alembic_config(
+    database_url: str, array_store: tuple[str, dict[str, Any]] | None = None
+) -> Config:
+    """``array_store`` (location, fsspec options): where the revision that moved arrays out of
+    SQL puts them (default: the settings' ARRAY_STORE)."""
     config = Config(str(ALEMBIC_INI))
+    if array_store is not None:
+        config.attributes["array_store"] = array_store
     config.set_main_option("script_location", str(MIGRATIONS))
     # ConfigParser treats % as interpolation; URLs may contain it (escaped passwords).
     config.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
     return config
 
 
-def upgrade_to_head(database_url: str) -> None:
-    command.upgrade(alembic_config(database_url), "head")
+def upgrade_to_head(
+    database_url: str, array_store: tuple[str, dict[str, Any]] | None = None
+) -> None:
+    command.upgrade(alembic_config(database_url, array_store), "head")
 
 
-def downgrade_to_base(database_url: str) -> None:
-    command.downgrade(alembic_config(database_url), "base")
+def downgrade_to_base(
+    database_url: str, array_store: tuple[str, dict[str, Any]] | None = None
+) -> None:
+    command.downgrade(alembic_config(database_url, array_store), "base")

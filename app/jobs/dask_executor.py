@@ -8,9 +8,11 @@ the scheduler no longer knows is failed with the reason, or resubmitted while st
 The app does not need the scheduler to start: a supervisor thread connects (and reconnects),
 reconciles, and submits what waited meanwhile; `status()` tells the health endpoint."""
 
+import json
 import logging
 import threading
 import uuid
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -21,6 +23,8 @@ from app.db.models import Run
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.jobs.featurizer import execute_featurization, pending_featurizations
 from app.jobs.runner import execute_run, fail_abandoned, recover_interrupted_runs
+from app.store.array_store import ArrayStore
+from app.store.transactions import bind_store
 
 log = logging.getLogger(__name__)
 
@@ -40,19 +44,31 @@ def missing_extra_message() -> str:
     )
 
 
+@dataclass(frozen=True)
+class Places:
+    """Where a worker finds the database and the array store: all a task needs besides ids."""
+
+    database_url: str
+    array_store: str
+    array_store_options: str = "{}"  # JSON, so the dataclass stays hashable
+
+
 @lru_cache(maxsize=4)
-def _worker_session_factory(database_url: str) -> sessionmaker[Session]:
-    return make_session_factory(make_engine(database_url))
+def _worker_session_factory(places: Places) -> sessionmaker[Session]:
+    factory = make_session_factory(make_engine(places.database_url))
+    bind_store(factory, ArrayStore(places.array_store, json.loads(places.array_store_options)))
+    return factory
 
 
-def run_on_dask_worker(database_url: str, run_id: int, key: str) -> None:
-    """The task a Dask worker runs: it reads chunks and writes the result itself, so nothing
-    large passes through the scheduler. `key` is the task's own key, the run's claim."""
-    execute_run(_worker_session_factory(database_url), run_id, key=key)
+def run_on_dask_worker(places: Places, run_id: int, key: str) -> None:
+    """The task a Dask worker runs: it reads chunks from the store and writes the result
+    itself, so nothing large passes through the scheduler. `key` is the task's own key, the
+    run's claim."""
+    execute_run(_worker_session_factory(places), run_id, key=key)
 
 
-def featurize_on_dask_worker(database_url: str, dataset_id: int, chunk_rows: int) -> None:
-    execute_featurization(_worker_session_factory(database_url), dataset_id, chunk_rows)
+def featurize_on_dask_worker(places: Places, dataset_id: int, chunk_rows: int) -> None:
+    execute_featurization(_worker_session_factory(places), dataset_id, chunk_rows)
 
 
 def task_states(dask_scheduler: Any, keys: list[str]) -> dict[str, str]:
@@ -66,7 +82,7 @@ class DaskExecutor:
     def __init__(
         self,
         scheduler_address: str,
-        database_url: str,
+        places: Places,
         chunk_rows: int,
         factory: sessionmaker[Session],
         retry_s: float = 5.0,
@@ -77,7 +93,7 @@ class DaskExecutor:
         except ImportError as exc:
             raise RuntimeError(missing_extra_message()) from exc
         self.scheduler_address = scheduler_address
-        self.database_url = database_url
+        self.places = places
         self.chunk_rows = chunk_rows
         self.factory = factory
         self.retry_s = retry_s
@@ -226,7 +242,7 @@ class DaskExecutor:
             if not named.rowcount:  # type: ignore[attr-defined]
                 return  # cancelled or deleted meanwhile
         future = self.client.submit(
-            run_on_dask_worker, self.database_url, run_id, key, key=key, pure=False
+            run_on_dask_worker, self.places, run_id, key, key=key, pure=False
         )
         fire_and_forget(future)
 
@@ -237,7 +253,7 @@ class DaskExecutor:
             dataset_id = self.featurizations[0]
             future = self.client.submit(
                 featurize_on_dask_worker,
-                self.database_url,
+                self.places,
                 dataset_id,
                 self.chunk_rows,
                 pure=False,

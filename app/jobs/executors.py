@@ -2,6 +2,7 @@
 numba kernels release the GIL, so the server stays responsive. `dask` (dask_executor.py) sends
 runs to a Dask distributed cluster whose workers read and write the database themselves."""
 
+import json
 import logging
 import queue
 import threading
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.jobs.dask_executor import DaskExecutor
+from app.jobs.dask_executor import DaskExecutor, Places
 from app.jobs.featurizer import execute_featurization, pending_featurizations
 from app.jobs.runner import (
     CancelToken,
@@ -160,7 +161,11 @@ def make_executor(
     if settings.jobs_executor == "dask":
         return DaskExecutor(
             settings.dask_scheduler,
-            settings.database_url,
+            Places(
+                settings.database_url,
+                settings.array_store,
+                json.dumps(settings.array_store_options, sort_keys=True),
+            ),
             settings.chunk_rows,
             factory,
             retry_s=settings.dask_retry_seconds,

@@ -67,8 +67,10 @@ def ensure_demo_project(*, session: Session, settings: Settings, owner: User) ->
     return project
 
 
-def bootstrap(*, session: Session, settings: Settings) -> None:
+def bootstrap(*, session: Session, settings: Settings, store_usable: bool = True) -> None:
     admin = ensure_admin(session=session, settings=settings)
-    if settings.load_demo_data:
+    if settings.load_demo_data and not store_usable:
+        log.warning("the demo data is not loaded: the array store is not usable")
+    elif settings.load_demo_data:
         ensure_demo_project(session=session, settings=settings, owner=admin)
     session.commit()

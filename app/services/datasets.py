@@ -244,7 +244,8 @@ def list_datasets(
 
 
 def delete_dataset(*, session: Session, dataset: Dataset) -> None:
-    session.delete(dataset)  # chunks, annotations and runs go with it (ON DELETE CASCADE)
+    chunks.forget_datasets(session=session, dataset_ids=[dataset.id])  # arrays, after commit
+    session.delete(dataset)  # annotations, runs and array rows go with it (ON DELETE CASCADE)
     session.flush()
 
 

@@ -3,10 +3,11 @@
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Membership, Project, Role, User
+from app.db.models import Dataset, Membership, Project, Role, User
 from app.services.accounts import get_user_by_username
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.paging import get_or_not_found
+from app.store import chunks
 
 
 def create_project(*, session: Session, owner: User, name: str, description: str = "") -> Project:
@@ -18,6 +19,14 @@ def create_project(*, session: Session, owner: User, name: str, description: str
     session.add(project)
     session.flush()
     return project
+
+
+def delete_project(*, session: Session, project: Project) -> None:
+    """The project with everything in it (by cascade); its arrays leave the store once the
+    deletion commits."""
+    dataset_ids = list(session.scalars(select(Dataset.id).where(Dataset.project_id == project.id)))
+    chunks.forget_datasets(session=session, dataset_ids=dataset_ids)
+    session.delete(project)
 
 
 def get_project(*, session: Session, project_id: int) -> Project:

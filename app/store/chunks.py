@@ -1,145 +1,239 @@
-"""Arrays stored as row chunks of raw little-endian bytes in `dataset_chunks`."""
+"""A dataset's (or run's) arrays by kind: bytes in the array store, a `StoredArray` row each.
 
-import json
-from collections.abc import Iterator
+Every write goes to a new key, so the array it replaces survives until the transaction that
+replaced it commits (`transactions.py`); a read takes only the chunks it needs."""
+
+import secrets
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import delete, select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from app.db.models import DatasetChunk
+from app.db.models.runs import Run
+from app.db.models.stored_arrays import StoredArray
+from app.store.array_store import RowWriter, StoredInfo
+from app.store.transactions import doom, store_of, written
+
+_NEW_PREFIXES = "array_store_new_prefixes"
 
 
-def _write_blocks(
-    session: Session, dataset_id: int, kind: str, blocks: Iterator[tuple[int, int, bytes]]
+def _rows(session: Session, dataset_id: int | None, run_id: int | None) -> list[StoredArray]:
+    owner = StoredArray.dataset_id == dataset_id if run_id is None else StoredArray.run_id == run_id
+    return list(session.scalars(select(StoredArray).where(owner)))
+
+
+def _row(
+    session: Session, dataset_id: int | None, kind: str, run_id: int | None = None
+) -> StoredArray | None:
+    owner = StoredArray.dataset_id == dataset_id if run_id is None else StoredArray.run_id == run_id
+    return session.scalars(
+        select(StoredArray).where(owner, StoredArray.kind == kind).order_by(StoredArray.id.desc())
+    ).first()
+
+
+def _prefix(session: Session, dataset_id: int | None, run_id: int | None) -> str:
+    """The owner's directory: the one its arrays are in, or a new one for this transaction."""
+    existing = _rows(session, dataset_id, run_id)
+    if existing:
+        return existing[0].prefix
+    new: dict[tuple[int | None, int | None], str] = session.info.setdefault(_NEW_PREFIXES, {})
+    owner = (dataset_id, run_id)
+    if owner not in new:
+        kind, owner_id = ("datasets", dataset_id) if run_id is None else ("runs", run_id)
+        new[owner] = store_of(session).new_prefix(kind, int(owner_id or 0))
+        written(session, new[owner])
+    return new[owner]
+
+
+def _key(session: Session, dataset_id: int | None, kind: str, run_id: int | None) -> str:
+    return f"{_prefix(session, dataset_id, run_id)}/{kind}.{secrets.token_hex(3)}"
+
+
+def _record(
+    session: Session, dataset_id: int | None, run_id: int | None, kind: str, info: StoredInfo
 ) -> None:
-    """Chunks from (start row, rows, bytes) blocks, flushed one at a time: the whole table is
-    never held twice in memory."""
-    for index, (start, n_rows, data) in enumerate(blocks):
-        session.add(
-            DatasetChunk(
-                dataset_id=dataset_id,
-                kind=kind,
-                index=index,
-                start_row=start,
-                n_rows=n_rows,
-                data=data,
-            )
+    """The row for a written array, replacing (after commit) the kind's earlier array."""
+    for old in session.scalars(
+        select(StoredArray).where(
+            StoredArray.dataset_id == dataset_id
+            if run_id is None
+            else StoredArray.run_id == run_id,
+            StoredArray.kind == kind,
         )
-        session.flush()
-
-
-def write_array(
-    *, session: Session, dataset_id: int, kind: str, array: np.ndarray, chunk_rows: int
-) -> None:
-    little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    starts = range(0, max(len(little), 1), chunk_rows)
-    blocks = (np.ascontiguousarray(little[start : start + chunk_rows]) for start in starts)
-    _write_blocks(
-        session,
-        dataset_id,
-        kind,
-        ((s, len(b), b.tobytes()) for s, b in zip(starts, blocks, strict=True)),
-    )
-
-
-def write_strings(
-    *, session: Session, dataset_id: int, kind: str, values: list[str], chunk_rows: int
-) -> None:
-    starts = range(0, len(values), chunk_rows)
-    blocks = (values[start : start + chunk_rows] for start in starts)
-    _write_blocks(
-        session,
-        dataset_id,
-        kind,
-        ((s, len(b), json.dumps(b).encode()) for s, b in zip(starts, blocks, strict=True)),
-    )
-
-
-def write_blob(*, session: Session, dataset_id: int, kind: str, data: bytes) -> None:
+    ):
+        doom(session, old.key)
+        session.delete(old)
     session.add(
-        DatasetChunk(dataset_id=dataset_id, kind=kind, index=0, start_row=0, n_rows=1, data=data)
+        StoredArray(
+            dataset_id=dataset_id,
+            run_id=run_id,
+            kind=kind,
+            key=info.key,
+            shape=list(info.shape),
+            dtype=info.dtype,
+            chunk_rows=info.chunk_rows,
+            content_hash=info.content_hash,
+            nbytes=info.nbytes,
+        )
     )
     session.flush()
 
 
-def _chunks(
-    session: Session, dataset_id: int, kind: str, start: int = 0, stop: int | None = None
-) -> Iterator[DatasetChunk]:
-    query = select(DatasetChunk).where(
-        DatasetChunk.dataset_id == dataset_id, DatasetChunk.kind == kind
+# -- writing --------------------------------------------------------------------------------
+
+
+@contextmanager
+def row_writer(
+    *,
+    session: Session,
+    dataset_id: int | None,
+    kind: str,
+    n_columns: int | None,
+    dtype: str | np.dtype,
+    chunk_rows: int,
+    run_id: int | None = None,
+) -> Iterator[RowWriter]:
+    """Append row blocks in bounded memory (a streamed upload); recorded when the block ends
+    without an error. Whatever was written is removed if the transaction rolls back."""
+    key = _key(session, dataset_id, kind, run_id)
+    written(session, key)
+    writer = store_of(session).row_writer(
+        key, n_columns=n_columns, dtype=dtype, chunk_rows=chunk_rows
     )
-    if stop is not None:
-        query = query.where(
-            DatasetChunk.start_row < stop, DatasetChunk.start_row + DatasetChunk.n_rows > start
-        )
-    # One chunk at a time: the whole matrix is never held as ORM objects at once.
-    for chunk_id in session.scalars(
-        query.with_only_columns(DatasetChunk.id).order_by(DatasetChunk.index)
-    ).all():
-        chunk = session.get(DatasetChunk, chunk_id)
-        assert chunk is not None
-        yield chunk
-        session.expunge(chunk)
+    yield writer
+    _record(session, dataset_id, run_id, kind, writer.close())
+
+
+def write_array(
+    *,
+    session: Session,
+    dataset_id: int | None,
+    kind: str,
+    array: np.ndarray,
+    chunk_rows: int,
+    run_id: int | None = None,
+) -> None:
+    key = _key(session, dataset_id, kind, run_id)
+    written(session, key)
+    _record(
+        session,
+        dataset_id,
+        run_id,
+        kind,
+        store_of(session).write(key, array, chunk_rows=chunk_rows),
+    )
+
+
+def write_strings(
+    *,
+    session: Session,
+    dataset_id: int,
+    kind: str,
+    values: Iterable[str],
+    chunk_rows: int,
+) -> None:
+    key = _key(session, dataset_id, kind, None)
+    written(session, key)
+    info = store_of(session).write_strings(key, values, chunk_rows=chunk_rows)
+    _record(session, dataset_id, None, kind, info)
+
+
+def write_blob(
+    *, session: Session, dataset_id: int | None, kind: str, data: bytes, run_id: int | None = None
+) -> None:
+    key = _key(session, dataset_id, kind, run_id)
+    written(session, key)
+    _record(session, dataset_id, run_id, kind, store_of(session).write_bytes(key, data))
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def stored(
+    session: Session, dataset_id: int | None, kind: str, run_id: int | None = None
+) -> StoredArray | None:
+    """The metadata of a stored array (shape, dtype, hash), or None."""
+    return _row(session, dataset_id, kind, run_id)
 
 
 def iter_array_blocks(
-    *, session: Session, dataset_id: int, kind: str, dtype: str, n_columns: int | None
+    *,
+    session: Session,
+    dataset_id: int,
+    kind: str,
+    dtype: str | None = None,
+    n_columns: int | None = None,
 ) -> Iterator[NDArray]:
-    """Each stored chunk as an array, in row order."""
-    for chunk in _chunks(session, dataset_id, kind):
-        yield _decode(chunk, dtype, n_columns)
+    """Each stored chunk as an array, in row order (nothing if the array is absent)."""
+    row = _row(session, dataset_id, kind)
+    if row is None:
+        return iter(())
+    return store_of(session).iter_blocks(row.key)
 
 
 def read_array(
     *,
     session: Session,
-    dataset_id: int,
+    dataset_id: int | None,
     kind: str,
     dtype: str,
     n_columns: int | None,
     start: int = 0,
     stop: int | None = None,
+    run_id: int | None = None,
 ) -> NDArray:
-    """Rows [start, stop) of a stored array, reading only the chunks that overlap them."""
-    blocks = []
-    for chunk in _chunks(session, dataset_id, kind, start, stop):
-        block = _decode(chunk, dtype, n_columns)
-        lo = max(start - chunk.start_row, 0)
-        hi = block.shape[0] if stop is None else min(stop - chunk.start_row, block.shape[0])
-        blocks.append(block[lo:hi])
-    if not blocks:
+    """Rows [start, stop) of a stored array, reading only the chunks that overlap them; an
+    empty array of ``dtype`` when there is none."""
+    row = _row(session, dataset_id, kind, run_id)
+    if row is None:
         shape = (0, n_columns) if n_columns is not None else (0,)
-        return np.empty(shape, dtype=np.dtype(dtype).newbyteorder("<"))
-    return np.concatenate(blocks)
+        return np.empty(shape, dtype=np.dtype(dtype))
+    return store_of(session).read(row.key, start, stop)
 
 
 def read_strings(
     *, session: Session, dataset_id: int, kind: str, start: int = 0, stop: int | None = None
 ) -> list[str]:
-    values: list[str] = []
-    for chunk in _chunks(session, dataset_id, kind, start, stop):
-        block: list[str] = json.loads(chunk.data)
-        lo = max(start - chunk.start_row, 0)
-        hi = len(block) if stop is None else min(stop - chunk.start_row, len(block))
-        values.extend(block[lo:hi])
-    return values
+    row = _row(session, dataset_id, kind)
+    if row is None:
+        return []
+    return store_of(session).read_strings(row.key, start, stop)
 
 
-def read_blob(*, session: Session, dataset_id: int, kind: str) -> bytes | None:
-    return next((chunk.data for chunk in _chunks(session, dataset_id, kind)), None)
+def read_blob(
+    *, session: Session, dataset_id: int | None, kind: str, run_id: int | None = None
+) -> bytes | None:
+    row = _row(session, dataset_id, kind, run_id)
+    return None if row is None else store_of(session).read_bytes(row.key)
 
 
-def _decode(chunk: DatasetChunk, dtype: str, n_columns: int | None) -> NDArray:
-    array = np.frombuffer(chunk.data, dtype=np.dtype(dtype).newbyteorder("<"))
-    return array.reshape(-1, n_columns) if n_columns is not None else array
+# -- deleting -------------------------------------------------------------------------------
 
 
-def delete_arrays(*, session: Session, dataset_id: int, kinds: list[str]) -> None:
-    session.execute(
-        delete(DatasetChunk).where(
-            DatasetChunk.dataset_id == dataset_id, DatasetChunk.kind.in_(kinds)
+def delete_arrays(
+    *, session: Session, dataset_id: int | None, kinds: list[str], run_id: int | None = None
+) -> None:
+    """Those arrays: their rows now, their bytes once the transaction commits."""
+    for row in _rows(session, dataset_id, run_id):
+        if row.kind in kinds:
+            doom(session, row.key)
+            session.delete(row)
+    session.flush()
+
+
+def forget_datasets(*, session: Session, dataset_ids: list[int]) -> None:
+    """Before datasets are deleted (their rows, runs and arrays' rows go by cascade): their
+    directories and their runs' go from the store once the deletion commits."""
+    if not dataset_ids:
+        return
+    runs = select(Run.id).where(Run.dataset_id.in_(dataset_ids))
+    rows = session.scalars(
+        select(StoredArray).where(
+            or_(StoredArray.dataset_id.in_(dataset_ids), StoredArray.run_id.in_(runs))
         )
     )
-    session.flush()
+    for prefix in {row.prefix for row in rows}:
+        doom(session, prefix)

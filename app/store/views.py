@@ -1,11 +1,11 @@
-"""Stored 2-D views: a `View` row plus its coordinates as float32 chunks."""
+"""Stored 2-D views: a `View` row plus its coordinates (float32) in the array store."""
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db.models import Dataset, DatasetChunk, View
+from app.db.models import Dataset, View
 from app.store import chunks
 
 
@@ -48,11 +48,9 @@ def store_view(
 def delete_views(*, session: Session, dataset_id: int) -> None:
     """Every view of a dataset and its coordinates (when its items change)."""
     views = list(session.scalars(select(View).where(View.dataset_id == dataset_id)))
+    chunks.delete_arrays(
+        session=session, dataset_id=dataset_id, kinds=[view.chunk_kind for view in views]
+    )
     for view in views:
-        session.execute(
-            delete(DatasetChunk).where(
-                DatasetChunk.dataset_id == dataset_id, DatasetChunk.kind == view.chunk_kind
-            )
-        )
         session.delete(view)
     session.flush()

@@ -11,7 +11,7 @@ from sqlalchemy.orm import sessionmaker
 
 from app.config import Settings
 from app.db.session import make_engine
-from app.jobs.dask_executor import DaskExecutor
+from app.jobs.dask_executor import DaskExecutor, Places
 
 
 def test_the_version_is_the_distributions_everywhere_it_is_shown(client: TestClient) -> None:
@@ -42,7 +42,7 @@ def test_dask_configured_without_its_extra_says_what_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if not installed
     with pytest.raises(RuntimeError, match=r"pip install 'clustering-workbench\[dask\]'"):
-        DaskExecutor("tcp://127.0.0.1:1", "sqlite://", 64, sessionmaker())
+        DaskExecutor("tcp://127.0.0.1:1", Places("sqlite://", "unused"), 64, sessionmaker())
 
 
 def test_postgres_configured_without_its_extra_says_what_to_install(

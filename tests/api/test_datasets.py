@@ -1,15 +1,19 @@
 """Dataset import and reading: CSV, NPY, PNG/JPEG happy paths; items, features, deletion."""
 
+import hashlib
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 from fastapi.testclient import TestClient
 from PIL import Image
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db.models import DatasetChunk
+from app.config import Settings
+from app.db.models import StoredArray
 from tests.api.test_image_featurization import wait_ready
 from tests.conftest import row_counts
 
@@ -192,31 +196,43 @@ def test_datasets_are_listed_as_a_page(
     assert [d["name"] for d in page["items"]] == ["two.csv", "three.csv"]
 
 
-def test_deleting_a_dataset_removes_its_chunks(
-    client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session
+def test_deleting_a_dataset_removes_its_arrays(
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    session: Session,
+    settings: Settings,
 ) -> None:
     before = row_counts(session)
     created = upload(client, project_id, admin_headers, "d.csv", b"a,b\n1,2\n3,4\n").json()
-    assert row_counts(session)["dataset_chunks"] > before["dataset_chunks"]
+    assert row_counts(session)["stored_arrays"] > before["stored_arrays"]
+    directories = [d for d in (Path(settings.array_store) / "datasets").iterdir() if d.is_dir()]
+    assert len(directories) == 1 and any(directories[0].iterdir())
     response = client.delete(f"/api/v1/datasets/{created['id']}", headers=admin_headers)
     assert response.status_code == 204
     assert row_counts(session) == before
+    left = [d for d in (Path(settings.array_store) / "datasets").iterdir() if d.is_dir()]
+    assert left == []  # nothing of it stays in the store
     missing = client.get(f"/api/v1/datasets/{created['id']}", headers=admin_headers)
     assert missing.status_code == 404
 
 
-def test_features_are_stored_in_binary_chunks_not_rows_of_numbers(
-    client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session
+def test_features_are_stored_as_row_chunks_in_the_array_store(
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    session: Session,
+    settings: Settings,
 ) -> None:
     array = np.random.default_rng(1).normal(size=(150, 5))
     buffer = io.BytesIO()
     np.save(buffer, array)
     upload(client, project_id, admin_headers, "m.npy", buffer.getvalue())
-    chunks = session.scalars(
-        select(DatasetChunk).where(DatasetChunk.kind == "features").order_by(DatasetChunk.index)
-    ).all()
-    # 150 rows at 64 rows per chunk: three chunks of raw float64 bytes.
-    assert [c.n_rows for c in chunks] == [64, 64, 22]
-    assert [c.start_row for c in chunks] == [0, 64, 128]
-    stored = np.concatenate([np.frombuffer(c.data, dtype="<f8").reshape(-1, 5) for c in chunks])
-    np.testing.assert_array_equal(stored, array)
+    row = session.scalars(select(StoredArray).where(StoredArray.kind == "features")).one()
+    assert (row.shape, row.dtype, row.chunk_rows) == ([150, 5], "float64", 64)
+    assert row.nbytes == array.nbytes
+    stored = zarr.open_array(str(Path(settings.array_store) / row.key), mode="r")
+    # 150 rows at 64 rows per chunk: three row blocks of every column.
+    assert stored.chunks == (64, 5) and stored.nchunks == 3
+    np.testing.assert_array_equal(stored[:], array)
+    assert row.content_hash == hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest()

@@ -51,7 +51,7 @@ def delete_project(
 ) -> Response:
     """Delete a project with everything in it; its queued and running runs stop."""
     active = runs.active_run_ids(session=session, project_id=project_id)
-    session.delete(access.project)
+    projects.delete_project(session=session, project=access.project)
     session.commit()
     runs_changed(request.app.state, active, stop=True)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -2,22 +2,23 @@
 
 from app.db.models.accounts import ApiToken, LoginThrottle, User
 from app.db.models.annotations import Annotation
-from app.db.models.datasets import Dataset, DatasetChunk
+from app.db.models.datasets import Dataset
 from app.db.models.projects import Membership, Project, Role
 from app.db.models.runs import Run, RunResult
+from app.db.models.stored_arrays import StoredArray
 from app.db.models.views import View
 
 __all__ = [
     "Annotation",
     "ApiToken",
     "Dataset",
-    "DatasetChunk",
     "LoginThrottle",
     "Membership",
     "Project",
     "Role",
     "Run",
     "RunResult",
+    "StoredArray",
     "User",
     "View",
 ]

@@ -1,4 +1,4 @@
-"""Datasets and their binary row chunks (features, item ids, ground truth, image bytes)."""
+"""Datasets: what they are (their arrays live in the array store, see stored_arrays.py)."""
 
 from datetime import datetime
 from typing import Any
@@ -7,9 +7,7 @@ from sqlalchemy import (
     JSON,
     ForeignKey,
     Integer,
-    LargeBinary,
     String,
-    UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -40,24 +38,3 @@ class Dataset(AddressedById, Base):
     revision: Mapped[int] = mapped_column(Integer, default=0)
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class DatasetChunk(Base):
-    """`n_rows` consecutive rows of one array of a dataset, as raw little-endian bytes.
-
-    `kind` names the array: `features` (float32/float64, n_items x n_features), `item_ids`
-    (UTF-8, newline separated), `ground_truth` (int32 class codes), `image` (the original file).
-    """
-
-    __tablename__ = "dataset_chunks"
-    __table_args__ = (UniqueConstraint("dataset_id", "kind", "index"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(
-        ForeignKey("datasets.id", ondelete="CASCADE"), index=True
-    )
-    kind: Mapped[str] = mapped_column(String(32))
-    index: Mapped[int] = mapped_column(Integer)
-    start_row: Mapped[int] = mapped_column(Integer)
-    n_rows: Mapped[int] = mapped_column(Integer)
-    data: Mapped[bytes] = mapped_column(LargeBinary)
