@@ -61,6 +61,7 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
         "DATABASE_URL": database_url or f"sqlite:///{workdir / 'bench.db'}",
         "ADMIN_PASSWORD": PASSWORD,
         "LOAD_DEMO_DATA": "false",
+        "DATA_DIR": str(workdir / "var"),  # the array store too: never the checkout's var/
         "MAX_UPLOAD_BYTES": str(4 * 1024**3),
         **env,
     }

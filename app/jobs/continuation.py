@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Run, RunResult
 from app.jobs.latest_run import latest_fitted
+from app.store.run_arrays import read_labels
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,13 @@ class Previous:
 def previous_fit(session: Session, run: Run) -> Previous | None:
     """The dataset's most recently finished run of ``run``'s algorithm that fitted a model
     itself (not one applying another run's model), other than ``run``."""
-    row = latest_fitted(
-        session, run, RunResult.cluster_params, RunResult.labels, same_algorithm=True
-    )
+    row = latest_fitted(session, run, RunResult.cluster_params, same_algorithm=True)
     if row is None:
         return None
-    return Previous(int(row[0]), dict(row[1] or {}), np.frombuffer(row[2], dtype="<i4"))
+    labels = read_labels(session=session, run_id=int(row[0]))
+    if labels is None:
+        return None
+    return Previous(int(row[0]), dict(row[1] or {}), labels)
 
 
 def warm_start_metrics(asked: bool, previous: Previous | None, estimator: Any) -> dict[str, Any]:

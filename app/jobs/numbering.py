@@ -18,9 +18,10 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
-from app.db.models import Run, RunResult
+from app.db.models import Run
 from app.engine.core.numbering import numbering_like
 from app.jobs.latest_run import latest_fitted
+from app.store.run_arrays import read_labels
 
 IntArray = NDArray[np.int64]
 
@@ -34,10 +35,11 @@ class Reference:
 def latest_fitted_result(session: Session, run: Run) -> Reference | None:
     """The dataset's most recently finished run that fitted a model itself (not one applying
     another run's model), other than ``run``, with its labels."""
-    row = latest_fitted(session, run, RunResult.labels)
+    row = latest_fitted(session, run)
     if row is None:
         return None
-    return Reference(int(row[0]), np.frombuffer(row[1], dtype="<i4"))
+    labels = read_labels(session=session, run_id=int(row[0]))
+    return None if labels is None else Reference(int(row[0]), labels)
 
 
 def order_like(labels: NDArray[np.integer], reference: Reference | None) -> IntArray | None:

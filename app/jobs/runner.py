@@ -34,6 +34,7 @@ from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
 from app.jobs.numbering import latest_fitted_result, order_like, renumbered, renumbered_params
 from app.jobs.run_inputs import load_inputs
+from app.store.run_arrays import write_labels
 
 log = logging.getLogger(__name__)
 
@@ -325,10 +326,10 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         if not ours:
             session.rollback()  # deleted at the last moment: nothing is written anywhere
             return
+        write_labels(session=session, run_id=claim.run_id, labels=labels)
         session.add(
             RunResult(
                 run_id=claim.run_id,
-                labels=labels.astype("<i4").tobytes(),
                 cluster_params=json_safe(params),
                 cost_history=[c if math.isfinite(c) else None for c in progress.history],
                 metrics=json_safe(metrics),

@@ -4,6 +4,7 @@ An upload is parsed and validated completely before the first row is written, an
 are written in the caller's transaction, so a bad file leaves nothing behind.
 """
 
+from collections.abc import Iterable
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -15,22 +16,22 @@ from app.engine.image.featurize import Recipe
 from app.engine.image.masks import decode_index_png
 from app.jobs.featurizer import queue_featurization
 from app.jobs.recipe import RecipeParams
-from app.services import views
 from app.services.errors import (
     Conflict,
     InvalidInput,
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from app.services.feature_stats import feature_statistics
-from app.services.ingest.csv_table import parse_csv
+from app.services.ingest.csv_table import csv_blocks, plan_csv
 from app.services.ingest.detect import detect_format
 from app.services.ingest.image_file import parse_image
-from app.services.ingest.npy_array import parse_npy
+from app.services.ingest.npy_array import npy_blocks, plan_npy
+from app.services.ingest.parquet_table import open_parquet, parquet_blocks
 from app.services.ingest.parsed import ParsedImage, ParsedTable
+from app.services.ingest.table_sink import TableSink
 from app.services.paging import get_or_not_found, page
 from app.store import chunks, dataset_arrays
-from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, IMAGE, ITEM_IDS, PIXEL_GROUND_TRUTH
+from app.store.dataset_arrays import FEATURES, IMAGE, ITEM_IDS, PIXEL_GROUND_TRUTH
 
 
 def import_upload(
@@ -84,20 +85,89 @@ def import_upload(
                 raise InvalidInput(
                     "id_column and ground_truth_column name CSV columns; an NPY array has none"
                 )
-            table = parse_npy(stream)
+            npy, array = plan_npy(stream)
+            blocks: Iterable[Block] = ((b, None, None) for b in npy_blocks(array, npy, chunk_rows))
+            names, dtype, ignored = npy.feature_names, npy.dtype, []
+        case "parquet":
+            parquet, file = open_parquet(
+                stream, id_column=id_column, ground_truth_column=ground_truth_column
+            )
+            blocks = parquet_blocks(file, parquet, chunk_rows)
+            names, dtype, ignored = parquet.feature_names, parquet.dtype, parquet.ignored_names
         case _:
-            table = parse_csv(stream, id_column=id_column, ground_truth_column=ground_truth_column)
-    return create_table_dataset(
+            plan = plan_csv(stream, id_column=id_column, ground_truth_column=ground_truth_column)
+            blocks = csv_blocks(stream, plan)
+            names, dtype, ignored = plan.feature_names, "float64", plan.ignored_names
+    return _stream_table(
         session=session,
         project=project,
         user=user,
         name=name,
-        table=table,
         source_filename=filename,
+        feature_names=names,
+        dtype=dtype,
+        blocks=blocks,
         chunk_rows=chunk_rows,
         id_column=id_column or None,
         ground_truth_column=ground_truth_column or None,
+        ignored_columns=ignored,
     )
+
+
+Block = tuple[np.ndarray, list[str] | None, list[str] | None]
+
+
+def _stream_table(
+    *,
+    session: Session,
+    project: Project,
+    user: User | None,
+    name: str,
+    source_filename: str,
+    feature_names: list[str],
+    dtype: str,
+    blocks: Iterable[Block],
+    chunk_rows: int,
+    id_column: str | None,
+    ground_truth_column: str | None,
+    ignored_columns: list[str],
+) -> Dataset:
+    """A table dataset from row blocks, each checked and written as it comes (`TableSink`);
+    the row is complete once the last block is in. A refusal rolls everything back."""
+    dataset = Dataset(
+        project_id=project.id,
+        name=_valid_name(name),
+        kind="table",
+        status="ready",
+        n_items=0,
+        n_features=len(feature_names),
+        feature_names=feature_names,
+        dtype=dtype,
+        id_column=id_column,
+        ground_truth_column=ground_truth_column,
+        source_filename=source_filename,
+        meta={},
+        created_by_id=user.id if user else None,
+    )
+    session.add(dataset)
+    session.flush()
+    sink = TableSink(
+        session=session,
+        dataset=dataset,
+        feature_names=feature_names,
+        dtype=dtype,
+        chunk_rows=chunk_rows,
+        id_column=id_column,
+        ground_truth_column=ground_truth_column,
+    )
+    for features, ids, truth in blocks:
+        sink.add(features, ids, truth)
+    facts = sink.finish()
+    dataset.n_items = facts["n_items"]
+    dataset.ground_truth_classes = facts["ground_truth_classes"]
+    dataset.meta = {"ignored_columns": ignored_columns, "feature_stats": facts["feature_stats"]}
+    session.flush()
+    return dataset
 
 
 def create_table_dataset(
@@ -112,55 +182,25 @@ def create_table_dataset(
     id_column: str | None = None,
     ground_truth_column: str | None = None,
 ) -> Dataset:
-    dataset = Dataset(
-        project_id=project.id,
-        name=_valid_name(name),
-        kind="table",
-        status="ready",
-        n_items=table.n_items,
-        n_features=table.n_features,
+    """A table held in memory (the demo data) as a dataset, through the same checks."""
+    truth = None
+    if table.ground_truth is not None:
+        classes = table.ground_truth_classes or []
+        truth = [classes[c] if c >= 0 else "" for c in table.ground_truth.tolist()]
+    return _stream_table(
+        session=session,
+        project=project,
+        user=user,
+        name=name,
+        source_filename=source_filename,
         feature_names=table.feature_names,
         dtype=np.dtype(table.features.dtype).name,
-        id_column=id_column,
-        ground_truth_column=ground_truth_column,
-        ground_truth_classes=table.ground_truth_classes,
-        source_filename=source_filename,
-        meta={
-            "ignored_columns": table.ignored_columns,
-            "feature_stats": feature_statistics(table.features, table.feature_names),
-        },
-        created_by_id=user.id if user else None,
-    )
-    session.add(dataset)
-    session.flush()
-    arrays = {FEATURES: table.features, GROUND_TRUTH: table.ground_truth}
-    for kind, array in arrays.items():
-        if array is not None:
-            chunks.write_array(
-                session=session,
-                dataset_id=dataset.id,
-                kind=kind,
-                array=array,
-                chunk_rows=chunk_rows,
-            )
-    if table.item_ids is not None:
-        chunks.write_strings(
-            session=session,
-            dataset_id=dataset.id,
-            kind=ITEM_IDS,
-            values=table.item_ids,
-            chunk_rows=chunk_rows,
-        )
-    views.store_view(
-        session=session,
-        dataset=dataset,
-        name="PCA",
-        method="pca",
-        params={},
-        coords=views.pca_coordinates(table.features),
+        blocks=[(table.features, table.item_ids, truth)],
         chunk_rows=chunk_rows,
+        id_column=id_column if table.item_ids is not None else None,
+        ground_truth_column=ground_truth_column if truth is not None else None,
+        ignored_columns=table.ignored_columns,
     )
-    return dataset
 
 
 def create_image_dataset(

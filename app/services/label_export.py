@@ -18,7 +18,8 @@ def labels_and_clusters_csv(*, session: Session, dataset: Dataset, run_id: int |
         run = session.get(Run, run_id)
         if run is None or run.dataset_id != dataset.id:
             raise NotFound(f"dataset {dataset.id} has no run with id {run_id}")
-        clusters = runs.result_labels(runs.get_result(session=session, run=run)).tolist()
+        result = runs.get_result(session=session, run=run)
+        clusters = runs.result_labels(session=session, result=result).tolist()
     info = compile_for_dataset(session=session, dataset=dataset)
     names = info.label_names
     ids = load_item_ids(session=session, dataset=dataset)

@@ -12,9 +12,10 @@ from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult, User
 from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
 from app.services.datasets import require_ready
-from app.services.errors import Conflict, InvalidInput, TooManyRequests
+from app.services.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
+from app.store.run_arrays import read_labels
 from app.store.side_information_blob import to_npz
 
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -154,8 +155,11 @@ def get_result(*, session: Session, run: Run) -> RunResult:
     return result
 
 
-def result_labels(result: RunResult) -> np.ndarray:
-    return np.frombuffer(result.labels, dtype="<i4")
+def result_labels(*, session: Session, result: RunResult) -> np.ndarray:
+    labels = read_labels(session=session, run_id=result.run_id)
+    if labels is None:  # a result row always has its labels beside it
+        raise NotFound(f"run {result.run_id}'s labels are missing from the array store")
+    return labels
 
 
 def active_run_ids(

@@ -57,7 +57,7 @@ def suggest(
 ) -> Suggestions:
     require_ready(dataset)
     run = reasoning_run(session=session, dataset=dataset, run_id=run_id)
-    partition = result_labels(get_result(session=session, run=run))
+    partition = result_labels(session=session, result=get_result(session=session, run=run))
     features = load_features(session=session, dataset=dataset)
     info = compile_for_dataset(session=session, dataset=dataset)
     # Only hard relations settle a question; a soft one is still worth confirming.

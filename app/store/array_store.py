@@ -71,8 +71,17 @@ class ArrayStore:
             try:
                 if _is_url(self.location):
                     import fsspec
+                    from fsspec.utils import get_protocol
 
-                    fs, root = fsspec.core.url_to_fs(self.location, **self._storage_options)
+                    options = dict(self._storage_options)
+                    if fsspec.get_filesystem_class(get_protocol(self.location)).async_impl:
+                        # zarr awaits the filesystem's coroutines on its own event loop, so
+                        # it must be an asynchronous instance (as zarr's `from_url` makes it);
+                        # a synchronous one (s3fs by default) would run our own calls on
+                        # fsspec's loop and share an HTTP session across both ("attached to
+                        # a different loop"). `_fs_call` runs ours on zarr's loop too.
+                        options.setdefault("asynchronous", True)
+                    fs, root = fsspec.core.url_to_fs(self.location, **options)
                     store: Any = zarr.storage.FsspecStore(
                         fs=fs if fs.async_impl else _async_wrapper(fs), path=root
                     )
@@ -93,6 +102,26 @@ class ArrayStore:
     def _path(self, key: str) -> str:
         _, _, root = self._open()
         return f"{root.rstrip('/')}/{key}" if key else root
+
+    def _forget_listings(self, prefix: str) -> str:
+        """The path of ``prefix``, with what the filesystem remembers of listings on the way
+        to it forgotten (s3fs keeps them forever by default): other processes, Dask workers
+        and other servers, write to the store too, and a stale listing hides their arrays
+        from `exists` and `ls`, so `delete` would leave them behind."""
+        _, fs, _ = self._open()
+        path = self._path(prefix)
+        fs.invalidate_cache(path)
+        return path
+
+    def _fs_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``fs.<method>(...)``; for an asynchronous filesystem its coroutine, awaited on zarr's
+        event loop, where the store's other requests run."""
+        _, fs, _ = self._open()
+        if getattr(fs, "asynchronous", False):
+            from zarr.core.sync import sync
+
+            return sync(getattr(fs, f"_{method}")(*args, **kwargs))
+        return getattr(fs, method)(*args, **kwargs)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -120,39 +149,20 @@ class ArrayStore:
     def write_bytes(self, key: str, data: bytes) -> StoredInfo:
         return self.write(key, np.frombuffer(data, dtype=np.uint8), chunk_rows=BYTES_CHUNK)
 
+    def string_writer(self, key: str, *, chunk_rows: int) -> StringWriter:
+        return StringWriter(self, key, chunk_rows)
+
     def write_strings(self, key: str, values: Iterable[str], *, chunk_rows: int) -> StoredInfo:
         """Strings as UTF-8 bytes plus offsets (``key/offsets`` has n + 1 entries)."""
-        offsets = self.row_writer(
-            f"{key}/offsets", n_columns=None, dtype="int64", chunk_rows=chunk_rows
-        )
-        data = self.row_writer(
-            f"{key}/bytes", n_columns=None, dtype="uint8", chunk_rows=BYTES_CHUNK
-        )
-        position = 0
-        offsets.append(np.zeros(1, dtype=np.int64))
+        writer = self.string_writer(key, chunk_rows=chunk_rows)
         batch: list[str] = []
-
-        def flush() -> None:
-            nonlocal position
-            encoded = [s.encode() for s in batch]
-            lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
-            offsets.append(position + np.cumsum(lengths))
-            data.append(np.frombuffer(b"".join(encoded), dtype=np.uint8))
-            position += int(lengths.sum())
-            batch.clear()
-
         for value in values:
             batch.append(value)
             if len(batch) >= chunk_rows:
-                flush()
-        flush()
-        offsets_info = offsets.close()
-        data_info = data.close()
-        digest = hashlib.blake2b(
-            f"{offsets_info.content_hash}{data_info.content_hash}".encode(), digest_size=16
-        ).hexdigest()
-        n = offsets_info.shape[0] - 1
-        return StoredInfo(key, (n,), "utf8", chunk_rows, digest, data_info.nbytes + 8 * (n + 1))
+                writer.append(batch)
+                batch = []
+        writer.append(batch)
+        return writer.close()
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -179,7 +189,8 @@ class ArrayStore:
         step = array.chunks[0]
         first = start - start % step
         for lo in range(first, rows, step):
-            yield np.asarray(array[max(lo, start) : min(lo + step, rows)])
+            if max(lo, start) < min(lo + step, rows):  # no empty block when start >= stop
+                yield np.asarray(array[max(lo, start) : min(lo + step, rows)])
 
     def read_bytes(self, key: str) -> bytes:
         return self.read(key).tobytes()
@@ -199,11 +210,10 @@ class ArrayStore:
 
     def delete(self, prefix: str) -> None:
         """Everything under ``prefix`` (a dataset's or run's directory); no error if absent."""
-        _, fs, _ = self._open()
-        path = self._path(prefix)
+        path = self._forget_listings(prefix)
         try:
-            if fs.exists(path):
-                fs.rm(path, recursive=True)
+            if self._fs_call("exists", path):
+                self._fs_call("rm", path, recursive=True)
         except FileNotFoundError:
             pass
         except Exception as exc:
@@ -214,22 +224,32 @@ class ArrayStore:
     def children(self, prefix: str) -> dict[str, float]:
         """Names directly under ``prefix``, each with its modification time (epoch seconds; 0
         when the backend does not say, e.g. an S3 'directory')."""
-        _, fs, _ = self._open()
-        path = self._path(prefix)
+        path = self._forget_listings(prefix)
         try:
-            entries = fs.ls(path, detail=True)
+            entries = self._fs_call("ls", path, detail=True)
         except FileNotFoundError:
             return {}
+        except Exception as exc:
+            raise StoreUnavailable(f"listing {prefix!r} in the array store failed: {exc}") from exc
         found: dict[str, float] = {}
         for entry in entries:
             name = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
             if name == "zarr.json":  # the group's own metadata, not a child
                 continue
-            modified = entry.get("mtime") or entry.get("LastModified") or 0
-            found[name] = (
-                modified.timestamp() if hasattr(modified, "timestamp") else float(modified)
-            )
+            found[name] = _modified(entry)
         return found
+
+    def last_modified(self, prefix: str) -> float:
+        """The newest modification time of anything under ``prefix`` (0 if nothing says): the
+        age of an S3 'directory', which has no time of its own."""
+        path = self._forget_listings(prefix)
+        try:
+            entries = self._fs_call("find", path, detail=True)
+        except FileNotFoundError:
+            return 0.0
+        except Exception as exc:
+            raise StoreUnavailable(f"listing {prefix!r} in the array store failed: {exc}") from exc
+        return max((_modified(entry) for entry in entries.values()), default=0.0)
 
     def check(self) -> None:
         """Write, read back and delete a probe; StoreUnavailable saying why if any step fails."""
@@ -331,6 +351,49 @@ class RowWriter:
         )
 
 
+class StringWriter:
+    """Appends batches of strings: their UTF-8 bytes to ``key/bytes``, the running end offset
+    of each to ``key/offsets`` (which starts with 0)."""
+
+    def __init__(self, store: ArrayStore, key: str, chunk_rows: int):
+        self.key = key
+        self._chunk_rows = chunk_rows
+        self._offsets = store.row_writer(
+            f"{key}/offsets", n_columns=None, dtype="int64", chunk_rows=chunk_rows
+        )
+        self._bytes = store.row_writer(
+            f"{key}/bytes", n_columns=None, dtype="uint8", chunk_rows=BYTES_CHUNK
+        )
+        self._offsets.append(np.zeros(1, dtype=np.int64))
+        self._position = 0
+
+    def append(self, values: list[str]) -> None:
+        if not values:
+            return
+        encoded = [v.encode() for v in values]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        self._offsets.append(self._position + np.cumsum(lengths))
+        self._bytes.append(np.frombuffer(b"".join(encoded), dtype=np.uint8))
+        self._position += int(lengths.sum())
+
+    def close(self) -> StoredInfo:
+        offsets = self._offsets.close()
+        data = self._bytes.close()
+        digest = hashlib.blake2b(
+            f"{offsets.content_hash}{data.content_hash}".encode(), digest_size=16
+        ).hexdigest()
+        n = offsets.shape[0] - 1
+        return StoredInfo(
+            self.key, (n,), "utf8", self._chunk_rows, digest, data.nbytes + 8 * (n + 1)
+        )
+
+
+def _modified(entry: dict[str, Any]) -> float:
+    """An fsspec listing entry's modification time in epoch seconds (0 when it has none)."""
+    modified = entry.get("mtime") or entry.get("LastModified") or 0
+    return modified.timestamp() if hasattr(modified, "timestamp") else float(modified)
+
+
 def _async_wrapper(fs: Any) -> Any:
     from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
 
@@ -349,6 +412,8 @@ def sweep_orphans(store: ArrayStore, referenced: set[str], *, runs_older_than_s:
             prefix = f"{kind}/{name}"
             if prefix in referenced:
                 continue
+            if kind == "runs" and not modified:  # an S3 'directory': its newest object's
+                modified = store.last_modified(prefix)
             if kind == "runs" and modified and now - modified < runs_older_than_s:
                 continue
             store.delete(prefix)

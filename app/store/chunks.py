@@ -14,10 +14,8 @@ from sqlalchemy.orm import Session
 
 from app.db.models.runs import Run
 from app.db.models.stored_arrays import StoredArray
-from app.store.array_store import RowWriter, StoredInfo
-from app.store.transactions import doom, store_of, written
-
-_NEW_PREFIXES = "array_store_new_prefixes"
+from app.store.array_store import RowWriter, StoredInfo, StringWriter
+from app.store.transactions import NEW_PREFIXES, doom, store_of, written
 
 
 def _rows(session: Session, dataset_id: int | None, run_id: int | None) -> list[StoredArray]:
@@ -39,7 +37,7 @@ def _prefix(session: Session, dataset_id: int | None, run_id: int | None) -> str
     existing = _rows(session, dataset_id, run_id)
     if existing:
         return existing[0].prefix
-    new: dict[tuple[int | None, int | None], str] = session.info.setdefault(_NEW_PREFIXES, {})
+    new: dict[tuple[int | None, int | None], str] = session.info.setdefault(NEW_PREFIXES, {})
     owner = (dataset_id, run_id)
     if owner not in new:
         kind, owner_id = ("datasets", dataset_id) if run_id is None else ("runs", run_id)
@@ -105,6 +103,18 @@ def row_writer(
     )
     yield writer
     _record(session, dataset_id, run_id, kind, writer.close())
+
+
+@contextmanager
+def string_writer(
+    *, session: Session, dataset_id: int, kind: str, chunk_rows: int
+) -> Iterator[StringWriter]:
+    """Append batches of strings (item ids of a streamed upload); recorded at the end."""
+    key = _key(session, dataset_id, kind, None)
+    written(session, key)
+    writer = store_of(session).string_writer(key, chunk_rows=chunk_rows)
+    yield writer
+    _record(session, dataset_id, None, kind, writer.close())
 
 
 def write_array(

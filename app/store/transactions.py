@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 _STORE = "array_store"
 _WRITTEN = "array_store_written"  # keys and new prefixes written in the open transaction
 _DOOMED = "array_store_doomed"  # prefixes and keys to delete once it commits
+NEW_PREFIXES = "array_store_new_prefixes"  # owners' directories first made in it
 
 
 def bind_store(factory: sessionmaker[Session], store: ArrayStore) -> None:
@@ -50,6 +51,7 @@ def doom(session: Session, path: str) -> None:
 
 def _after_commit(session: Session) -> None:
     session.info.pop(_WRITTEN, None)
+    session.info.pop(NEW_PREFIXES, None)
     doomed = session.info.pop(_DOOMED, [])
     _remove(session, doomed, "deleted")
 
@@ -58,6 +60,7 @@ def _after_transaction_end(session: Session, transaction: SessionTransaction) ->
     if transaction.parent is not None:
         return  # a savepoint or subtransaction: the outer transaction decides
     session.info.pop(_DOOMED, None)
+    session.info.pop(NEW_PREFIXES, None)
     _remove(session, session.info.pop(_WRITTEN, []), "rolled back")
 
 

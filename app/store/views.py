@@ -1,5 +1,7 @@
 """Stored 2-D views: a `View` row plus its coordinates (float32) in the array store."""
 
+from collections.abc import Iterable
+
 import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import select
@@ -54,3 +56,30 @@ def delete_views(*, session: Session, dataset_id: int) -> None:
     for view in views:
         session.delete(view)
     session.flush()
+
+
+def store_view_blocks(
+    *,
+    session: Session,
+    dataset: Dataset,
+    name: str,
+    method: str,
+    params: dict[str, object],
+    blocks: Iterable[NDArray[np.float32]],
+    chunk_rows: int,
+) -> View:
+    """A view whose coordinates come block by block (a streamed upload's PCA)."""
+    view = View(dataset_id=dataset.id, name=name, method=method, params=params)
+    session.add(view)
+    session.flush()
+    with chunks.row_writer(
+        session=session,
+        dataset_id=dataset.id,
+        kind=view.chunk_kind,
+        n_columns=2,
+        dtype="float32",
+        chunk_rows=chunk_rows,
+    ) as writer:
+        for block in blocks:
+            writer.append(block)
+    return view

@@ -8,6 +8,7 @@ from sklearn.datasets import make_blobs
 from sqlalchemy.orm import Session
 
 from app.db.models import RunResult
+from app.store.run_arrays import write_labels
 from tests.api.test_image_sessions import HEIGHT, WIDTH, image_id  # noqa: F401 (fixture)
 from tests.api.test_runs import run_to_end, upload_csv, wait
 
@@ -24,9 +25,8 @@ def result(client: TestClient, headers: dict[str, str], run_id: int) -> dict:
 
 def store_labels(session: Session, run_id: int, labels: np.ndarray) -> None:
     """Rewrite a finished run's labels: an earlier run that happened to number differently."""
-    stored = session.get(RunResult, run_id)
-    assert stored is not None
-    stored.labels = labels.astype("<i4").tobytes()
+    assert session.get(RunResult, run_id) is not None
+    write_labels(session=session, run_id=run_id, labels=labels)
     session.commit()
 
 

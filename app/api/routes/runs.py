@@ -202,7 +202,7 @@ def read_run_result(
         return read_run_labels_csv(run_id, session, access)
     run = access.require_run()
     result = runs.get_result(session=session, run=run)
-    labels = runs.result_labels(result)
+    labels = runs.result_labels(session=session, result=result)
     return RunResultRead(
         run_id=run.id,
         n_items=len(labels),
@@ -219,7 +219,8 @@ def read_run_result(
 def read_run_labels_csv(run_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """Cluster labels as CSV: `item` (row position), `id` (the dataset's id column), `cluster`."""
     run = access.require_run()
-    labels = runs.result_labels(runs.get_result(session=session, run=run))
+    result = runs.get_result(session=session, run=run)
+    labels = runs.result_labels(session=session, result=result)
     ids = load_item_ids(session=session, dataset=access.require_dataset())
     rows = zip(range(len(labels)), ids, labels.tolist(), strict=True)
     text = csv_text(["item", "id", "cluster"], rows)
@@ -230,7 +231,8 @@ def read_run_labels_csv(run_id: Id, session: SessionDep, access: ViewerAccess) -
 def read_run_labels_npy(run_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """Cluster labels as an NPY file: int32, one per item in row order."""
     run = access.require_run()
-    labels = runs.result_labels(runs.get_result(session=session, run=run))
+    result = runs.get_result(session=session, run=run)
+    labels = runs.result_labels(session=session, result=result)
     body = b"".join(npy_stream([labels], dtype="int32", shape=labels.shape))
     return Response(body, media_type="application/x-npy", headers=_attachment(run, "npy"))
 

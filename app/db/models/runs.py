@@ -49,8 +49,7 @@ class RunResult(Base):
     __tablename__ = "run_results"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    labels: Mapped[bytes] = mapped_column(LargeBinary)  # int32 little-endian, one per item
-    memberships: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32, n_items x k
+    # The labels (int32, one per item) are in the array store (app/store/run_arrays.py).
     # The fitted estimator (pickled by the runner itself, never uploaded), for `apply`.
     model: Mapped[bytes | None] = mapped_column(LargeBinary)
     # Image datasets: the full-resolution cluster mask as a PNG index image.

@@ -1,79 +1,189 @@
-"""CSV with a header row. Numeric columns become features; the id and ground-truth columns
-are read as text; other all-text columns are ignored and reported.
+"""CSV with a header row, streamed: numeric columns become features; the id and ground-truth
+columns are read as text; other all-text columns are ignored and reported.
 
-Two passes over the (spooled) file: the csv module checks the shape and reads the text
-columns, then numpy's C parser reads the numeric columns. A failure in the fast pass is
-located by a slow pass, so the message can name the row and column.
+The header and a sample of rows (Python's csv module) decide which columns are what; then
+Arrow's streaming CSV reader parses the file in blocks on every core, straight into the table
+sink (`table_sink.py`), in bounded memory. A refusal names row and column: Arrow's own errors
+do not, so a failing block is located again by a single-threaded pass (ragged rows) or by
+reading the failing column as text (a cell that is not a number).
 """
 
 import csv
 import io
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from app.services.errors import InvalidInput
-from app.services.ingest.checks import (
-    encode_classes,
-    require_computable,
-    require_finite,
-    require_nonempty_shape,
-    require_unique_ids,
-)
-from app.services.ingest.parsed import ParsedTable
+from app.services.ingest.checks import require_nonempty_shape
 
 SAMPLE_ROWS = 1000  # rows used to tell numeric columns from text columns
+BLOCK_BYTES = 8 << 20  # Arrow parses this much text per block (one block per core at a time)
 
 
-def parse_csv(
+@dataclass(frozen=True)
+class CsvPlan:
+    """What each column of the file is."""
+
+    header: list[str]
+    feature_indices: list[int]
+    id_index: int | None
+    truth_index: int | None
+    ignored: list[int]
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [self.header[i] for i in self.feature_indices]
+
+    @property
+    def ignored_names(self) -> list[str]:
+        return [self.header[i] for i in self.ignored]
+
+
+def plan_csv(
     stream: BinaryIO, *, id_column: str | None = None, ground_truth_column: str | None = None
-) -> ParsedTable:
+) -> CsvPlan:
+    """Read the header and sample rows; refuse a file whose columns cannot make a table."""
     try:
-        return _parse(stream, id_column=id_column, ground_truth_column=ground_truth_column)
+        header = _read_header(stream)
+        id_index = _column_index(header, id_column, "id_column")
+        truth_index = _column_index(header, ground_truth_column, "ground_truth_column")
+        if id_index is not None and id_index == truth_index:
+            raise InvalidInput("id_column and ground_truth_column must be different columns")
+        text_indices = {i for i in (id_index, truth_index) if i is not None}
+        sample = _sample_rows(stream, header)
     except UnicodeDecodeError as exc:
         raise InvalidInput(
-            f"the file is not UTF-8 text (bad byte at offset {exc.start}); "
-            "upload a CSV in UTF-8, an NPY array, or a PNG/JPEG image"
+            f"the file is not UTF-8 text (bad byte at offset {exc.start}); upload a CSV in "
+            "UTF-8, a Parquet file, an NPY array, or a PNG/JPEG image"
         ) from None
     except csv.Error as exc:
         raise InvalidInput(f"the file is not valid CSV: {exc}") from None
+    feature_indices, ignored = _classify_columns(header, sample, text_indices)
+    require_nonempty_shape(len(sample), len(feature_indices))
+    return CsvPlan(header, feature_indices, id_index, truth_index, ignored)
 
 
-def _parse(
-    stream: BinaryIO, *, id_column: str | None, ground_truth_column: str | None
-) -> ParsedTable:
-    header = _read_header(stream)
-    id_index = _column_index(header, id_column, "id_column")
-    truth_index = _column_index(header, ground_truth_column, "ground_truth_column")
-    if id_index is not None and id_index == truth_index:
-        raise InvalidInput("id_column and ground_truth_column must be different columns")
+def csv_blocks(
+    stream: BinaryIO, plan: CsvPlan
+) -> Iterator[tuple[np.ndarray, list[str] | None, list[str] | None]]:
+    """(features, ids, ground truth) per block of rows, in file order."""
+    names = [f"c{i}" for i in range(len(plan.header))]  # Arrow's names: unique, whatever the header
+    types: dict[str, pa.DataType] = {names[i]: pa.float64() for i in plan.feature_indices}
+    for i in (plan.id_index, plan.truth_index):
+        if i is not None:
+            types[names[i]] = pa.string()
+    stream.seek(0)
+    rows = 0
+    try:
+        reader = pa_csv.open_csv(
+            stream,
+            read_options=pa_csv.ReadOptions(
+                column_names=names, skip_rows=1, block_size=BLOCK_BYTES, encoding="utf8"
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=types,
+                include_columns=list(types),
+                null_values=[""],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+        for batch in reader:
+            features = np.column_stack(
+                [_floats(batch, names[i], plan.header[i], rows) for i in plan.feature_indices]
+            )
+            ids = _strings(batch, names, plan.id_index)
+            truth = _strings(batch, names, plan.truth_index)
+            yield features, ids, truth
+            rows += batch.num_rows
+    except pa.ArrowInvalid as exc:
+        raise _locate(stream, plan, rows, str(exc)) from None
+    if rows == 0:
+        raise InvalidInput("the table has no rows")
 
-    text_indices = [i for i in (id_index, truth_index) if i is not None]
-    n_rows, sample, text_values = _scan_rows(stream, header, text_indices)
-    feature_indices, ignored = _classify_columns(header, sample, set(text_indices))
-    require_nonempty_shape(n_rows, len(feature_indices))
 
-    feature_names = [header[i] for i in feature_indices]
-    features = _read_numeric(stream, header, feature_indices)
-    require_finite(features, feature_names)
-    require_computable(features, feature_names)
+def _floats(batch: pa.RecordBatch, arrow_name: str, name: str, first_row: int) -> np.ndarray:
+    column = batch.column(arrow_name)
+    if column.null_count:
+        row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
+        raise InvalidInput(f"missing value in feature column {name!r} at row {first_row + row + 1}")
+    return column.to_numpy(zero_copy_only=False)
 
-    item_ids = None
-    if id_index is not None:
-        item_ids = [v.strip() for v in text_values[id_index]]
-        require_unique_ids(item_ids, header[id_index])
-    codes = classes = None
-    if truth_index is not None:
-        codes, classes = encode_classes([v.strip() for v in text_values[truth_index]])
-    return ParsedTable(
-        features=features,
-        feature_names=feature_names,
-        item_ids=item_ids,
-        ground_truth=codes,
-        ground_truth_classes=classes,
-        ignored_columns=[header[i] for i in ignored],
+
+def _strings(batch: pa.RecordBatch, names: list[str], index: int | None) -> list[str] | None:
+    return None if index is None else batch.column(names[index]).to_pylist()
+
+
+def _locate(stream: BinaryIO, plan: CsvPlan, rows_read: int, arrow_message: str) -> InvalidInput:
+    """Arrow's error, with the row and column it does not name: from the first block that
+    failed, found again by a slower exact pass."""
+    if "Expected" in arrow_message and "columns" in arrow_message:
+        return _ragged_row(stream, plan)
+    for row_number, row in enumerate(_data_rows(stream), start=1):
+        if len(row) != len(plan.header):
+            return _ragged(row_number, len(row), len(plan.header))
+        if row_number <= rows_read:
+            continue
+        for i in plan.feature_indices:
+            if not _is_number(row[i]):
+                return _bad_cell(row[i], plan.header[i], row_number)
+    if "UTF8" in arrow_message or "utf" in arrow_message.lower():
+        return InvalidInput("the file is not UTF-8 text; upload a CSV in UTF-8")
+    return InvalidInput(f"could not read the file as CSV: {arrow_message}")
+
+
+def _ragged_row(stream: BinaryIO, plan: CsvPlan) -> InvalidInput:
+    """Arrow, single-threaded, knows the physical row of a ragged one."""
+    found: list[tuple[int | None, int]] = []
+
+    def note(row: pa_csv.InvalidRow) -> str:
+        found.append((row.number, row.actual_columns))
+        return "error"
+
+    stream.seek(0)
+    try:
+        reader = pa_csv.open_csv(
+            stream,
+            read_options=pa_csv.ReadOptions(
+                skip_rows=1,
+                column_names=[f"c{i}" for i in range(len(plan.header))],
+                use_threads=False,
+                block_size=BLOCK_BYTES,
+            ),
+            parse_options=pa_csv.ParseOptions(invalid_row_handler=note),
+            convert_options=pa_csv.ConvertOptions(include_columns=[], strings_can_be_null=False),
+        )
+        for _ in reader:
+            pass
+    except pa.ArrowInvalid:
+        pass
+    physical, fields = found[0] if found else (None, 0)
+    if physical is not None:
+        return _ragged(physical - 1, fields, len(plan.header))  # less the header line
+    return InvalidInput("a row has a different number of fields than the header")
+
+
+def _ragged(row: int, fields: int, width: int) -> InvalidInput:
+    return InvalidInput(
+        f"row {row} has {fields} fields but the header has {width}; every row needs one value "
+        "per column"
     )
+
+
+def _sample_rows(stream: BinaryIO, header: list[str]) -> list[list[str]]:
+    sample: list[list[str]] = []
+    for row in _data_rows(stream):
+        if len(row) != len(header):
+            raise _ragged(len(sample) + 1, len(row), len(header))
+        sample.append(row)
+        if len(sample) >= SAMPLE_ROWS:
+            break
+    return sample
 
 
 def _text(stream: BinaryIO) -> io.TextIOWrapper:
@@ -128,26 +238,6 @@ def _column_index(header: list[str], name: str | None, parameter: str) -> int | 
     return header.index(name)
 
 
-def _scan_rows(
-    stream: BinaryIO, header: list[str], text_indices: list[int]
-) -> tuple[int, list[list[str]], dict[int, list[str]]]:
-    width = len(header)
-    sample: list[list[str]] = []
-    text_values: dict[int, list[str]] = {i: [] for i in text_indices}
-    n_rows = 0
-    for n_rows, row in enumerate(_data_rows(stream), start=1):
-        if len(row) != width:
-            raise InvalidInput(
-                f"row {n_rows} has {len(row)} fields but the header has {width}; "
-                "every row needs one value per column"
-            )
-        if n_rows <= SAMPLE_ROWS:
-            sample.append(row)
-        for i in text_indices:
-            text_values[i].append(row[i])
-    return n_rows, sample, text_values
-
-
 def _is_number(cell: str) -> bool:
     try:
         float(cell)
@@ -185,35 +275,3 @@ def _bad_cell(cell: str, column: str, row: int) -> InvalidInput:
     return InvalidInput(
         f"non-numeric value {cell.strip()[:40]!r} in feature column {column!r} at row {row}"
     )
-
-
-def _read_numeric(stream: BinaryIO, header: list[str], indices: list[int]) -> np.ndarray:
-    text = _text(stream)
-    try:
-        features = np.loadtxt(
-            text,
-            delimiter=",",
-            skiprows=1,
-            usecols=indices,
-            dtype=np.float64,
-            quotechar='"',
-            comments=None,
-            ndmin=2,
-        )
-    except ValueError as exc:
-        raise _locate_bad_value(stream, header, indices) or InvalidInput(
-            f"could not read the numeric columns: {exc}"
-        ) from None
-    finally:
-        text.detach()
-    return features
-
-
-def _locate_bad_value(
-    stream: BinaryIO, header: list[str], indices: list[int]
-) -> InvalidInput | None:
-    for row_number, row in enumerate(_data_rows(stream), start=1):
-        for i in indices:
-            if not _is_number(row[i]):
-                return _bad_cell(row[i], header[i], row_number)
-    return None

@@ -4,17 +4,21 @@ from pathlib import PurePath
 
 from app.services.ingest.image_file import image_format
 from app.services.ingest.npy_array import NPY_MAGIC
+from app.services.ingest.parquet_table import PARQUET_MAGIC
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
 
 def detect_format(head: bytes, filename: str, content_type: str | None) -> str:
-    """One of `image`, `npy`, `csv`, or `bad_image` (claims to be an image but is not)."""
+    """One of `image`, `npy`, `parquet`, `csv`, or `bad_image` (claims to be an image but is
+    not)."""
     suffix = PurePath(filename or "").suffix.lower()
     if image_format(head) is not None:
         return "image"
     if head.startswith(NPY_MAGIC) or suffix == ".npy":
         return "npy"
+    if head.startswith(PARQUET_MAGIC) or suffix == ".parquet":
+        return "parquet"
     if suffix in IMAGE_SUFFIXES or (content_type or "").startswith("image/"):
         return "bad_image"
     return "csv"

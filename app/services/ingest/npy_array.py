@@ -1,22 +1,20 @@
 """NPY arrays: a 2-D (or 1-D, read as one feature) array of real numbers."""
 
+import io
 import math
-from typing import Any, BinaryIO
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
 from app.services.errors import InvalidInput
-from app.services.ingest.checks import (
-    require_computable,
-    require_finite,
-    require_nonempty_shape,
-)
-from app.services.ingest.parsed import ParsedTable
+from app.services.ingest.checks import require_nonempty_shape
 
 NPY_MAGIC = b"\x93NUMPY"
 
 
-def _check_header(stream: BinaryIO) -> None:
+def _check_header(stream: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype]:
     """Refuse, from the header alone, a file whose data is not what the header claims: only a
     numeric array whose shape and dtype account for exactly the bytes after the header is read
     (a header may claim terabytes that NumPy would try to allocate)."""
@@ -26,9 +24,9 @@ def _check_header(stream: BinaryIO) -> None:
     try:
         version = np.lib.format.read_magic(stream)
         if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
         elif version == (2, 0):
-            shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
         else:
             raise InvalidInput(f"NPY format version {version[0]}.{version[1]} is not supported")
     except ValueError as exc:
@@ -48,36 +46,44 @@ def _check_header(stream: BinaryIO) -> None:
             f"{claimed:,} bytes of data, but the file has {present:,} bytes after the header; "
             "it is truncated or corrupt"
         )
+    return tuple(shape), bool(fortran), dtype
 
 
-def parse_npy(stream: BinaryIO) -> ParsedTable:
-    _check_header(stream)
-    stream.seek(0)
+@dataclass(frozen=True)
+class NpyPlan:
+    n_rows: int
+    n_columns: int
+    dtype: str  # what the features are stored as: float32 stays, the rest become float64
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [f"x{i}" for i in range(self.n_columns)]
+
+
+def plan_npy(stream: BinaryIO) -> tuple[NpyPlan, np.ndarray]:
+    """The array, memory-mapped when the upload is a file on disk (read lazily, block by
+    block), else loaded; refused from its header alone when it cannot be a table."""
+    shape, fortran, dtype = _check_header(stream)
+    if len(shape) == 1:
+        shape = (shape[0], 1)
+    if len(shape) != 2:
+        raise InvalidInput(f"the NPY array has shape {shape}; expected (n_items, n_features)")
+    require_nonempty_shape(shape[0], shape[1])
+    offset = stream.tell()
     try:
-        array = np.load(stream, allow_pickle=False)
-    except ValueError as exc:
-        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-            raise InvalidInput(
-                "the NPY file holds Python objects; only numeric arrays are accepted"
-            ) from None
-        raise InvalidInput(f"the NPY file is truncated or corrupt ({exc})") from None
-    except (OSError, EOFError) as exc:
-        raise InvalidInput(f"the NPY file is truncated or corrupt ({exc})") from None
-    if not isinstance(array, np.ndarray):
-        raise InvalidInput("expected a single NPY array, not an NPZ archive")
-    if array.dtype.names is not None or array.dtype.kind not in "biuf":
-        raise InvalidInput(
-            f"the NPY array has dtype {array.dtype}; only integer, boolean or real float "
-            "arrays are accepted"
+        stream.fileno()  # a spooled upload rolls over to its temporary file here
+        array: np.ndarray = np.memmap(
+            stream, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C"
         )
-    if array.ndim == 1:
-        array = array.reshape(-1, 1)
-    if array.ndim != 2:
-        raise InvalidInput(f"the NPY array has shape {array.shape}; expected (n_items, n_features)")
-    require_nonempty_shape(array.shape[0], array.shape[1])
-    dtype = np.float32 if array.dtype == np.float32 else np.float64
-    features: np.ndarray[Any, np.dtype[np.floating]] = np.ascontiguousarray(array, dtype=dtype)
-    names = [f"x{i}" for i in range(features.shape[1])]
-    require_finite(features, names)
-    require_computable(features, names)
-    return ParsedTable(features=features, feature_names=names)
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        stream.seek(offset)
+        count = math.prod(shape)
+        array = np.frombuffer(stream.read(count * dtype.itemsize), dtype=dtype, count=count)
+        array = array.reshape(shape, order="F" if fortran else "C")
+    stored = "float32" if dtype == np.float32 else "float64"
+    return NpyPlan(shape[0], shape[1], stored), array
+
+
+def npy_blocks(array: np.ndarray, plan: NpyPlan, rows: int) -> Iterator[np.ndarray]:
+    for start in range(0, plan.n_rows, rows):
+        yield np.ascontiguousarray(array[start : start + rows], dtype=plan.dtype)

@@ -51,7 +51,7 @@ def _stored_arrays_table() -> None:
         sa.Column("chunk_rows", sa.Integer(), nullable=False),
         sa.Column("content_hash", sa.String(length=64), nullable=False),
         sa.Column("nbytes", sa.BigInteger(), nullable=False),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["dataset_id"],
             ["datasets.id"],
@@ -193,7 +193,7 @@ def downgrade() -> None:
         )
 
     prefixes = set()
-    for dataset_id, kind, key, dtype in rows:
+    for dataset_id, kind, key, _dtype in rows:
         prefixes.add(key.rsplit("/", 1)[0])
         if kind in _BLOBS:
             insert(dataset_id, kind, 0, 0, 1, store.read_bytes(key))

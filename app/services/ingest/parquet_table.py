@@ -1,0 +1,103 @@
+"""Parquet tables, read a row group at a time: numeric columns (integers, floats, booleans)
+become features, the id and ground-truth columns are read as text, and other columns (text,
+dates, nested) are ignored and reported."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.services.errors import InvalidInput
+from app.services.ingest.checks import require_nonempty_shape
+
+PARQUET_MAGIC = b"PAR1"
+
+
+@dataclass(frozen=True)
+class ParquetPlan:
+    feature_names: list[str]
+    id_column: str | None
+    truth_column: str | None
+    ignored_names: list[str]
+    n_rows: int
+    dtype: str  # float32 when every feature column is float32, else float64
+
+
+def _is_numeric(kind: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+    )
+
+
+def open_parquet(
+    stream: BinaryIO, *, id_column: str | None = None, ground_truth_column: str | None = None
+) -> tuple[ParquetPlan, pq.ParquetFile]:
+    try:
+        stream.seek(0)
+        file = pq.ParquetFile(stream)
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidInput(f"the Parquet file is truncated or corrupt ({exc})") from None
+    schema = file.schema_arrow
+    names = list(schema.names)
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise InvalidInput(f"column name {twice!r} appears twice in the Parquet file")
+    for parameter, value in (
+        ("id_column", id_column),
+        ("ground_truth_column", ground_truth_column),
+    ):
+        if value and value not in names:
+            raise InvalidInput(
+                f"{parameter} {value!r} is not a column of the file; its columns are "
+                + ", ".join(repr(n) for n in names)
+            )
+    if id_column and id_column == ground_truth_column:
+        raise InvalidInput("id_column and ground_truth_column must be different columns")
+    text = {c for c in (id_column, ground_truth_column) if c}
+    features = [n for n in names if n not in text and _is_numeric(schema.field(n).type)]
+    ignored = [n for n in names if n not in text and n not in features]
+    n_rows = file.metadata.num_rows
+    require_nonempty_shape(n_rows, len(features))
+    all_float32 = all(schema.field(n).type == pa.float32() for n in features)
+    plan = ParquetPlan(
+        features, id_column or None, ground_truth_column or None, ignored, n_rows,
+        "float32" if all_float32 else "float64",
+    )  # fmt: skip
+    return plan, file
+
+
+def parquet_blocks(
+    file: pq.ParquetFile, plan: ParquetPlan, rows: int
+) -> Iterator[tuple[np.ndarray, list[str] | None, list[str] | None]]:
+    columns = [*plan.feature_names, *(c for c in (plan.id_column, plan.truth_column) if c)]
+    first = 0
+    try:
+        for batch in file.iter_batches(batch_size=rows, columns=columns):
+            features = np.column_stack(
+                [
+                    _floats(batch.column(name), name, first, plan.dtype)
+                    for name in plan.feature_names
+                ]
+            )
+            ids = _text(batch.column(plan.id_column)) if plan.id_column else None
+            truth = _text(batch.column(plan.truth_column)) if plan.truth_column else None
+            yield features, ids, truth
+            first += batch.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidInput(f"the Parquet file is truncated or corrupt ({exc})") from None
+
+
+def _floats(column: pa.Array, name: str, first_row: int, dtype: str) -> np.ndarray:
+    if column.null_count:
+        row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
+        raise InvalidInput(f"missing value in feature column {name!r} at row {first_row + row + 1}")
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _text(column: pa.Array) -> list[str]:
+    """Cells as text; a missing one as empty (an empty id is refused, an empty class is
+    unknown)."""
+    return ["" if v is None else str(v) for v in column.to_pylist()]

@@ -1,0 +1,323 @@
+"""Where a table's row blocks go as an upload is parsed: checked, summarised and written to the
+array store one block at a time, so a table of any length costs the memory of a block.
+
+Every parser (streamed CSV, Parquet, memory-mapped NPY, an in-memory table) feeds `add`; `finish`
+checks what needs the whole table (duplicate ids, overflowing variances), orders the
+ground-truth classes, and writes the PCA view from exact moments in a second pass over the
+stored features. Any refusal raises InvalidInput naming row and column; the caller's
+transaction then rolls back and the store forgets what was written (`app/store/transactions`).
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset
+from app.services.errors import InvalidInput
+from app.services.ingest.checks import class_sort_key
+from app.store import chunks
+from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, ITEM_IDS
+from app.store.views import store_view_blocks
+
+# Quartiles come from a systematic sample of at most this many rows (exact below it): the rows
+# kept are every 2^j-th, j growing as the table does, so the sample stays uniform.
+QUARTILE_SAMPLE_ROWS = 1 << 19
+
+
+@dataclass
+class _Moments:
+    """Count, mean and scatter (sum of outer products of deviations) merged block by block
+    (Chan et al.'s pairwise update): the exact covariance, in one pass, without cancellation."""
+
+    n: int = 0
+    mean: NDArray[np.float64] | None = None
+    scatter: NDArray[np.float64] | None = None
+    low: NDArray[np.float64] | None = None
+    high: NDArray[np.float64] | None = None
+
+    def add(self, block: NDArray[np.float64]) -> None:
+        m = block.shape[0]
+        if m == 0:
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            block_mean = block.mean(axis=0)
+            centred = block - block_mean
+            block_scatter = centred.T @ centred
+            if self.mean is None or self.scatter is None or self.low is None or self.high is None:
+                self.n, self.mean, self.scatter = m, block_mean, block_scatter
+                self.low, self.high = block.min(axis=0), block.max(axis=0)
+                return
+            total = self.n + m
+            delta = block_mean - self.mean
+            self.scatter = (
+                self.scatter + block_scatter + np.outer(delta, delta) * (self.n * m / total)
+            )
+            self.mean = self.mean + delta * (m / total)
+            self.low = np.minimum(self.low, block.min(axis=0))
+            self.high = np.maximum(self.high, block.max(axis=0))
+            self.n = total
+
+
+@dataclass
+class _RowSample:
+    """Every ``stride``-th row so far, at most QUARTILE_SAMPLE_ROWS (the stride doubles)."""
+
+    stride: int = 1
+    rows: list[NDArray[np.float64]] = field(default_factory=list)
+    kept: int = 0
+
+    def add(self, block: NDArray[np.float64], first_row: int) -> None:
+        offset = (-first_row) % self.stride
+        taken = block[offset :: self.stride]
+        self.rows.append(np.array(taken, dtype=np.float64))
+        self.kept += taken.shape[0]
+        while self.kept > QUARTILE_SAMPLE_ROWS:
+            joined = np.concatenate(self.rows)[::2]  # rows 0, 2s, 4s, ... of the table
+            self.rows, self.kept, self.stride = [joined], joined.shape[0], self.stride * 2
+
+    def array(self, n_columns: int) -> NDArray[np.float64]:
+        return np.concatenate(self.rows) if self.rows else np.empty((0, n_columns))
+
+
+class TableSink:
+    """Receives a table's rows in order: features (n x f), and the id and ground-truth cells
+    when the table has those columns."""
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        dataset: Dataset,
+        feature_names: list[str],
+        dtype: str,
+        chunk_rows: int,
+        id_column: str | None = None,
+        ground_truth_column: str | None = None,
+    ) -> None:
+        self._session = session
+        self._dataset = dataset
+        self._names = feature_names
+        self._chunk_rows = chunk_rows
+        self._id_column = id_column
+        self._truth_column = ground_truth_column
+        self._features = chunks.row_writer(
+            session=session,
+            dataset_id=dataset.id,
+            kind=FEATURES,
+            n_columns=len(feature_names),
+            dtype=dtype,
+            chunk_rows=chunk_rows,
+        )
+        self._feature_writer = self._features.__enter__()
+        self._ids = (
+            chunks.string_writer(
+                session=session, dataset_id=dataset.id, kind=ITEM_IDS, chunk_rows=chunk_rows
+            )
+            if id_column
+            else None
+        )
+        self._id_writer = self._ids.__enter__() if self._ids is not None else None
+        self._id_hashes: list[NDArray[np.int64]] = []
+        self._truth = (
+            chunks.row_writer(
+                session=session,
+                dataset_id=dataset.id,
+                kind=GROUND_TRUTH,
+                n_columns=None,
+                dtype="int32",
+                chunk_rows=chunk_rows,
+            )
+            if ground_truth_column
+            else None
+        )
+        self._truth_writer = self._truth.__enter__() if self._truth is not None else None
+        self._class_codes: dict[str, int] = {}
+        self._moments = _Moments()
+        self._sample = _RowSample()
+        self.n_rows = 0
+
+    def add(
+        self,
+        features: NDArray[np.floating],
+        ids: list[str] | None = None,
+        truth: list[str] | None = None,
+    ) -> None:
+        first = self.n_rows
+        values = np.asarray(features)
+        _require_finite_block(values, self._names, first)
+        as_float = np.asarray(values, dtype=np.float64)
+        self._moments.add(as_float)
+        self._sample.add(as_float, first)
+        self._feature_writer.append(values)
+        if self._id_writer is not None:
+            assert ids is not None and self._id_column is not None
+            cleaned = [v.strip() for v in ids]
+            empty = next((k for k, v in enumerate(cleaned) if v == ""), None)
+            if empty is not None:
+                raise InvalidInput(
+                    f"empty id in column {self._id_column!r} at row {first + empty + 1}"
+                )
+            self._id_hashes.append(_hashes(cleaned))
+            self._id_writer.append(cleaned)
+        if self._truth_writer is not None:
+            assert truth is not None
+            codes = np.fromiter(
+                (self._class_code(v.strip()) for v in truth), dtype=np.int32, count=len(truth)
+            )
+            self._truth_writer.append(codes)
+        self.n_rows += values.shape[0]
+
+    def _class_code(self, value: str) -> int:
+        if value == "":
+            return -1
+        return self._class_codes.setdefault(value, len(self._class_codes))
+
+    def finish(self) -> dict[str, Any]:
+        """Close the arrays, check what needs the whole table, write the PCA view; the facts
+        for the dataset row (n_items, feature statistics, classes)."""
+        if self.n_rows == 0:
+            raise InvalidInput("the table has no rows")
+        self._features.__exit__(None, None, None)
+        if self._ids is not None:
+            self._ids.__exit__(None, None, None)
+            self._require_unique_ids()
+        classes = None
+        if self._truth is not None:
+            self._truth.__exit__(None, None, None)
+            classes = self._order_classes()
+        moments = self._moments
+        assert moments.scatter is not None and moments.mean is not None
+        variance = np.diag(moments.scatter) / moments.n
+        overflowing = np.flatnonzero(~np.isfinite(variance))
+        if overflowing.size:
+            raise InvalidInput(
+                f"the values of column {self._names[int(overflowing[0])]!r} are too large to "
+                "compute with (their variance overflows a 64-bit float); rescale them"
+            )
+        self._write_pca_view()
+        return {
+            "n_items": self.n_rows,
+            "ground_truth_classes": classes,
+            "feature_stats": self._statistics(variance),
+        }
+
+    def _require_unique_ids(self) -> None:
+        """Duplicates among 64-bit hashes of the ids (8 bytes per row, not the strings), each
+        confirmed on the stored strings so a hash collision refuses nothing."""
+        hashes = np.concatenate(self._id_hashes) if self._id_hashes else np.empty(0, np.int64)
+        order = np.argsort(hashes, kind="stable")
+        same = np.flatnonzero(hashes[order][1:] == hashes[order][:-1])
+        if same.size == 0:
+            return
+        candidates = sorted((int(order[k]), int(order[k + 1])) for k in same)
+        for a, b in sorted(candidates, key=lambda pair: max(pair)):
+            first, second = sorted((a, b))
+            value_a = self._read_id(first)
+            if value_a == self._read_id(second):
+                raise InvalidInput(
+                    f"duplicate id {value_a!r} in column {self._id_column!r} at rows "
+                    f"{first + 1} and {second + 1}"
+                )
+
+    def _read_id(self, row: int) -> str:
+        return chunks.read_strings(
+            session=self._session,
+            dataset_id=self._dataset.id,
+            kind=ITEM_IDS,
+            start=row,
+            stop=row + 1,
+        )[0]
+
+    def _order_classes(self) -> list[str]:
+        """Classes sorted as the ground truth's values (numbers by value); the stored codes,
+        given in order of first appearance, are rewritten when that order differs."""
+        names = sorted(self._class_codes, key=class_sort_key)
+        new_code = np.empty(len(names) + 1, dtype=np.int32)
+        new_code[-1] = -1  # index -1: unknown stays unknown
+        for code, name in enumerate(names):
+            new_code[self._class_codes[name]] = code
+        if not np.array_equal(new_code[:-1], np.arange(len(names))):
+            # The provisional array stays readable until this transaction commits.
+            provisional = chunks.iter_array_blocks(
+                session=self._session, dataset_id=self._dataset.id, kind=GROUND_TRUTH
+            )
+            with chunks.row_writer(
+                session=self._session,
+                dataset_id=self._dataset.id,
+                kind=GROUND_TRUTH,
+                n_columns=None,
+                dtype="int32",
+                chunk_rows=self._chunk_rows,
+            ) as writer:
+                for block in provisional:
+                    writer.append(new_code[block])
+        return names
+
+    def _write_pca_view(self) -> None:
+        """The first two principal components of the exact covariance, signs as scikit-learn's
+        PCA gives them (each component's largest loading positive), projected block by block
+        from the stored features."""
+        moments = self._moments
+        assert moments.scatter is not None and moments.mean is not None
+        d = moments.scatter.shape[0]
+        components = np.zeros((d, 2))
+        if moments.n >= 2:
+            _, vectors = np.linalg.eigh(moments.scatter / (moments.n - 1))
+            top = vectors[:, ::-1][:, : min(2, d)]
+            signs = np.sign(top[np.argmax(np.abs(top), axis=0), np.arange(top.shape[1])])
+            components[:, : top.shape[1]] = top * np.where(signs == 0, 1.0, signs)
+        mean = moments.mean
+        store_view_blocks(
+            session=self._session,
+            dataset=self._dataset,
+            name="PCA",
+            method="pca",
+            params={},
+            blocks=(
+                ((np.asarray(block, dtype=np.float64) - mean) @ components).astype(np.float32)
+                for block in chunks.iter_array_blocks(
+                    session=self._session, dataset_id=self._dataset.id, kind=FEATURES
+                )
+            ),
+            chunk_rows=self._chunk_rows,
+        )
+
+    def _statistics(self, variance: NDArray[np.float64]) -> list[dict[str, Any]]:
+        moments = self._moments
+        assert moments.mean is not None and moments.low is not None and moments.high is not None
+        sample = self._sample.array(len(self._names))
+        quartiles = np.quantile(sample, [0.25, 0.5, 0.75], axis=0)
+        return [
+            {
+                "name": name,
+                "min": float(moments.low[j]),
+                "q1": float(quartiles[0, j]),
+                "median": float(quartiles[1, j]),
+                "q3": float(quartiles[2, j]),
+                "max": float(moments.high[j]),
+                "mean": float(moments.mean[j]),
+                "std": float(np.sqrt(variance[j])),
+            }
+            for j, name in enumerate(self._names)
+        ]
+
+
+def _require_finite_block(values: NDArray[np.floating], names: list[str], first_row: int) -> None:
+    finite = np.isfinite(values)
+    if finite.all():
+        return
+    row, col = (int(v) for v in np.argwhere(~finite)[0])
+    value = values[row, col]
+    what = "NaN" if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    raise InvalidInput(
+        f"{what} in column {names[col]!r} at row {first_row + row + 1}; features must be "
+        "finite numbers"
+    )
+
+
+def _hashes(values: list[str]) -> NDArray[np.int64]:
+    """Python's string hash (one process, one key: consistent within an upload)."""
+    return np.fromiter(map(hash, values), dtype=np.int64, count=len(values))
