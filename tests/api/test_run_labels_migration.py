@@ -153,6 +153,7 @@ def _check_store(
             (run_id, "labels", None) for run_id in sorted(labels)
         ]
         for row in rows:
+            assert row.run_id is not None
             expected = labels[row.run_id]
             assert row.prefix.startswith(f"runs/{row.run_id}-")
             assert row.shape == [len(expected)]
@@ -169,7 +170,7 @@ def _check_store(
     return prefixes
 
 
-def _run_results_columns(engine: Engine) -> dict[str, dict[str, Any]]:
+def _run_results_columns(engine: Engine) -> dict[str, Any]:
     return {c["name"]: c for c in inspect(engine).get_columns("run_results")}
 
 

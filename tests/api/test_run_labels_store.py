@@ -47,7 +47,10 @@ def _check_stored_labels(
     stored = ArrayStore(store_dir).read(row.key)
     assert stored.dtype == np.int32 and stored.shape == (n_items,)
     assert row.shape == [n_items] and row.dtype == "int32" and row.nbytes == 4 * n_items
-    assert row.content_hash == hashlib.blake2b(stored.astype("<i4").tobytes(), digest_size=16).hexdigest()
+    assert (
+        row.content_hash
+        == hashlib.blake2b(stored.astype("<i4").tobytes(), digest_size=16).hexdigest()
+    )
     np.testing.assert_array_equal(read_labels(session=session, run_id=run_id), stored)
 
     body = result(client, headers, run_id)
