@@ -23,7 +23,8 @@ RUN pip install --no-cache-dir --no-index --find-links /wheels "clustering-workb
 # with a different CPU model recompiles (once per container) instead of using it.
 RUN workbench warm-cache && chown -R workbench:workbench /opt/numba-cache
 WORKDIR /srv/workbench
-RUN mkdir -p var && chown -R workbench:workbench /srv/workbench
+# arrays/: the array store the app and the Dask workers share (a volume in docker-compose.yml).
+RUN mkdir -p var arrays && chown -R workbench:workbench /srv/workbench
 USER workbench
 EXPOSE 8000
 # The web server's check; the scheduler and worker services override it in docker-compose.yml.

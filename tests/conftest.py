@@ -7,6 +7,7 @@ test rather than rolled back, because background work (the job runner) opens its
 
 import io
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +30,9 @@ from app.services import accounts
 # Apps and live servers started by tests skip the start-up warm-up of the numba kernels (five
 # seconds of fits per app); tests/api/test_kernel_warmup.py turns it on where it is tested.
 os.environ["WARM_KERNELS_ON_START"] = "false"
+# Apps made from Settings() without an array store write it under a throwaway directory, never
+# the checkout's var/arrays (the `settings` fixture gives each test its own).
+os.environ.setdefault("ARRAY_STORE", tempfile.mkdtemp(prefix="workbench-test-arrays-"))
 
 # Property tests are reproducible: examples come from a fixed seed per test, and no example
 # database (.hypothesis/) makes a run depend on an earlier one. Failures print a reproduce

@@ -32,8 +32,14 @@ def feature_blocks(*, session: Session, dataset: Dataset) -> Iterator[NDArray]:
 
 
 def load_features(*, session: Session, dataset: Dataset) -> NDArray:
-    blocks = list(feature_blocks(session=session, dataset=dataset))
-    return np.concatenate(blocks) if blocks else np.empty((0, dataset.n_features))
+    """The whole matrix, its chunks read concurrently straight into one array."""
+    return chunks.read_array(
+        session=session,
+        dataset_id=dataset.id,
+        kind=FEATURES,
+        dtype=dataset.dtype,
+        n_columns=dataset.n_features,
+    )
 
 
 def load_ground_truth(

@@ -34,6 +34,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{db}",
+        "DATA_DIR": str(db.parent),
+        "ARRAY_STORE": str(db.parent / "arrays"),  # its own, not the other tests' store
         "ADMIN_PASSWORD": ADMIN_PASSWORD,
         "LOAD_DEMO_DATA": "true",
     }

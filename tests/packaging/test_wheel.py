@@ -104,7 +104,9 @@ def test_an_installed_wheel_migrates_serves_and_loads_the_demo(wheel: Path, tmp_
 
     work = tmp_path / "work"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DATA_DIR"}}
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DATA_DIR", "ARRAY_STORE"}
+    }
     env.update(ADMIN_PASSWORD=PASSWORD, LOAD_DEMO_DATA="true", PYTHONPATH="")
     where = subprocess.run(
         [str(python), "-c", "import app; print(app.__file__, app.__version__)"],

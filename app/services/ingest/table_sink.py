@@ -23,8 +23,9 @@ from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, ITEM_IDS
 from app.store.views import store_view_blocks
 
 # Quartiles come from a systematic sample of at most this many rows (exact below it): the rows
-# kept are every 2^j-th, j growing as the table does, so the sample stays uniform.
-QUARTILE_SAMPLE_ROWS = 1 << 19
+# kept are every 2^j-th, j growing as the table does, so the sample stays uniform. (The other
+# statistics and the PCA view are exact at any size.)
+QUARTILE_SAMPLE_ROWS = 1 << 17
 
 
 @dataclass

@@ -1,0 +1,152 @@
+"""The array store when things go wrong: unusable at start-up (the server still starts and says
+so; uploads get 503 and store nothing), and a server killed in the middle of an upload (after
+a restart nothing of it remains: no row, no directory)."""
+
+import contextlib
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.main import create_app
+from app.store.array_store import ArrayStore
+from benchmarks._server import wait_until_serving
+from tests.conftest import ADMIN_PASSWORD, row_counts, token_headers
+
+pytestmark = pytest.mark.db
+
+
+def test_an_unusable_store_is_reported_and_uploads_get_503(
+    settings: Settings, tmp_path: Path, session: Session
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    broken = settings.model_copy(update={"array_store": str(blocker / "arrays")})
+    with TestClient(create_app(broken)) as client:
+        health = client.get("/api/v1/health").json()
+        assert health["status"] == "ok"
+        assert health["array_store"]["status"] == "unavailable"
+        assert health["array_store"]["detail"]
+        headers = token_headers(client, "admin", ADMIN_PASSWORD)
+        project = client.post("/api/v1/projects", json={"name": "P"}, headers=headers).json()
+        before = row_counts(session)
+        response = client.post(
+            f"/api/v1/projects/{project['id']}/datasets",
+            files={"file": ("d.csv", b"a,b\n1,2\n3,4\n", "text/csv")},
+            headers=headers,
+        )
+        assert response.status_code == 503
+        assert response.json()["code"] == "store_unavailable"
+        assert row_counts(session) == before
+
+
+def test_start_up_removes_what_no_dataset_refers_to(
+    client: TestClient,
+    settings: Settings,
+    project_id: int,
+    admin_headers: dict[str, str],
+) -> None:
+    kept = client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": ("d.csv", b"a,b\n1,2\n3,4\n", "text/csv")},
+        headers=admin_headers,
+    ).json()
+    store = ArrayStore(settings.array_store)
+    store.write("datasets/999-deadbeef/features.x", np.zeros((3, 2)), chunk_rows=2)
+    assert "999-deadbeef" in store.children("datasets")
+    with TestClient(create_app(settings)):  # a restart
+        pass
+    left = store.children("datasets")
+    assert "999-deadbeef" not in left
+    assert any(name.startswith(f"{kept['id']}-") for name in left)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve(work: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{work / 'kill.db'}",
+        "DATA_DIR": str(work),
+        "ARRAY_STORE": str(work / "arrays"),
+        "ADMIN_PASSWORD": ADMIN_PASSWORD,
+        "LOAD_DEMO_DATA": "false",
+    }
+    log = (work / "server.log").open("ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _dataset_dirs(work: Path) -> list[str]:
+    root = work / "arrays" / "datasets"
+    return sorted(d.name for d in root.iterdir() if d.is_dir()) if root.exists() else []
+
+
+def test_a_server_killed_mid_upload_leaves_nothing_after_a_restart(tmp_path: Path) -> None:
+    rows = np.random.default_rng(0).normal(size=(400_000, 8))
+    text = io.BytesIO()
+    np.savetxt(text, rows, delimiter=",", fmt="%.6f", header=",".join(f"f{j}" for j in range(8)),
+               comments="")  # fmt: skip
+    data = text.getvalue()
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}/api/v1"
+    server = _serve(tmp_path, port)
+    try:
+        wait_until_serving(base, server, log=tmp_path / "server.log")
+        headers = token_headers(httpx.Client(base_url=base.removesuffix("/api/v1")), "admin",
+                                ADMIN_PASSWORD)  # fmt: skip
+        project = httpx.post(f"{base}/projects", json={"name": "P"}, headers=headers).json()
+
+        def upload() -> None:
+            with contextlib.suppress(httpx.HTTPError):  # the server dies under it
+                httpx.post(
+                    f"{base}/projects/{project['id']}/datasets",
+                    files={"file": ("big.csv", data, "text/csv")},
+                    headers=headers,
+                    timeout=60,
+                )
+
+        uploading = threading.Thread(target=upload)
+        uploading.start()
+        deadline = time.monotonic() + 60
+        while not _dataset_dirs(tmp_path):  # the upload has started writing to the store
+            assert time.monotonic() < deadline, "the upload never reached the store"
+            time.sleep(0.005)
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=30)
+        uploading.join(timeout=60)
+        assert _dataset_dirs(tmp_path), "killed too late: the upload's directory is already gone"
+    finally:
+        if server.poll() is None:
+            server.kill()
+    server = _serve(tmp_path, port)
+    try:
+        wait_until_serving(base, server, log=tmp_path / "server.log")
+        headers = token_headers(httpx.Client(base_url=base.removesuffix("/api/v1")), "admin",
+                                ADMIN_PASSWORD)  # fmt: skip
+        listing = httpx.get(f"{base}/projects/{project['id']}/datasets", headers=headers).json()
+        assert listing["total"] == 0
+        assert _dataset_dirs(tmp_path) == []
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
