@@ -2,9 +2,11 @@
 become features, the id and ground-truth columns are read as text, and other columns (text,
 dates, nested) are ignored and reported."""
 
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +28,17 @@ class ParquetPlan:
     dtype: str  # float32 when every feature column is float32, else float64
 
 
+def _source(stream: BinaryIO) -> Any:
+    """The upload memory-mapped when it is a file on disk (Arrow then reads column chunks
+    without a Python call per read: twice as fast), else the stream itself."""
+    try:
+        descriptor = stream.fileno()  # a spooled upload rolls over to its temporary file here
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return stream
+    proc = Path(f"/proc/self/fd/{descriptor}")
+    return pa.memory_map(str(proc)) if proc.exists() else stream
+
+
 def _is_numeric(kind: pa.DataType) -> bool:
     return bool(
         pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
@@ -37,7 +50,7 @@ def open_parquet(
 ) -> tuple[ParquetPlan, pq.ParquetFile]:
     try:
         stream.seek(0)
-        file = pq.ParquetFile(stream)
+        file = pq.ParquetFile(_source(stream))
     except (pa.ArrowException, OSError) as exc:
         raise InvalidInput(f"the Parquet file is truncated or corrupt ({exc})") from None
     schema = file.schema_arrow
