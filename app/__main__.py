@@ -9,13 +9,18 @@ import sys
 import uvicorn
 
 from app import __version__
-from app.config import get_settings
+from app.config import Settings, get_settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.services import accounts, security
 from app.services.errors import ServiceError
+from app.store.array_store import ArrayStore
 
 SHUTDOWN_GRACE_S = 5
+
+
+def _array_store(settings: Settings) -> ArrayStore:
+    return ArrayStore(settings.array_store, settings.array_store_options)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def create_user(username: str, is_admin: bool, password_stdin: bool) -> int:
     settings = get_settings()
-    upgrade_to_head(settings.database_url)
+    upgrade_to_head(settings.database_url, _array_store(settings))
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     elif sys.stdin.isatty():
@@ -80,7 +85,7 @@ def main() -> None:
     args = _parser().parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "migrate":
-        upgrade_to_head(get_settings().database_url)
+        upgrade_to_head(get_settings().database_url, _array_store(get_settings()))
         return
     if args.command == "warm-cache" and args.kernels:
         from app.engine.core.precompile import compile_group  # the engine only: a quick start

@@ -48,9 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # started it already, before importing the app; this returns that one).
                 app.state.kernel_warmup = warm_children.warm_in_background()
         if settings.migrate_on_start:
-            upgrade_to_head(
-                settings.database_url, (settings.array_store, settings.array_store_options)
-            )
+            upgrade_to_head(settings.database_url, array_store)
         store_problem = sweep_array_store(session_factory, array_store)
         app.state.array_store_problem = store_problem
         with session_scope(session_factory) as session:

@@ -5,21 +5,20 @@ app/db/migrations), so an installed wheel migrates without a source checkout. De
 the Alembic CLI with `-c app/db/alembic.ini`."""
 
 from pathlib import Path
-from typing import Any
 
 from alembic import command
 from alembic.config import Config
+
+from app.db.migration_tools import ArrayStoreForMigrations
 
 HERE = Path(__file__).resolve().parent
 ALEMBIC_INI = HERE / "alembic.ini"
 MIGRATIONS = HERE / "migrations"
 
 
-def alembic_config(
-    database_url: str, array_store: tuple[str, dict[str, Any]] | None = None
-) -> Config:
-    """``array_store`` (location, fsspec options): where the revision that moved arrays out of
-    SQL puts them (default: the settings' ARRAY_STORE)."""
+def alembic_config(database_url: str, array_store: ArrayStoreForMigrations | None = None) -> Config:
+    """``array_store``: where the revisions that move arrays out of SQL put them (needed only
+    when there are arrays to move)."""
     config = Config(str(ALEMBIC_INI))
     if array_store is not None:
         config.attributes["array_store"] = array_store
@@ -29,13 +28,11 @@ def alembic_config(
     return config
 
 
-def upgrade_to_head(
-    database_url: str, array_store: tuple[str, dict[str, Any]] | None = None
-) -> None:
+def upgrade_to_head(database_url: str, array_store: ArrayStoreForMigrations | None = None) -> None:
     command.upgrade(alembic_config(database_url, array_store), "head")
 
 
 def downgrade_to_base(
-    database_url: str, array_store: tuple[str, dict[str, Any]] | None = None
+    database_url: str, array_store: ArrayStoreForMigrations | None = None
 ) -> None:
     command.downgrade(alembic_config(database_url, array_store), "base")

@@ -296,7 +296,7 @@ def test_arrays_move_to_the_store_and_back_with_the_same_bytes(
     db_engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
     store_dir = tmp_path / "arrays"
-    config = alembic_config(database_url, (str(store_dir), {}))
+    config = alembic_config(database_url, ArrayStore(str(store_dir)))
     _empty_tables(db_engine)  # the downgrade must not copy other tests' arrays
     try:
         command.downgrade(config, BEFORE)

@@ -16,7 +16,7 @@ import numpy as np
 import sqlalchemy as sa
 from alembic import op
 
-from app.store.array_store import ArrayStore
+from app.db.migration_tools import ArrayStoreForMigrations, array_store
 
 revision: str = "0006_array_store"
 down_revision: str | None = "0005_image_runs"
@@ -26,16 +26,8 @@ _STRINGS = ("item_ids",)
 _COPY_ROWS = 65_536
 
 
-def _store() -> ArrayStore:
-    config = op.get_context().config
-    configured = config.attributes.get("array_store") if config is not None else None
-    if configured:
-        location, options = configured
-        return ArrayStore(location, options)
-    from app.config import Settings
-
-    settings = Settings()
-    return ArrayStore(settings.array_store, settings.array_store_options)
+def _store() -> ArrayStoreForMigrations:
+    return array_store(op.get_context().config)
 
 
 def _stored_arrays_table() -> None:
@@ -119,7 +111,6 @@ def _old_chunks(bind: sa.Connection, dataset_id: int, kind: str) -> Iterator[byt
 def upgrade() -> None:
     _stored_arrays_table()
     bind = op.get_bind()
-    store = _store()
     table = sa.table(
         "stored_arrays",
         *(sa.column(c) for c in ("dataset_id", "kind", "key", "dtype", "chunk_rows")),
@@ -136,7 +127,9 @@ def upgrade() -> None:
         for row in bind.execute(sa.text("SELECT id, dtype, n_features FROM datasets")).all()
     }
     prefixes: dict[int, str] = {}
+    store = _store() if pairs else None  # an empty database needs no store
     for dataset_id, kind in pairs:
+        assert store is not None
         prefix = prefixes.setdefault(dataset_id, store.new_prefix("datasets", dataset_id))
         key = f"{prefix}/{kind}.migrated"
         if kind in _BLOBS:
@@ -173,7 +166,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     _chunks_table()
     bind = op.get_bind()
-    store = _store()
     rows = bind.execute(
         sa.text(
             "SELECT dataset_id, kind, key, dtype FROM stored_arrays "
@@ -193,7 +185,9 @@ def downgrade() -> None:
         )
 
     prefixes = set()
+    store = _store() if rows else None
     for dataset_id, kind, key, _dtype in rows:
+        assert store is not None
         prefixes.add(key.rsplit("/", 1)[0])
         if kind in _BLOBS:
             insert(dataset_id, kind, 0, 0, 1, store.read_bytes(key))
@@ -213,4 +207,5 @@ def downgrade() -> None:
         batch.drop_index(batch.f("ix_stored_arrays_dataset_id"))
     op.drop_table("stored_arrays")
     for prefix in prefixes:  # last: a failed downgrade leaves the store as it was
+        assert store is not None
         store.delete(prefix)

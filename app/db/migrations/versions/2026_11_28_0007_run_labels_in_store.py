@@ -12,7 +12,7 @@ import numpy as np
 import sqlalchemy as sa
 from alembic import op
 
-from app.store.array_store import ArrayStore
+from app.db.migration_tools import ArrayStoreForMigrations, array_store
 
 revision: str = "0007_run_labels_in_store"
 down_revision: str | None = "0006_array_store"
@@ -20,21 +20,12 @@ down_revision: str | None = "0006_array_store"
 _CHUNK_ROWS = 1 << 20  # as app/store/run_arrays.py
 
 
-def _store() -> ArrayStore:
-    config = op.get_context().config
-    configured = config.attributes.get("array_store") if config is not None else None
-    if configured:
-        location, options = configured
-        return ArrayStore(location, options)
-    from app.config import Settings
-
-    settings = Settings()
-    return ArrayStore(settings.array_store, settings.array_store_options)
+def _store() -> ArrayStoreForMigrations:
+    return array_store(op.get_context().config)
 
 
 def upgrade() -> None:
     bind = op.get_bind()
-    store = _store()
     stored = sa.table(
         "stored_arrays",
         *(sa.column(c) for c in ("run_id", "kind", "key", "dtype", "chunk_rows")),
@@ -46,7 +37,9 @@ def upgrade() -> None:
     run_ids = list(
         bind.execute(sa.text("SELECT run_id FROM run_results ORDER BY run_id")).scalars()
     )
+    store = _store() if run_ids else None  # an empty database needs no store
     for run_id in run_ids:  # one run's labels in memory at a time
+        assert store is not None
         data = bind.execute(
             sa.text("SELECT labels FROM run_results WHERE run_id = :r"), {"r": run_id}
         ).scalar_one()
@@ -74,7 +67,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     bind = op.get_bind()
-    store = _store()
     with op.batch_alter_table("run_results") as batch:
         batch.add_column(sa.Column("labels", sa.LargeBinary(), nullable=True))
         batch.add_column(sa.Column("memberships", sa.LargeBinary(), nullable=True))
@@ -83,7 +75,9 @@ def downgrade() -> None:
             "SELECT run_id, key FROM stored_arrays WHERE run_id IS NOT NULL AND kind = 'labels'"
         )
     ).all()
+    store = _store() if rows else None
     for run_id, key in rows:
+        assert store is not None
         labels = store.read(key).astype("<i4")
         bind.execute(
             sa.text("UPDATE run_results SET labels = :b WHERE run_id = :r"),
@@ -94,4 +88,5 @@ def downgrade() -> None:
         batch.alter_column("labels", existing_type=sa.LargeBinary(), nullable=False)
     bind.execute(sa.text("DELETE FROM stored_arrays WHERE run_id IS NOT NULL"))
     for _run_id, key in rows:
+        assert store is not None
         store.delete(key.rsplit("/", 1)[0])
