@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import Session
 
 from app.db.models.runs import Run
@@ -18,17 +18,22 @@ from app.store.array_store import RowWriter, StoredInfo, StringWriter
 from app.store.transactions import NEW_PREFIXES, doom, store_of, written
 
 
+def _owned_by(dataset_id: int | None, run_id: int | None) -> ColumnElement[bool]:
+    """A run's arrays when ``run_id`` is given, else the dataset's own."""
+    return StoredArray.dataset_id == dataset_id if run_id is None else StoredArray.run_id == run_id
+
+
 def _rows(session: Session, dataset_id: int | None, run_id: int | None) -> list[StoredArray]:
-    owner = StoredArray.dataset_id == dataset_id if run_id is None else StoredArray.run_id == run_id
-    return list(session.scalars(select(StoredArray).where(owner)))
+    return list(session.scalars(select(StoredArray).where(_owned_by(dataset_id, run_id))))
 
 
 def _row(
     session: Session, dataset_id: int | None, kind: str, run_id: int | None = None
 ) -> StoredArray | None:
-    owner = StoredArray.dataset_id == dataset_id if run_id is None else StoredArray.run_id == run_id
     return session.scalars(
-        select(StoredArray).where(owner, StoredArray.kind == kind).order_by(StoredArray.id.desc())
+        select(StoredArray)
+        .where(_owned_by(dataset_id, run_id), StoredArray.kind == kind)
+        .order_by(StoredArray.id.desc())
     ).first()
 
 
@@ -55,12 +60,7 @@ def _record(
 ) -> None:
     """The row for a written array, replacing (after commit) the kind's earlier array."""
     for old in session.scalars(
-        select(StoredArray).where(
-            StoredArray.dataset_id == dataset_id
-            if run_id is None
-            else StoredArray.run_id == run_id,
-            StoredArray.kind == kind,
-        )
+        select(StoredArray).where(_owned_by(dataset_id, run_id), StoredArray.kind == kind)
     ):
         doom(session, old.key)
         session.delete(old)
