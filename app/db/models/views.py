@@ -1,4 +1,4 @@
-"""2-D views of a dataset for scatterplots. Coordinates live in `dataset_chunks` under the kind
+"""2-D views of a dataset for scatterplots. Coordinates live in the array store under the kind
 `view-<id>` (float32, n_items x 2), like every other large array."""
 
 from datetime import datetime
