@@ -338,7 +338,7 @@ class RowWriter:
             raise StoreUnavailable(
                 f"writing {self.key!r} to the array store failed: {exc}"
             ) from exc
-        self._hash.update(block.tobytes())
+        self._hash.update(block.data.cast("B"))  # the bytes in place, not a copy of them
         self._rows = stop
 
     def close(self) -> StoredInfo:

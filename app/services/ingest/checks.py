@@ -1,5 +1,7 @@
 """Checks shared by every table format: finiteness, shape, ground-truth encoding."""
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -29,3 +31,11 @@ def class_sort_key(name: str) -> tuple[int, float, str]:
         return (0, float(name), name)
     except ValueError:
         return (1, 0.0, name)
+
+
+def arrow_floats(column: Any, name: str, first_row: int, dtype: str = "float64") -> NDArray:
+    """An Arrow column of a feature as numbers; a missing cell (null) refused with its row."""
+    if column.null_count:
+        row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
+        raise InvalidInput(f"missing value in feature column {name!r} at row {first_row + row + 1}")
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)

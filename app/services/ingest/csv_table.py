@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from app.services.errors import InvalidInput
-from app.services.ingest.checks import require_nonempty_shape
+from app.services.ingest.checks import arrow_floats, require_nonempty_shape
 
 SAMPLE_ROWS = 1000  # rows used to tell numeric columns from text columns
 BLOCK_BYTES = 8 << 20  # Arrow parses this much text per block (one block per core at a time)
@@ -95,7 +95,10 @@ def csv_blocks(
         )
         for batch in reader:
             features = np.column_stack(
-                [_floats(batch, names[i], plan.header[i], rows) for i in plan.feature_indices]
+                [
+                    arrow_floats(batch.column(names[i]), plan.header[i], rows)
+                    for i in plan.feature_indices
+                ]
             )
             ids = _strings(batch, names, plan.id_index)
             truth = _strings(batch, names, plan.truth_index)
@@ -105,14 +108,6 @@ def csv_blocks(
         raise _locate(stream, plan, rows, str(exc)) from None
     if rows == 0:
         raise InvalidInput("the table has no rows")
-
-
-def _floats(batch: pa.RecordBatch, arrow_name: str, name: str, first_row: int) -> np.ndarray:
-    column = batch.column(arrow_name)
-    if column.null_count:
-        row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
-        raise InvalidInput(f"missing value in feature column {name!r} at row {first_row + row + 1}")
-    return column.to_numpy(zero_copy_only=False)
 
 
 def _strings(batch: pa.RecordBatch, names: list[str], index: int | None) -> list[str] | None:

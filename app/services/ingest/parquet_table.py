@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from app.services.errors import InvalidInput
-from app.services.ingest.checks import require_nonempty_shape
+from app.services.ingest.checks import arrow_floats, require_nonempty_shape
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -91,7 +91,7 @@ def parquet_blocks(
         for batch in file.iter_batches(batch_size=rows, columns=columns):
             features = np.column_stack(
                 [
-                    _floats(batch.column(name), name, first, plan.dtype)
+                    arrow_floats(batch.column(name), name, first, plan.dtype)
                     for name in plan.feature_names
                 ]
             )
@@ -101,13 +101,6 @@ def parquet_blocks(
             first += batch.num_rows
     except (pa.ArrowException, OSError) as exc:
         raise InvalidInput(f"the Parquet file is truncated or corrupt ({exc})") from None
-
-
-def _floats(column: pa.Array, name: str, first_row: int, dtype: str) -> np.ndarray:
-    if column.null_count:
-        row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
-        raise InvalidInput(f"missing value in feature column {name!r} at row {first_row + row + 1}")
-    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
 
 
 def _text(column: pa.Array) -> list[str]:
