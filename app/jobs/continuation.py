@@ -9,7 +9,10 @@ answered questions moved 11.0 % of the items to another cluster per re-run, and 
 starts"); CEC-IB re-runs after every five labels moved 21.7 % and 93 % fresh, 13.1 % and 58 %
 continued (docs/cec-ib.md, "Warm starts").
 The earlier run's ``cluster_params`` (weights, means, covariances and their model) and labels
-hold what is continued; the run records what it continued in ``metrics.warm_start``.
+hold what is continued; the run records what it continued in ``metrics.warm_start``. Fresh
+starts are drawn beside the continued fit only when it agrees with the annotations less than the
+earlier run did (``agreement`` in its ``cluster_params``; app/engine/core/fresh_starts.py): they
+cost most of a re-run and, when it agrees as well, can only redraw the picture.
 """
 
 from dataclasses import dataclass
@@ -31,6 +34,26 @@ class Previous:
     run_id: int
     cluster_params: dict[str, Any]
     labels: NDArray[np.int32]  # one cluster per item
+
+    @property
+    def agreement(self) -> float | None:
+        """The share of the annotations the run's fit agreed with (the estimator's
+        ``agreement_``): a continued fit that matches it draws no fresh starts. None for runs
+        stored before runs kept it."""
+        value = self.cluster_params.get("agreement")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if 0 <= value <= 1 else None
+
+    @property
+    def weight_search(self) -> tuple[int, int] | None:
+        """CEC-IB: the labeled weight its search chose and how many labeled items it had."""
+        weight = self.cluster_params.get("labeled_weight")
+        searched = self.cluster_params.get("weight_searched_with")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (weight, searched)):
+            return None
+        assert isinstance(weight, int) and isinstance(searched, int)
+        return (weight, searched) if weight >= 1 and searched >= 0 else None
 
 
 def previous_fit(session: Session, run: Run) -> Previous | None:

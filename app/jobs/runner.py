@@ -212,7 +212,12 @@ def _cluster_params(estimator: Any) -> dict[str, Any]:
             params[name.rstrip("_")] = np.asarray(value).tolist()
     if isinstance(getattr(estimator, "covariance_", None), str):
         params["covariance"] = estimator.covariance_
-    for name in ("energy_", "n_iter_", "n_neighbors_", "smi_", "converged_"):
+    # agreement_, labeled_weight_, weight_searched_with_: what a later run's warm start
+    # continues beside the partition (app/jobs/continuation.py).
+    for name in (
+        "energy_", "n_iter_", "n_neighbors_", "smi_", "converged_", "agreement_",
+        "labeled_weight_", "weight_searched_with_",
+    ):  # fmt: skip
         value = getattr(estimator, name, None)
         if isinstance(value, (int, float, bool, np.integer, np.floating, np.bool_)):
             params[name.rstrip("_")] = value.item() if hasattr(value, "item") else value

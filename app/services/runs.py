@@ -15,7 +15,7 @@ from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
-from app.store.run_arrays import read_labels
+from app.store.run_arrays import labels_count, read_labels
 from app.store.side_information_blob import to_npz
 
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -153,6 +153,14 @@ def get_result(*, session: Session, run: Run) -> RunResult:
     if result is None:
         raise Conflict(f"run {run.id} is {run.status}; it has no result")
     return result
+
+
+def result_size(*, session: Session, result: RunResult) -> int:
+    """How many items the result labels, without reading the labels."""
+    size = labels_count(session=session, run_id=result.run_id)
+    if size is None:  # a result row always has its labels beside it
+        raise NotFound(f"run {result.run_id}'s labels are missing from the array store")
+    return size
 
 
 def result_labels(*, session: Session, result: RunResult) -> np.ndarray:

@@ -22,6 +22,12 @@ def write_labels(*, session: Session, run_id: int, labels: NDArray[np.integer]) 
     )
 
 
+def labels_count(*, session: Session, run_id: int) -> int | None:
+    """How many labels the run has (from the store's metadata, no array read), or None."""
+    row = chunks.stored(session, None, LABELS, run_id)
+    return None if row is None else int(row.shape[0])
+
+
 def read_labels(*, session: Session, run_id: int) -> NDArray[np.int32] | None:
     """The run's labels, or None when it has none (not finished, or failed)."""
     if chunks.stored(session, None, LABELS, run_id) is None:

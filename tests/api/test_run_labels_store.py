@@ -56,6 +56,10 @@ def _check_stored_labels(
     body = result(client, headers, run_id)
     assert body["n_items"] == n_items
     np.testing.assert_array_equal(np.asarray(body["labels"]), stored)
+    # Without the labels (the workspace reads them as NPY): the same result, labels null.
+    light = client.get(f"/api/v1/runs/{run_id}/result", params={"labels": False}, headers=headers)
+    assert light.status_code == 200, light.text
+    assert light.json() == {**body, "labels": None}
 
     response = client.get(f"/api/v1/runs/{run_id}/result.csv", headers=headers)
     assert response.status_code == 200, response.text

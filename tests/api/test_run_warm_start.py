@@ -131,3 +131,34 @@ def test_warm_start_is_a_documented_parameter(
     field = described["parameters"]["properties"]["warm_start"]
     assert field["type"] == "boolean" and field["default"] is False
     assert f"latest finished {name} run" in field["description"]
+
+
+@pytest.mark.parametrize("algorithm", ["cec-ib", "ppc"])
+def test_a_warm_run_the_labels_agree_with_draws_no_fresh_start(
+    client: TestClient, admin_headers: dict[str, str], corners_id: int, algorithm: str
+) -> None:
+    """The expert's loop: a warm re-run after a label its partition already agrees with runs
+    only the continued start (its cost history is that start's sweeps alone), where the first
+    run drew all of its starts; the run keeps what the next one compares with."""
+    for item, name in ((0, "a"), (40, "b")):
+        _annotate(
+            client, admin_headers, corners_id, {"kind": "label", "items": [item], "label": name}
+        )
+    first = run_to_end(client, admin_headers, corners_id, algorithm, n_init=3)
+    assert first["status"] == "succeeded", first["error"]
+    kept = result(client, admin_headers, first["id"])
+    assert kept["cluster_params"]["agreement"] == 1.0
+    if algorithm == "ppc":  # (CEC-IB's labeled starts end alike here and are run once)
+        assert len(kept["cost_history"]) > kept["cluster_params"]["n_iter"]  # three starts
+    else:  # the weight search ran with the two labeled items
+        assert kept["cluster_params"]["weight_searched_with"] == 2
+        assert kept["cluster_params"]["labeled_weight"] == 1
+    # Item 1 is in item 0's corner: the partition already agrees with its label.
+    _annotate(client, admin_headers, corners_id, {"kind": "label", "items": [1], "label": "a"})
+    warm = run_to_end(client, admin_headers, corners_id, algorithm, n_init=3, warm_start=True)
+    assert warm["status"] == "succeeded", warm["error"]
+    body = result(client, admin_headers, warm["id"])
+    assert body["metrics"]["warm_start"] == {"from_run": first["id"], "continued": True}
+    assert len(body["cost_history"]) == body["cluster_params"]["n_iter"]  # no fresh start
+    assert _same_split(np.asarray(body["labels"]), np.asarray(kept["labels"]))
+    assert body["cluster_params"]["agreement"] == 1.0

@@ -191,6 +191,13 @@ def read_run_result(
     format: Annotated[
         Literal["json", "csv", "npy", "png"] | None, Query(include_in_schema=False)
     ] = None,
+    labels: Annotated[
+        bool,
+        Query(
+            description="false: leave `labels` out (null), for a client that reads them as "
+            "NPY (4 bytes an item instead of a JSON list); the workspace does on every re-run"
+        ),
+    ] = True,
 ) -> Response | RunResultRead:
     """Cluster labels (one per item, in row order) with metrics. The same labels as files:
     `runs-result-csv`, `runs-result-npy`, and for an image `runs-result-png`."""
@@ -202,12 +209,14 @@ def read_run_result(
         return read_run_labels_csv(run_id, session, access)
     run = access.require_run()
     result = runs.get_result(session=session, run=run)
-    labels = runs.result_labels(session=session, result=result)
+    listed = runs.result_labels(session=session, result=result).tolist() if labels else None
     return RunResultRead(
         run_id=run.id,
-        n_items=len(labels),
+        n_items=len(listed)
+        if listed is not None
+        else runs.result_size(session=session, result=result),
         n_clusters=int(result.metrics.get("n_clusters", 0)),
-        labels=labels.tolist(),
+        labels=listed,
         cluster_labels=result.metrics.get("cluster_labels", []),
         metrics=result.metrics,
         cluster_params=result.cluster_params,

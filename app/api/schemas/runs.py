@@ -60,7 +60,9 @@ class RunResultRead(BaseModel):
     run_id: int
     n_items: int
     n_clusters: int
-    labels: list[int]
+    labels: list[int] | None = Field(
+        description="Cluster of every item in row order; null when asked without (`labels=false`)"
+    )
     cluster_labels: list[str | None] = Field(
         description="Per cluster id, the label most of its labeled items (or scribbled pixels) "
         "carry, or null: reads a cluster mask as a label mask"

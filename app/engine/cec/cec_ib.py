@@ -26,15 +26,21 @@ from sklearn.utils import check_random_state
 
 from app.engine.cec.estimator import LABELED_INITS, Progress, _CECBase
 from app.engine.cec.labeled_weight_cv import choose_labeled_weight
+from app.engine.core.cec_fit import agreement_share
 from app.engine.core.cec_shell import check_cec_settings
 from app.engine.core.errstate import engine_errstate
-from app.engine.core.validation import check_int, check_partial_labels, check_real
+from app.engine.core.fresh_starts import FRESH_STARTS
+from app.engine.core.validation import check_choice, check_int, check_partial_labels, check_real
 
 AUTO = "auto"
 # The weight search fits at most this many items (a uniform sample of larger data): it compares
 # weights, and the live workspace re-runs CEC-IB after every act (10,000 points: act -> result
 # 1.0 s at weight 1, 1.9-3.6 s with the search on every item).
 CV_MAX_ITEMS = 2_000
+# In the expert's loop (a warm start with fresh_starts='if_worse') the weight chosen before is
+# kept while the labeled items have grown by less than this share since it was searched: a few
+# more labels rarely change it, and the search costs a third of a continued re-run at 100k.
+REUSE_GROWTH = 0.2
 
 
 class CECIB(_CECBase):
@@ -61,9 +67,17 @@ class CECIB(_CECBase):
     ``start_from``) as one more start under the usual rule (agreement with the labels, then
     the energy; exact ties keep it; ``fit_cec``). A re-run after a few more labels then
     moves the clusters less often. ``warm_started_`` says whether the kept fit continued.
+    ``fresh_starts``: with a warm start, draw the ``n_init`` fresh starts ``'always'`` (the
+    default), or ``'if_worse'``: only when the continued fit agrees with the labels less than
+    the fit it continues did (``agreement_``, or the share given to ``start_from``), the
+    expert's loop, where they cost most of a re-fit (``core/fresh_starts.py``).
+    In that loop ``'auto'`` also keeps the weight it chose while the labeled items grew by
+    less than ``REUSE_GROWTH`` since its search (``weight_searched_with_`` labeled items).
+    ``agreement_`` is the share of labeled items whose cluster's majority label is their own.
     """
 
     labels_: NDArray[np.int64]
+    agreement_: float | None  # None: continued from a fit whose agreement is unknown
     inits = LABELED_INITS
 
     def __init__(
@@ -81,6 +95,7 @@ class CECIB(_CECBase):
         progress: Progress | None = None,
         warm_start: bool = False,
         polish: bool | str = True,
+        fresh_starts: str = "always",
     ) -> None:
         self.n_clusters = n_clusters
         self.beta = beta
@@ -94,6 +109,7 @@ class CECIB(_CECBase):
         self.progress = progress
         self.polish = polish
         self.warm_start = warm_start
+        self.fresh_starts = fresh_starts
 
     @engine_errstate
     def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> CECIB:
@@ -105,32 +121,64 @@ class CECIB(_CECBase):
                 f"labeled_weight must be an integer >= 1 or 'auto', got {self.labeled_weight!r}"
             )
         weight = 1 if auto else check_int("labeled_weight", self.labeled_weight, 1)
+        fresh = check_choice("fresh_starts", self.fresh_starts, FRESH_STARTS)
         self.__dict__.pop("choice_", None)
         data = check_cec_settings(self, X).data  # X's errors first, as without a weight
         warm = self._previous_partition(data.shape[0])
+        enough = getattr(self, "agreement_", None) if fresh == "if_worse" else None
         self.warm_started_ = False
+        labels, n_categories = check_partial_labels(y, data.shape[0])
         if y is None:
             self.labeled_weight_ = weight
-            self._fit(data, y, beta=beta, warm=warm)
-            return self
-        labels, _ = check_partial_labels(y, data.shape[0])
-        if auto:
-            weight = self._cross_validated_weight(data, labels, beta)
-        self.labeled_weight_ = weight
-        self._fit_weighted(data, labels, weight, beta, warm)
+            self._fit(data, y, beta=beta, warm=warm, warm_enough=enough)
+        else:
+            searched = getattr(self, "weight_searched_with_", None)
+            n_labeled = int(np.count_nonzero(labels >= 0))
+            if (
+                auto
+                and warm is not None
+                and fresh == "if_worse"
+                and searched is not None
+                and (n_labeled <= searched * (1 + REUSE_GROWTH))
+            ):
+                weight = self.labeled_weight_  # kept from the fit this one continues
+            elif auto:
+                weight = self._cross_validated_weight(data, labels, beta)
+                self.weight_searched_with_ = n_labeled
+            self.labeled_weight_ = weight
+            self._fit_weighted(data, labels, weight, beta, warm, enough)
+        self.agreement_ = agreement_share(self.labels_, labels, self.n_clusters_, n_categories)
         return self
 
-    def start_from(self, labels: ArrayLike) -> CECIB:
+    def start_from(
+        self,
+        labels: ArrayLike,
+        agreement: float | None = None,
+        weight_search: tuple[int, int] | None = None,
+    ) -> CECIB:
         """Make the next ``fit`` continue this partition (one cluster id >= 0 per row of the
         next ``X``; only which rows share a cluster counts), as if this estimator had fitted it
         (``warm_start`` on): for a partition kept from an earlier fit, e.g. a stored run's
-        labels. A partition with more clusters than ``n_clusters`` is not continued."""
+        labels, and ``agreement`` that fit's ``agreement_`` (None: unknown, so ``fresh_starts=
+        'if_worse'`` draws them); ``weight_search``: that fit's (``labeled_weight_``,
+        ``weight_searched_with_``), for ``'auto'`` to keep while the labels barely grew. A
+        partition with more clusters than ``n_clusters`` is not continued."""
         partition = np.asarray(labels)
         if partition.ndim != 1 or not np.issubdtype(partition.dtype, np.integer):
             raise ValueError(f"labels must be one integer per row, got shape {partition.shape}")
         if partition.size and partition.min() < 0:
             raise ValueError("labels of a partition to continue must be >= 0")
+        if agreement is not None and not 0.0 <= agreement <= 1.0:
+            raise ValueError(f"agreement must be a share in [0, 1], got {agreement!r}")
         self.labels_ = np.unique(partition, return_inverse=True)[1].astype(np.int64)
+        self.agreement_ = agreement
+        if weight_search is None:
+            self.__dict__.pop("weight_searched_with_", None)
+        else:
+            self.labeled_weight_, self.weight_searched_with_ = (
+                check_int("labeled_weight", weight_search[0], 1),
+                check_int("weight_searched_with", weight_search[1], 0),
+            )
         self.warm_start = True
         return self
 
@@ -152,15 +200,21 @@ class CECIB(_CECBase):
         weight: int,
         beta: float,
         warm: NDArray[np.int64] | None = None,
+        warm_enough: float | None = None,
     ) -> None:
         if weight == 1:
-            self._fit(data, labels, beta=beta, depth=3, warm=warm)
+            self._fit(data, labels, beta=beta, depth=3, warm=warm, warm_enough=warm_enough)
             return
         n = data.shape[0]
         labeled = np.flatnonzero(labels >= 0)
         repeats = np.concatenate([np.arange(n), np.repeat(labeled, weight - 1)])
         repeated = None if warm is None else warm[repeats]
-        self._fit(data[repeats], labels[repeats], beta=beta, depth=3, warm=repeated)
+        # Every labeled item counts `weight` times, so the repeated labels' agreement share is
+        # the labels' own.
+        self._fit(
+            data[repeats], labels[repeats], beta=beta, depth=3, warm=repeated,
+            warm_enough=warm_enough,
+        )  # fmt: skip
         self.labels_ = self.labels_[:n]
 
     def _cross_validated_weight(

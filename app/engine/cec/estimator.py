@@ -59,9 +59,11 @@ class _CECBase(ClusterMixin, BaseEstimator):
         beta: float,
         depth: int = 2,
         warm: NDArray[np.int64] | None = None,
+        warm_enough: float | None = None,
     ) -> _CECBase:
         """The fit; ``depth``: calls between the user's ``fit`` and this one, plus one (so
-        warnings point at the user's line); ``warm``: a partition to continue (``fit_cec``)."""
+        warnings point at the user's line); ``warm``: a partition to continue and
+        ``warm_enough`` the label agreement that spares the fresh starts (``fit_cec``)."""
         settings = check_cec_settings(self, X)
         init = check_choice("init", self.init, self.inits)
         categories, n_categories = check_partial_labels(y, settings.data.shape[0])
@@ -81,6 +83,7 @@ class _CECBase(ClusterMixin, BaseEstimator):
             progress=self.progress,
             warm=warm,
             polish=check_polish(self.polish),
+            warm_enough=warm_enough,
         )
         store_gaussian_fit(self, result, max_iter=settings.max_iter, depth=depth)
         self.min_cluster_fraction_ = settings.min_cluster_fraction

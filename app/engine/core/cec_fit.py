@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.families import family_covariances, min_cluster_points
+from app.engine.core.fresh_starts import continued_is_enough
 from app.engine.core.hartigan import (
     dissolve_cluster,
     dissolve_invalid,
@@ -219,6 +220,17 @@ def _run(
     return run, stop
 
 
+def agreement_share(
+    assign: IntArray, categories: IntArray, n_clusters: int, n_categories: int
+) -> float:
+    """The share of labeled points whose cluster's most frequent category is their own (1
+    without labels): how well a partition agrees with the labels."""
+    labeled = int(np.count_nonzero(categories >= 0))
+    if labeled == 0:
+        return 1.0
+    return labeled_agreement(assign, categories, n_clusters, n_categories) / labeled
+
+
 def _result(run: _Run, family: int, cancelled: bool) -> CECResult:
     """Renumber the live clusters 0..k'-1 by first occurrence and extract the parameters."""
     _, first = np.unique(run.assign, return_index=True)
@@ -317,6 +329,7 @@ def fit_cec(
     warm: IntArray | None = None,
     local_trials: int | None = None,
     polish: bool | str = True,
+    warm_enough: float | None = None,
 ) -> CECResult:
     """Best of ``n_init`` Hartigan runs of CEC-IB (beta = 0 or no labels: plain CEC): the
     lowest energy (the paper's rule), except with ``init='labels'`` and one cluster per label
@@ -332,7 +345,8 @@ def fit_cec(
     first as one more start under the same rule (it wins exact ties). Often the labels added
     since do not move its optimum, and fresh starts then land in others of about the same
     energy, which redraws the clusters; continued, the fit stays (docs/cec-ib.md, "Warm
-    starts").
+    starts"). ``warm_enough``: when the continued start agrees with at least this share of the
+    labeled points (``agreement_share``), the fresh starts are not drawn (``fresh_starts.py``).
     """
     n, d = X.shape
     min_size = min_cluster_size(n, d, family, min_cluster_fraction)
@@ -440,5 +454,9 @@ def fit_cec(
             best = run
         if stop:
             break
+        if run is not None and run.warm:
+            share = agreement_share(run.assign, categories, n_clusters, n_categories)
+            if continued_is_enough(share, warm_enough):
+                break
     assert best is not None
     return _result(best, family, stop)

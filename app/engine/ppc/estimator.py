@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import DIAGONAL, FULL
+from app.engine.core.fresh_starts import FRESH_STARTS, continued_is_enough
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
@@ -35,7 +36,14 @@ from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 from app.engine.ppc.prior import PI_UPDATES
 from app.engine.ppc.relations import check_labels, check_relations
-from app.engine.ppc.select import AUTO_STARTS, COVARIANCES, agreement, candidates, family_of
+from app.engine.ppc.select import (
+    AUTO_STARTS,
+    COVARIANCES,
+    agreement,
+    agreement_share,
+    candidates,
+    family_of,
+)
 from app.engine.ppc.start import INITS, group_whitening, kmeans_start, random_start
 
 FloatArray = NDArray[np.float64]
@@ -141,13 +149,21 @@ class PPC(ClusterMixin, BaseEstimator):
         moves the mixture instead of redrawing it, yet leaves a local optimum the new relations
         contradict (docs/ppc.md, "Warm starts"). ``warm_started_`` says whether the kept fit
         continued the previous one.
+    fresh_starts : with a warm start, draw the fresh starts (and fit the other model under
+        ``auto``) ``'always'`` (default), or ``'if_worse'``: only when the continued fit's
+        mixture agrees with the relations and labels less than the fit it continues did
+        (``agreement_``, or the share given to ``start_from``): the expert's loop, where they
+        cost most of a re-fit (``core/fresh_starts.py``).
 
     Fitted attributes: ``labels_`` (joint labels that satisfy every hard relation and the
     labels; on mean-field and Gibbs components refined by ICM), ``resp_``
     (marginals P_p(z_i = k | X, Theta, W)), ``weights_``, ``means_``, ``covariances_``,
     ``lower_bound_`` (per-sample objective at the fitted parameters), ``lower_bound_history_``,
-    ``n_iter_``, ``converged_``, ``n_features_in_``, ``warm_started_``.
+    ``n_iter_``, ``converged_``, ``n_features_in_``, ``warm_started_``, ``agreement_`` (the
+    share of the relations and labels the fitted mixture's own labels respect; 1 without any).
     """
+
+    agreement_: float | None  # None: continued from a fit whose agreement is unknown
 
     def __init__(
         self,
@@ -175,6 +191,7 @@ class PPC(ClusterMixin, BaseEstimator):
         covariances_init: ArrayLike | None = None,
         unlabeled_weight: float = 1.0,
         warm_start: bool = False,
+        fresh_starts: str = "always",
     ) -> None:
         self.n_components = n_components
         self.covariance = covariance
@@ -199,6 +216,7 @@ class PPC(ClusterMixin, BaseEstimator):
         self.covariances_init = covariances_init
         self.unlabeled_weight = unlabeled_weight
         self.warm_start = warm_start
+        self.fresh_starts = fresh_starts
 
     def _options(self, graph: RelationGraph, covariance: str) -> Options:
         pi_update = check_choice("pi_update", self.pi_update, PI_UPDATES)
@@ -308,6 +326,10 @@ class PPC(ClusterMixin, BaseEstimator):
         opts = self._options(graph, models[0])
         check_feasible(graph, m)
         previous = self._previous_fit(data, m)
+        fresh = check_choice("fresh_starts", self.fresh_starts, FRESH_STARTS)
+        enough = getattr(self, "agreement_", None) if fresh == "if_worse" else None
+        if previous is not None and enough is not None and previous[0] in models:
+            models = (previous[0], *[name for name in models if name != previous[0]])
         rng = check_random_state(self.random_state)
         chosen: tuple[tuple[float, float], PPCResult, str, Options, bool] | None = None
         iterations = 0
@@ -319,7 +341,7 @@ class PPC(ClusterMixin, BaseEstimator):
         # the new relations contradict). Between models the rule is the usual one.
         judge = len(models) > 1 or previous is not None
         starts = max(n_init, AUTO_STARTS) if len(models) > 1 else n_init
-        cancelled = False
+        cancelled = enough_continued = False
         for name in models:
             opts = self._options(graph, name)
             continues = previous is not None and previous[0] == name
@@ -343,15 +365,22 @@ class PPC(ClusterMixin, BaseEstimator):
                 cancelled = result.cancelled
                 if cancelled:
                     break
+                if warm and continued_is_enough(agreement_share(score, relations, known), enough):
+                    enough_continued = True  # judged: a warm start is one
+                    break
             assert best is not None
             (score, _, bound), result, warm = best
             if chosen is None or (score, bound) > chosen[0]:
                 chosen = ((score, bound), result, name, opts, warm)
-            if cancelled:
+            if cancelled or enough_continued:
                 break
         assert chosen is not None
-        _, kept, self.covariance_, opts, self.warm_started_ = chosen
+        (score, _), kept, self.covariance_, opts, self.warm_started_ = chosen
         self._store(kept)
+        if not judge:
+            own = self._plain_proba(data, kept.params, opts.family).argmax(axis=1)
+            score = agreement(own, relations, known)
+        self.agreement_ = agreement_share(score, relations, known)
         if not kept.converged and not kept.cancelled:
             warn_fit(
                 self,
@@ -363,12 +392,18 @@ class PPC(ClusterMixin, BaseEstimator):
         return self
 
     def start_from(
-        self, weights: ArrayLike, means: ArrayLike, covariances: ArrayLike, covariance: str
+        self,
+        weights: ArrayLike,
+        means: ArrayLike,
+        covariances: ArrayLike,
+        covariance: str,
+        agreement: float | None = None,
     ) -> PPC:
         """Make the next ``fit`` continue this mixture, as if this estimator had fitted it
         (``warm_start`` on): for a mixture kept from an earlier fit, e.g. a stored run.
         ``covariance`` is the model it belongs to (``'full'``, ``'tied'``, ...); shapes are
-        GaussianMixture's for that model."""
+        GaussianMixture's for that model; ``agreement`` that fit's ``agreement_`` (None:
+        unknown, so ``fresh_starts='if_worse'`` draws them)."""
         name = check_choice("covariance", covariance, [c for c in COVARIANCES if c != "auto"])
         family = family_of(name)[0]
         w = np.asarray(weights, dtype=np.float64)
@@ -384,6 +419,9 @@ class PPC(ClusterMixin, BaseEstimator):
             raise ValueError(f"weights must be {m} positive numbers summing to 1")
         if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(cov))):
             raise ValueError("means and covariances must be finite")
+        if agreement is not None and not 0.0 <= agreement <= 1.0:
+            raise ValueError(f"agreement must be a share in [0, 1], got {agreement!r}")
+        self.agreement_ = agreement
         self.precisions_cholesky_ = precision_cholesky(cov, family)
         self.weights_, self.means_, self.covariances_, self.covariance_ = w, mu, cov, name
         self.n_features_in_ = d

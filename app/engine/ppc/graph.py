@@ -208,8 +208,28 @@ def _bfs_forest(
     ptr[roots.shape[0]] = p
 
 
+class ComponentNodes:
+    """The nodes of each connected component, sliced on demand from one sorted order (a
+    list of 100k one-node arrays cost more than the EM iterations after it)."""
+
+    def __init__(self, comp_of: IntArray, comp_size: IntArray) -> None:
+        self.order = np.argsort(comp_of, kind="stable")
+        self.bounds = np.concatenate([[0], np.cumsum(comp_size)]).astype(np.int64)
+        self.sizes = comp_size
+
+    def __getitem__(self, c: int) -> IntArray:
+        return self.order[self.bounds[c] : self.bounds[c + 1]]
+
+    def __len__(self) -> int:
+        return int(self.sizes.shape[0])
+
+    def first(self) -> IntArray:
+        """The first node of every component."""
+        return self.order[self.bounds[:-1]]
+
+
 def _exact_set(
-    nodes_of: list[IntArray],
+    nodes_of: ComponentNodes | list[IntArray],
     kinds: list[int],
     nbr: tuple[IntArray, IntArray, FloatArray, BoolArray],
     edges: tuple[IntArray, IntArray, FloatArray, BoolArray],
@@ -341,19 +361,19 @@ def build_graph(
     edge_comp = comp_of[eu]
     comp_edges = np.bincount(edge_comp, minlength=n_comp)
     comp_hard = np.bincount(edge_comp, weights=ehard, minlength=n_comp) > 0
-    node_order = np.argsort(comp_of, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(comp_size)])
-    nodes_of = [node_order[bounds[c] : bounds[c + 1]] for c in range(n_comp)]
-    log_bound = math.log(max_exact_states)
-    kinds = np.empty(n_comp, dtype=np.int64)
-    omega_kind = np.empty(n_comp, dtype=np.int64)
-    for c in range(n_comp):
-        t = int(comp_size[c])
-        tree = comp_edges[c] == t - 1
-        small = t * math.log(n_components) <= log_bound
-        omega_kind[c] = TREE if tree else (ENUM if small else MEAN_FIELD)
-        kinds[c] = _choose(t, bool(tree), small, bool(comp_hard[c]), e_step, n_components)
-    exact_ids = [c for c in range(n_comp) if kinds[c] in (TREE, ENUM)]
+    nodes_of = ComponentNodes(comp_of, comp_size)
+    # Per component, vectorised: most are single samples (100k items, a few labeled: 100k
+    # components), and a Python loop over them cost more than an EM iteration.
+    tree = comp_edges == comp_size - 1
+    small = comp_size * math.log(n_components) <= math.log(max_exact_states)
+    omega_kind = np.where(tree, TREE, np.where(small, ENUM, MEAN_FIELD)).astype(np.int64)
+    kinds = np.full(n_comp, SINGLE, dtype=np.int64)
+    for c in np.flatnonzero(comp_size > 1).tolist():
+        kinds[c] = _choose(
+            int(comp_size[c]), bool(tree[c]), bool(small[c]), bool(comp_hard[c]), e_step,
+            n_components,
+        )  # fmt: skip
+    exact_ids = np.flatnonzero((kinds == TREE) | (kinds == ENUM)).tolist()
     exact = _exact_set(
         nodes_of,
         [int(kinds[c]) for c in exact_ids],
@@ -416,7 +436,7 @@ def _choose(t: int, tree: bool, small: bool, hard: bool, e_step: str, m: int) ->
 
 
 def _omega_model(
-    nodes_of: list[IntArray],
+    nodes_of: ComponentNodes,
     omega_kind: IntArray,
     size: FloatArray,
     nbr: tuple[IntArray, IntArray, FloatArray, BoolArray],
@@ -430,13 +450,11 @@ def _omega_model(
     shapes: dict[tuple, int] = {}
     reps: list[int] = []
     counts: list[int] = []
-    exact = True
-    for c, nodes in enumerate(nodes_of):
-        if nodes.shape[0] == 1 and size[nodes[0]] == 1.0:
-            continue  # Omega = sum_k pi_k = 1
-        if omega_kind[c] == MEAN_FIELD:
-            exact = False
-            continue
+    # A single sample's Omega is sum_k pi_k = 1; a mean-field component's is not exact.
+    plain = (nodes_of.sizes == 1) & (size[nodes_of.first()] == 1.0)
+    exact = not bool(np.any(omega_kind[~plain] == MEAN_FIELD))
+    for c in np.flatnonzero(~plain & (omega_kind != MEAN_FIELD)).tolist():
+        nodes = nodes_of[c]
         local = {int(v): q for q, v in enumerate(nodes)}
         rows = edge_order[bounds[c] : bounds[c + 1]]
         key = (

@@ -63,3 +63,12 @@ def agreement(plain: IntArray, relations: Relations, known: IntArray) -> float:
     score += float(np.sum(strength[kept]))
     labeled = known >= 0
     return score + float(np.sum(plain[labeled] == known[labeled]))
+
+
+def agreement_share(score: float, relations: Relations, known: IntArray) -> float:
+    """An ``agreement`` score as a share of the most it can be (every relation and label
+    respected); 1 without relations or labels."""
+    strength = np.abs(relations.soft_J) / (1.0 + np.abs(relations.soft_J))
+    total = relations.link_i.shape[0] + relations.dnl_i.shape[0] + float(np.sum(strength))
+    total += float(np.count_nonzero(known >= 0))
+    return 1.0 if total == 0 else score / total

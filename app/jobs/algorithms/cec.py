@@ -89,10 +89,11 @@ class CECIBParams(CECParams):
     )
     warm_start: bool = Field(
         False,
-        description="Also start from the partition of the latest finished CEC-IB run on this "
-        "dataset, so a re-run after a few more labels keeps the clusters it need not change "
-        "instead of redrawing them; live re-runs do this. The fresh starts still compete under "
-        "the usual rule (agreement with the labels, then the lowest cost)",
+        description="Continue the partition of the latest finished CEC-IB run on this dataset, "
+        "so a re-run after a few more labels keeps the clusters it need not change instead of "
+        "redrawing them; live re-runs do this. Fresh starts are drawn only when the continued "
+        "fit agrees with the labels less than that run did, and then compete under the usual "
+        "rule (agreement with the labels, then the lowest cost)",
     )
 
 
@@ -182,9 +183,13 @@ def plan_cec_ib(
             beta=params.beta,
             labeled_weight="auto" if params.labeled_weight is None else params.labeled_weight,
             covariance=covariance,
+            fresh_starts="if_worse",  # only warm fits use it: the expert's loop
             **shared,
         )
-        return estimator if warm is None else estimator.start_from(warm)
+        if warm is None:
+            return estimator
+        assert previous is not None
+        return estimator.start_from(warm, previous.agreement, previous.weight_search)
 
     return cec_fit_plan(make, params, structure, {"y": info.labels})
 

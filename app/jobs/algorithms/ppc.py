@@ -59,7 +59,9 @@ class PPCParams(Params):
         description="Continue the mixture of the latest finished PPC run on this dataset (same "
         "number of components) instead of a fresh start, so a re-run after a few more "
         "annotations moves its clusters rather than redrawing them; live re-runs do this. A "
-        "fresh start still competes and is kept only if it agrees with more of the annotations",
+        "fresh start (and under covariance auto the other model) is drawn only when the "
+        "continued mixture agrees with the annotations less than that run's did, and is kept "
+        "only if it agrees with more of them",
     )
     continuity: float = Field(
         1.0,
@@ -114,7 +116,9 @@ def continue_mixture(estimator: PPC, previous: Previous, n_features: int) -> Non
     if means.shape != (estimator.n_components, n_features):
         return
     try:
-        estimator.start_from(kept["weights"], means, kept["covariances"], kept["covariance"])
+        estimator.start_from(
+            kept["weights"], means, kept["covariances"], kept["covariance"], previous.agreement
+        )
     except ValueError:
         return  # not a mixture PPC can start from (another model's parameters)
 
@@ -138,6 +142,7 @@ def plan_ppc(
         random_state=params.random_state,
         progress=progress,
         unlabeled_weight=1.0 if params.unlabeled_weight is None else params.unlabeled_weight,
+        fresh_starts="if_worse",  # only warm fits use it: the expert's loop
     )
     if params.warm_start and previous is not None:
         continue_mixture(estimator, previous, _x.shape[1])

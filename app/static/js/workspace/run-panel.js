@@ -250,7 +250,7 @@ export function createRunPanel({
   async function showRun(runId) {
     try {
       const [run, result, labels] = await Promise.all([
-        api(`/runs/${runId}`), api(`/runs/${runId}/result`), loadLabels(runId),
+        api(`/runs/${runId}`), api(`/runs/${runId}/result?labels=false`), loadLabels(runId),
       ]);
       $('#run-select').value = String(runId);
       await onResult({ run, result, labels });
