@@ -153,7 +153,9 @@ class PPC(ClusterMixin, BaseEstimator):
         ``auto``) ``'always'`` (default), or ``'if_worse'``: only when the continued fit's
         mixture agrees with the relations and labels less than the fit it continues did
         (``agreement_``, or the share given to ``start_from``): the expert's loop, where they
-        cost most of a re-fit (``core/fresh_starts.py``).
+        cost most of a re-fit (``core/fresh_starts.py``). Under ``auto`` the continued model
+        is then fitted first, so when the fresh starts are drawn they take the random draws
+        in another order than with ``'always'``.
 
     Fitted attributes: ``labels_`` (joint labels that satisfy every hard relation and the
     labels; on mean-field and Gibbs components refined by ICM), ``resp_``
