@@ -1,5 +1,6 @@
 """The scatterplot's canvas renderer (the CPU draws the points), which the workspace uses above
-250,000 points and where WebGL is missing. `?renderer=canvas` forces it on a small table, so
+250,000 points, where WebGL is missing, and above 20,000 where WebGL runs on the CPU (as in this
+headless Chromium). `?renderer=canvas` forces it on a small table, so
 every act can be checked exactly: the lasso against a point-in-polygon test of the points'
 screen positions, the pixels against the palette, pan and zoom against the mouse's travel."""
 
@@ -72,6 +73,25 @@ def inside_polygon(points: np.ndarray, polygon: np.ndarray) -> np.ndarray:
 
 def test_small_tables_keep_webgl(page: Page, grid_dataset: int) -> None:
     open_dataset_workspace(page, grid_dataset)
+    expect(page.get_by_test_id("plot")).to_have_attribute("data-renderer", "webgl")
+
+
+def test_software_webgl_hands_larger_plots_to_the_canvas(page: Page, live_server: str) -> None:
+    """This Chromium's WebGL is SwiftShader (software): from 20,000 points the page draws
+    with the canvas renderer, unless the address asks for WebGL."""
+    software = page.evaluate(
+        "() => { const gl = document.createElement('canvas').getContext('webgl');"
+        " const i = gl.getExtension('WEBGL_debug_renderer_info');"
+        " return gl.getParameter(i.UNMASKED_RENDERER_WEBGL); }"
+    )
+    assert "SwiftShader" in software
+    rows = np.random.default_rng(0).normal(size=(20_000, 2)).round(4)
+    dataset = upload_table(live_server, "software-webgl", rows.tolist())
+    open_dataset_workspace(page, dataset)
+    expect(page.get_by_test_id("plot")).to_have_attribute("data-renderer", "canvas")
+    expect(page.get_by_test_id("plot")).to_have_attribute("data-rendered", "20000")
+    page.goto(f"/datasets/{dataset}/workspace?renderer=webgl")
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
     expect(page.get_by_test_id("plot")).to_have_attribute("data-renderer", "webgl")
 
 

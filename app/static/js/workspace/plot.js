@@ -29,23 +29,40 @@ function extent(values) {
 // Above LARGE points the CPU draws the plot (raster-scatterplot.js): without a GPU a WebGL
 // frame of a million points takes over half a second and regl-scatterplot redraws on every
 // selection, while the CPU writes a million small squares in tens of milliseconds. Below it
-// WebGL draws antialiased, outlined points. `?renderer=canvas` or `?renderer=webgl` in the page's
-// address forces one (to compare them, or where WebGL is missing or broken); without WebGL the
-// canvas renderer is used at every size.
+// WebGL draws antialiased, outlined points, except where WebGL itself runs on the CPU
+// (SwiftShader, llvmpipe: virtual machines, remote desktops, headless browsers): there a frame
+// of 100,000 points took 0.3 s, and every act of the expert's loop redraws two or three times,
+// so above SOFTWARE_LARGE the canvas renderer draws. `?renderer=canvas` or `?renderer=webgl` in
+// the page's address forces one (to compare them, or where WebGL is missing or broken); without
+// WebGL the canvas renderer is used at every size.
 const LARGE = 250_000;
+const SOFTWARE_LARGE = 20_000;
 const FORCED = new URLSearchParams(window.location.search).get('renderer');
 
-function webglAvailable() {
+// 'none', 'software' or 'hardware', asked once.
+let webglKind;
+function webgl() {
+  if (webglKind !== undefined) return webglKind;
+  webglKind = 'none';
   try {
-    return Boolean(document.createElement('canvas').getContext('webgl'));
+    const gl = document.createElement('canvas').getContext('webgl');
+    if (gl) {
+      const info = gl.getExtension('WEBGL_debug_renderer_info');
+      const name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+      webglKind = /swiftshader|llvmpipe|softpipe|software/i.test(name) ? 'software' : 'hardware';
+      gl.getExtension('WEBGL_lose_context')?.loseContext(); // browsers cap live contexts
+    }
   } catch {
-    return false;
+    webglKind = 'none';
   }
+  return webglKind;
 }
 
 function rendererFor(n) {
   if (FORCED === 'canvas' || FORCED === 'webgl') return FORCED;
-  return n >= LARGE || !webglAvailable() ? 'canvas' : 'webgl';
+  const kind = webgl();
+  if (kind === 'none' || n >= LARGE) return 'canvas';
+  return kind === 'software' && n >= SOFTWARE_LARGE ? 'canvas' : 'webgl';
 }
 
 export class Plot {
