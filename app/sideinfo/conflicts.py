@@ -7,6 +7,11 @@ from numpy.typing import NDArray
 
 from app.sideinfo.model import ITEMS_PER_CONFLICT, AnnotationRecord, Conflict
 
+# A conflict inside a chunklet of thousands of must-links names a few of them (the message says
+# how many in all) and carries a bounded list of ids (the page lists them to undo or edit).
+ANNOTATIONS_NAMED = 10
+ANNOTATIONS_PER_CONFLICT = 100
+
 
 class MustLinkIndex:
     """Which hard must-link annotations built each chunklet."""
@@ -19,18 +24,32 @@ class MustLinkIndex:
         order = np.argsort(pair_chunks, kind="stable")
         self.sorted_chunks = pair_chunks[order]
         self.sorted_owners = owners[order] if len(owners) else np.empty(0, dtype=np.int64)
+        self._owners_of: dict[tuple[int, ...], list[int]] = {}
 
     @property
     def empty(self) -> bool:
         return self.sorted_chunks.size == 0
 
     def annotations_of(self, chunk_ids: NDArray[np.int64]) -> list[int]:
-        found: set[int] = set()
-        for chunk in np.unique(chunk_ids).tolist():
-            lo = np.searchsorted(self.sorted_chunks, chunk, side="left")
-            hi = np.searchsorted(self.sorted_chunks, chunk, side="right")
-            found.update(self.sorted_owners[lo:hi].tolist())
-        return sorted(found)
+        """The must-link annotations that built these chunklets, in id order. Remembered per
+        set of chunklets: many conflicts share one large chunklet (tens of thousands of links),
+        and collecting its annotations once per conflict made a report quadratic."""
+        key = tuple(np.unique(chunk_ids).tolist())
+        if key not in self._owners_of:
+            lo = np.searchsorted(self.sorted_chunks, key, side="left")
+            hi = np.searchsorted(self.sorted_chunks, key, side="right")
+            owners = [self.sorted_owners[a:b] for a, b in zip(lo, hi, strict=True)]
+            found = np.unique(np.concatenate(owners)) if owners else np.empty(0, np.int64)
+            self._owners_of[key] = found.tolist()
+        return self._owners_of[key]
+
+
+def named(ids: list[int]) -> str:
+    """Annotation ids for a message: all of a few, the first ANNOTATIONS_NAMED of many."""
+    if len(ids) <= ANNOTATIONS_NAMED:
+        return ", ".join(map(str, ids))
+    shown = ", ".join(map(str, ids[:ANNOTATIONS_NAMED]))
+    return f"{shown} and {len(ids) - ANNOTATIONS_NAMED} more"
 
 
 def must_link_inside_cannot_link(
@@ -71,9 +90,9 @@ def must_link_inside_cannot_link(
                 kind="must_link_in_cannot_link",
                 message=(
                     f"cannot-link annotation {record.id} separates items that must-link "
-                    f"annotation(s) {', '.join(map(str, causes))} join"
+                    f"annotation(s) {named(causes)} join"
                 ),
-                annotation_ids=[record.id, *causes],
+                annotation_ids=[record.id, *causes[:ANNOTATIONS_PER_CONFLICT]],
                 items=items[:ITEMS_PER_CONFLICT].tolist(),
             )
         )
@@ -107,10 +126,13 @@ def labels_joined_by_must_link(
             Conflict(
                 kind="labels_joined_by_must_link",
                 message=(
-                    f"must-link annotation(s) {', '.join(map(str, causes))} join items labeled "
+                    f"must-link annotation(s) {named(causes)} join items labeled "
                     + " and ".join(repr(n) for n in names)
                 ),
-                annotation_ids=[*causes, *label_sources],
+                annotation_ids=[
+                    *causes[:ANNOTATIONS_PER_CONFLICT],
+                    *label_sources[:ANNOTATIONS_PER_CONFLICT],
+                ],
                 items=group[:ITEMS_PER_CONFLICT].tolist(),
             )
         )
