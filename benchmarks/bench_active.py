@@ -87,14 +87,15 @@ class Continuing:
     """PPC re-runs that continue the previous fit (``warm_start``), as Live re-runs do in the
     workspace; a new instance per draw."""
 
-    def __init__(self) -> None:
+    def __init__(self, fresh_starts: str = "always") -> None:
         self.model: PPC | None = None
+        self.fresh_starts = fresh_starts  # 'if_worse': as the service's Live re-runs
 
     def __call__(
         self, X: NDArray[np.float64], k: int, links: Pairs, seed: int
     ) -> NDArray[np.int64]:
         if self.model is None:
-            self.model = PPC(k, random_state=seed, warm_start=True)
+            self.model = PPC(k, random_state=seed, warm_start=True, fresh_starts=self.fresh_starts)
         must, cannot = links
         pairs = np.concatenate([must.reshape(-1, 2), cannot.reshape(-1, 2)])
         weights = np.concatenate([np.full(len(must), np.inf), np.full(len(cannot), -np.inf)])
