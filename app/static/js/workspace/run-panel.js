@@ -205,8 +205,12 @@ export function createRunPanel({
   }
 
   // ---- live: re-run after each annotation -----------------------------------------------
-  const LIVE_DELAY_MS = 200; // a burst of acts (a few quick labels) starts one run
+  // The first act after a quiet spell runs at once; acts that follow it within LIVE_DELAY_MS
+  // (a burst of quick labels) wait until the burst ends and start one run, which cancels the
+  // one the burst's first act started.
+  const LIVE_DELAY_MS = 200;
   let liveTimer = null;
+  let lastAct = -Infinity;
 
   async function rerun() {
     const previous = state.activeRun;
@@ -222,8 +226,19 @@ export function createRunPanel({
   function annotationsChanged() {
     followAnnotations();
     if (!live || !canEdit || !$('#live').checked) return;
+    const now = performance.now();
+    const quiet = now - lastAct >= LIVE_DELAY_MS && liveTimer === null;
+    lastAct = now;
     clearTimeout(liveTimer);
-    liveTimer = setTimeout(() => rerun().catch(report), LIVE_DELAY_MS);
+    liveTimer = null;
+    if (quiet) {
+      rerun().catch(report);
+      return;
+    }
+    liveTimer = setTimeout(() => {
+      liveTimer = null;
+      rerun().catch(report);
+    }, LIVE_DELAY_MS);
   }
 
   async function loadRuns() {
