@@ -510,7 +510,7 @@ def test_ppc_auto_continuing_the_second_model_draws_the_fresh_starts_too() -> No
         model.fit(X, pairs=pairs, weights=weights)
         fits[fresh] = (model, list(calls))
     model, calls = fits["if_worse"]
-    always, always_calls = fits["always"]
+    always, _ = fits["always"]
     assert len(calls) > model.n_iter_  # the fresh starts were drawn
     assert adjusted_rand_score(model.labels_, always.labels_) == 1.0
     assert model.lower_bound_ == pytest.approx(always.lower_bound_, rel=1e-6)
