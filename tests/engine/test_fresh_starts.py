@@ -9,6 +9,7 @@ labeled items grew by at most ``REUSE_GROWTH``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,6 +30,25 @@ def _recorder() -> tuple[Calls, Callable[[int, float], None]]:
         calls.append((iteration, cost))
 
     return calls, progress
+
+
+def _unknown_reference_is_always(
+    refit: Callable[[str, float | None], tuple[Any, Calls]], score: str
+) -> tuple[Any, Any, Any]:
+    """``refit(fresh_starts, agreement)`` continued from a ``start_from`` without an agreement
+    draws the fresh starts exactly as ``'always'`` (same calls, labels and ``score``); with a
+    known one it runs the continued start alone. Returns the three fits (unknown, always,
+    known)."""
+    unknown, unknown_calls = refit("if_worse", None)
+    always, always_calls = refit("always", None)
+    assert len(unknown_calls) > unknown.n_iter_
+    assert unknown_calls == always_calls
+    np.testing.assert_array_equal(unknown.labels_, always.labels_)
+    assert getattr(unknown, score) == getattr(always, score)
+    known, known_calls = refit("if_worse", 0.0)
+    assert len(known_calls) == known.n_iter_
+    assert known.warm_started_ is True
+    return unknown, always, known
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -225,16 +245,8 @@ def test_cecib_start_from_without_agreement_draws_the_fresh_starts() -> None:
         assert model.agreement_ == agreement
         return model.fit(X, labels), calls
 
-    unknown, unknown_calls = refit("if_worse", None)
-    always, always_calls = refit("always", None)
-    assert len(unknown_calls) > unknown.n_iter_
-    assert unknown_calls == always_calls
-    np.testing.assert_array_equal(unknown.labels_, always.labels_)
-    assert unknown.energy_ == always.energy_
+    unknown, always, known = _unknown_reference_is_always(refit, "energy_")
     assert unknown.warm_started_ == always.warm_started_
-    known, known_calls = refit("if_worse", 0.0)
-    assert len(known_calls) == known.n_iter_
-    assert known.warm_started_ is True
     assert adjusted_rand_score(y, known.labels_) == 1.0
 
 
@@ -454,16 +466,8 @@ def test_ppc_start_from_without_agreement_draws_the_fresh_starts() -> None:
         assert model.agreement_ == agreement
         return model.fit(X, pairs=more, weights=more_weights), calls
 
-    unknown, unknown_calls = refit("if_worse", None)
-    always, always_calls = refit("always", None)
-    assert len(unknown_calls) > unknown.n_iter_
-    assert unknown_calls == always_calls
-    np.testing.assert_array_equal(unknown.labels_, always.labels_)
-    assert unknown.lower_bound_ == always.lower_bound_
+    unknown, always, known = _unknown_reference_is_always(refit, "lower_bound_")
     assert unknown.covariance_ == always.covariance_
-    known, known_calls = refit("if_worse", 0.0)
-    assert len(known_calls) == known.n_iter_
-    assert known.warm_started_ is True
     assert known.covariance_ == "full"
 
 
