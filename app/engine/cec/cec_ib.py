@@ -29,7 +29,7 @@ from app.engine.cec.labeled_weight_cv import choose_labeled_weight
 from app.engine.core.cec_fit import agreement_share
 from app.engine.core.cec_shell import check_cec_settings
 from app.engine.core.errstate import engine_errstate
-from app.engine.core.fresh_starts import FRESH_STARTS
+from app.engine.core.fresh_starts import FRESH_STARTS, check_agreement
 from app.engine.core.validation import check_choice, check_int, check_partial_labels, check_real
 
 AUTO = "auto"
@@ -168,8 +168,7 @@ class CECIB(_CECBase):
             raise ValueError(f"labels must be one integer per row, got shape {partition.shape}")
         if partition.size and partition.min() < 0:
             raise ValueError("labels of a partition to continue must be >= 0")
-        if agreement is not None and not 0.0 <= agreement <= 1.0:
-            raise ValueError(f"agreement must be a share in [0, 1], got {agreement!r}")
+        check_agreement(agreement)
         self.labels_ = np.unique(partition, return_inverse=True)[1].astype(np.int64)
         self.agreement_ = agreement
         if weight_search is None:

@@ -25,3 +25,10 @@ def continued_is_enough(agreement: float, reference: float | None) -> bool:
     well as the fit it continued (``reference``; None: that fit's agreement is unknown, so the
     fresh starts are drawn)."""
     return reference is not None and agreement >= reference - TIE
+
+
+def check_agreement(agreement: float | None) -> float | None:
+    """A stored agreement given to ``start_from``: None or a share in [0, 1], else ValueError."""
+    if agreement is not None and not 0.0 <= agreement <= 1.0:
+        raise ValueError(f"agreement must be a share in [0, 1], got {agreement!r}")
+    return agreement

@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import DIAGONAL, FULL
-from app.engine.core.fresh_starts import FRESH_STARTS, continued_is_enough
+from app.engine.core.fresh_starts import FRESH_STARTS, check_agreement, continued_is_enough
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
@@ -421,8 +421,7 @@ class PPC(ClusterMixin, BaseEstimator):
             raise ValueError(f"weights must be {m} positive numbers summing to 1")
         if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(cov))):
             raise ValueError("means and covariances must be finite")
-        if agreement is not None and not 0.0 <= agreement <= 1.0:
-            raise ValueError(f"agreement must be a share in [0, 1], got {agreement!r}")
+        check_agreement(agreement)
         self.agreement_ = agreement
         self.precisions_cholesky_ = precision_cholesky(cov, family)
         self.weights_, self.means_, self.covariances_, self.covariance_ = w, mu, cov, name
