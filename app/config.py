@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     warm_kernels_on_start: bool = True
     inline_workers: int = Field(default=2, ge=1, le=64)
     dask_scheduler: str = "tcp://127.0.0.1:8786"
+    # With JOBS_EXECUTOR=dask, CEC and CEC-IB runs on tables of at least this many items fit
+    # data-parallel over the store's chunks on all workers (app/engine/distributed); smaller
+    # ones fit in one task, which is faster where the data fits a worker (docs/distributed.md).
+    distributed_min_items: int = Field(default=2_000_000, ge=2)
     # How often the app tries an unreachable scheduler again (runs wait meanwhile).
     dask_retry_seconds: float = Field(default=5.0, gt=0)
 

@@ -51,6 +51,12 @@ class Places:
     database_url: str
     array_store: str
     array_store_options: str = "{}"  # JSON, so the dataclass stays hashable
+    # Tables of at least this many items fit data-parallel (app/jobs/data_parallel.py).
+    distributed_min_items: int | None = None
+
+    def without_limits(self) -> "Places":
+        """Only where things are: one session factory per database and store."""
+        return Places(self.database_url, self.array_store, self.array_store_options)
 
 
 @lru_cache(maxsize=4)
@@ -64,11 +70,14 @@ def run_on_dask_worker(places: Places, run_id: int, key: str) -> None:
     """The task a Dask worker runs: it reads chunks from the store and writes the result
     itself, so nothing large passes through the scheduler. `key` is the task's own key, the
     run's claim."""
-    execute_run(_worker_session_factory(places), run_id, key=key)
+    execute_run(
+        _worker_session_factory(places.without_limits()), run_id, key=key,
+        data_parallel_from=places.distributed_min_items,
+    )  # fmt: skip
 
 
 def featurize_on_dask_worker(places: Places, dataset_id: int, chunk_rows: int) -> None:
-    execute_featurization(_worker_session_factory(places), dataset_id, chunk_rows)
+    execute_featurization(_worker_session_factory(places.without_limits()), dataset_id, chunk_rows)
 
 
 def task_states(dask_scheduler: Any, keys: list[str]) -> dict[str, str]:

@@ -165,6 +165,7 @@ def make_executor(
                 settings.database_url,
                 settings.array_store,
                 json.dumps(settings.array_store_options, sort_keys=True),
+                settings.distributed_min_items,
             ),
             settings.chunk_rows,
             factory,

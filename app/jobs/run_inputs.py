@@ -15,6 +15,7 @@ from app.engine.image.featurize import FittedReduction, Recipe, apply_featurizat
 from app.jobs.algorithms import Algorithm, get_algorithm
 from app.jobs.algorithms.base import ItemStructure, Params
 from app.jobs.continuation import Previous, previous_fit
+from app.jobs.data_parallel import ROWS_PER_TASK, fits_data_parallel
 from app.jobs.featurizer import decode_image, item_ground_truth
 from app.jobs.image_runs import image_params, image_structure
 from app.sideinfo import SideInformation, compile_side_information
@@ -22,6 +23,7 @@ from app.store import chunks
 from app.store.dataset_arrays import (
     IMAGE,
     REDUCTION,
+    chunked_features,
     load_features,
     load_ground_truth,
     load_item_of_pixel,
@@ -43,7 +45,8 @@ class RunInputs:
     params: Params
     info: SideInformation
     truth: NDArray[np.int32] | None  # item-level ground truth
-    features: NDArray[np.floating] | None = None  # None until `featurize_target` (apply runs)
+    # None until `featurize_target` (apply runs); a dask array for a data-parallel fit
+    features: Any = None
     image: ImageLayout | None = None
     model: Any = None  # the fitted estimator an apply run predicts with
     target: tuple[bytes, Recipe, FittedReduction] | None = None  # an apply run's image to featurize
@@ -54,6 +57,7 @@ class RunInputs:
     source_cluster_order: NDArray[np.int64] | None = None
     # The mixture a warm start continues (jobs/continuation.py), when the params ask for one.
     previous: Previous | None = None
+    data_parallel: bool = False  # features are a dask array read chunk by chunk by Dask
 
     @property
     def warm_start(self) -> bool:
@@ -87,19 +91,29 @@ class RunInputs:
             )
 
 
-def load_inputs(session: Session, run: Run, dataset: Dataset) -> RunInputs:
+def load_inputs(
+    session: Session, run: Run, dataset: Dataset, data_parallel_from: int | None = None
+) -> RunInputs:
+    """``data_parallel_from``: tables of at least this many items fit data-parallel (the Dask
+    executor's setting; None for in-process runs)."""
     algorithm = get_algorithm(run.algorithm)
     assert algorithm is not None, f"unknown algorithm {run.algorithm!r}"
     params = algorithm.params_model.model_validate(run.params)
     if run.source_run_id is not None:
         return _apply_inputs(session, run, dataset, algorithm, params)
     assert run.side_information is not None
+    parallel = fits_data_parallel(run.algorithm, dataset, data_parallel_from)
     inputs = RunInputs(
         algorithm=algorithm,
         params=params,
         info=from_npz(run.side_information),
         truth=load_ground_truth(session=session, dataset=dataset),
-        features=load_features(session=session, dataset=dataset),
+        features=(
+            chunked_features(session=session, dataset=dataset, rows_per_task=ROWS_PER_TASK)
+            if parallel
+            else load_features(session=session, dataset=dataset)
+        ),
+        data_parallel=parallel,
     )
     if dataset.kind == "image":
         inputs.params = image_params(params)

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from app.engine.image.pooled_apply import for_another_image
 from app.jobs import engine_state
 from app.jobs.cluster_count import count_metrics, removal_warning
 from app.jobs.continuation import warm_start_metrics
+from app.jobs.data_parallel import cluster_client
 from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
 from app.jobs.numbering import latest_fitted_result, order_like, renumbered, renumbered_params
@@ -230,19 +232,22 @@ def execute_run(
     token: CancelToken | None = None,
     notify: Notify = _no_notify,
     key: str | None = None,
+    data_parallel_from: int | None = None,
 ) -> None:
-    """`key` marks this worker's claim (pass one to be able to call `fail_abandoned`)."""
+    """`key` marks this worker's claim (pass one to be able to call `fail_abandoned`);
+    `data_parallel_from`: on a Dask worker, tables of at least this many items fit
+    data-parallel on the whole cluster (app/jobs/data_parallel.py)."""
     claim = _claim(factory, run_id, key or new_worker_key(), notify)
     if claim is None:
         return  # cancelled while queued, deleted, or already taken
     try:
-        _fit_and_store(claim, token)
+        _fit_and_store(claim, token, data_parallel_from)
     except Exception as exc:  # every failure becomes a readable error on the run
         log.exception("run %s failed", run_id)
         claim.finish("failed", f"{type(exc).__name__}: {exc}")
 
 
-def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
+def _fit_and_store(claim: Claim, token: CancelToken | None, data_parallel_from: int | None) -> None:
     started = time.perf_counter()
     with session_scope(claim.factory) as session:
         run = session.get(Run, claim.run_id)
@@ -250,7 +255,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
             return  # deleted between the claim and here
         dataset = session.get(Dataset, run.dataset_id)
         assert dataset is not None
-        inputs = load_inputs(session, run, dataset)
+        inputs = load_inputs(session, run, dataset, data_parallel_from)
         reference = latest_fitted_result(session, run) if inputs.model is None else None
     load_seconds = time.perf_counter() - started
 
@@ -272,13 +277,13 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         plan = inputs.algorithm.plan(
             inputs.params, inputs.info, inputs.features, progress, **inputs.plan_kwargs()
         )
-        with engine_state.fitting(inputs.algorithm.id):
+        with engine_state.fitting(inputs.algorithm.id), _scheduler(inputs.data_parallel):
             plan.estimator.fit(inputs.features, **plan.fit_kwargs)
-        # A chooser among candidate fits (MostCoherentFit) is not the model: its pick is.
-        estimator = getattr(plan.estimator, "best_estimator_", plan.estimator)
+            # A chooser among candidate fits (MostCoherentFit) is not the model: its pick is.
+            estimator = getattr(plan.estimator, "best_estimator_", plan.estimator)
+            labels = np.asarray(_computed(estimator.labels_), dtype=np.int32)
         choice = getattr(plan.estimator, "choice_", None)
         notes = plan.notes
-        labels = np.asarray(estimator.labels_, dtype=np.int32)
         order = order_like(labels, reference)
     if order is not None:
         labels = renumbered(labels, order)
@@ -302,6 +307,8 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
         metrics["cluster_order"] = order.tolist()
         metrics["numbered_like_run"] = reference.run_id
     metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
+    if inputs.data_parallel:  # what ran where: chunks, passes (app/engine/distributed)
+        metrics["execution"] = getattr(estimator, "execution_", {})
     # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
     if inputs.model is None:
         metrics["cluster_count"] = count_metrics(inputs.params, inputs.info, estimator)
@@ -343,6 +350,16 @@ def _fit_and_store(claim: Claim, token: CancelToken | None) -> None:
             )
         )
     claim.notify(claim.run_id)
+
+
+def _scheduler(data_parallel: bool) -> AbstractContextManager[None]:
+    """The Dask cluster as the scheduler of a data-parallel fit; nothing otherwise."""
+    return cluster_client() if data_parallel else nullcontext()
+
+
+def _computed(labels: Any) -> Any:
+    """A data-parallel fit's labels are a lazy dask array: computed on the cluster."""
+    return labels.compute() if hasattr(labels, "dask") else labels
 
 
 def _pickled(estimator: Any) -> bytes:

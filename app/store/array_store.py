@@ -187,6 +187,18 @@ class ArrayStore:
         array = self._array(key)
         return np.asarray(array[start:stop])
 
+    def dask_array(self, key: str, rows_per_task: int) -> Any:
+        """The array as a lazy ``dask.array.Array`` whose tasks read their rows from the store
+        themselves (Dask workers that share the store's location), ``rows_per_task`` rows
+        (rounded to whole stored chunks) per task."""
+        import dask.array as da
+
+        array = self._array(key)
+        step = array.chunks[0]
+        rows = max(step, rows_per_task - rows_per_task % step)
+        chunks = (rows, *array.shape[1:])
+        return da.from_zarr(array, chunks=chunks)
+
     def iter_blocks(self, key: str, start: int = 0, stop: int | None = None) -> Iterator[NDArray]:
         """Rows [start, stop) one stored chunk at a time: memory of one chunk, not the array."""
         array = self._array(key)

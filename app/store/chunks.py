@@ -6,6 +6,7 @@ replaced it commits (`transactions.py`); a read takes only the chunks it needs."
 import secrets
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -202,6 +203,14 @@ def read_array(
         shape = (0, n_columns) if n_columns is not None else (0,)
         return np.empty(shape, dtype=np.dtype(dtype))
     return store_of(session).read(row.key, start, stop)
+
+
+def dask_array(*, session: Session, dataset_id: int, kind: str, rows_per_task: int) -> Any:
+    """A stored array as a lazy dask array read by the tasks themselves; None if absent."""
+    row = _row(session, dataset_id, kind)
+    if row is None:
+        return None
+    return store_of(session).dask_array(row.key, rows_per_task)
 
 
 def read_strings(

@@ -1,6 +1,7 @@
 """The arrays a dataset is stored as, by chunk kind, and whole-array reads of them."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,6 +40,14 @@ def load_features(*, session: Session, dataset: Dataset) -> NDArray:
         kind=FEATURES,
         dtype=dataset.dtype,
         n_columns=dataset.n_features,
+    )
+
+
+def chunked_features(*, session: Session, dataset: Dataset, rows_per_task: int) -> Any:
+    """The feature matrix as a lazy dask array whose tasks read the store's chunks (fits
+    past one machine, app/engine/distributed)."""
+    return chunks.dask_array(
+        session=session, dataset_id=dataset.id, kind=FEATURES, rows_per_task=rows_per_task
     )
 
 

@@ -87,10 +87,10 @@ def test_a_run_executing_on_dask_survives_an_app_restart(
     fitting = threading.Event()
     real_fit = runner._fit_and_store
 
-    def held_fit(claim: runner.Claim, token: runner.CancelToken | None) -> None:
+    def held_fit(claim: runner.Claim, token: runner.CancelToken | None, *rest: Any) -> None:
         fitting.set()
         assert gate.wait(600)
-        real_fit(claim, token)
+        real_fit(claim, token, *rest)
 
     monkeypatch.setattr(runner, "_fit_and_store", held_fit)
     try:

@@ -31,6 +31,8 @@ from app.engine.core.cec_shell import check_cec_settings
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.fresh_starts import FRESH_STARTS, check_agreement
 from app.engine.core.validation import check_choice, check_int, check_partial_labels, check_real
+from app.engine.distributed.chunked_cec import fit_chunked
+from app.engine.distributed.chunked_input import is_dask_array
 
 AUTO = "auto"
 # The weight search fits at most this many items (a uniform sample of larger data): it compares
@@ -113,7 +115,11 @@ class CECIB(_CECBase):
 
     @engine_errstate
     def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> CECIB:
-        """Cluster ``X`` using labels ``y`` (integers, -1 = unlabeled; None = all unlabeled)."""
+        """Cluster ``X`` using labels ``y`` (integers, -1 = unlabeled; None = all unlabeled).
+
+        On a ``dask.array.Array`` the fit runs data-parallel over its chunks on the current
+        Dask scheduler (``y`` chunked like X's rows; ``app/engine/distributed``), always from
+        fresh starts (``warm_start`` applies to in-memory fits)."""
         beta = check_real("beta", self.beta, 0.0)
         auto = isinstance(self.labeled_weight, str)
         if auto and self.labeled_weight != AUTO:
@@ -122,6 +128,9 @@ class CECIB(_CECBase):
             )
         weight = 1 if auto else check_int("labeled_weight", self.labeled_weight, 1)
         fresh = check_choice("fresh_starts", self.fresh_starts, FRESH_STARTS)
+        if is_dask_array(X):
+            fit_chunked(self, X, y, beta=beta)
+            return self
         self.__dict__.pop("choice_", None)
         data = check_cec_settings(self, X).data  # X's errors first, as without a weight
         warm = self._previous_partition(data.shape[0])

@@ -19,6 +19,8 @@ from app.engine.core.cec_shell import check_cec_settings, predict_components, st
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.projection import fit_space
 from app.engine.core.validation import check_choice, check_partial_labels
+from app.engine.distributed.chunked_cec import fit_chunked, predict_chunked
+from app.engine.distributed.chunked_input import is_dask_array
 
 FloatArray = NDArray[np.float64]
 Progress = Callable[[int, float], object]
@@ -93,7 +95,10 @@ class _CECBase(ClusterMixin, BaseEstimator):
 
     @engine_errstate
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
-        """Cluster of each row by the CEC rule argmax_i p_i N(x; m_i, S_i) (eq. 1)."""
+        """Cluster of each row by the CEC rule argmax_i p_i N(x; m_i, S_i) (eq. 1); on a
+        ``dask.array.Array`` a dask array, computed chunk by chunk."""
+        if is_dask_array(X):
+            return predict_chunked(self, X)
         return predict_components(self, X)[1]
 
 
@@ -155,7 +160,12 @@ class CEC(_CECBase):
 
     @engine_errstate
     def fit(self, X: ArrayLike, y: object = None) -> CEC:
-        """Cluster ``X``; ``y`` is ignored."""
+        """Cluster ``X``; ``y`` is ignored. On a ``dask.array.Array`` the fit runs
+        data-parallel over its chunks on the current Dask scheduler (``app/engine/distributed``;
+        ``labels_`` is then a dask array)."""
+        if is_dask_array(X):
+            fit_chunked(self, X, None, beta=0.0)
+            return self
         self._fit(X, None, beta=0.0)
         return self
 

@@ -1,0 +1,162 @@
+"""What one worker does to one chunk of rows in a data-parallel CEC / CEC-IB pass.
+
+A pass freezes every cluster's parameters (weight p_c, mean m_c, the family's covariance S_c
+and, with labels, the share q_c(z) of each category among its labeled members). Each item goes
+to the cluster of least cost
+
+    -ln p_c + (d/2) ln(2 pi) + (1/2) ln det S_c + (1/2) |P_c (x - m_c)|^2 + label_cost[c, z]
+
+(``P_c`` the family's lower-triangular precision factor: L^-1 for ``full``, diagonal for the
+others), the per-chunk statistics of that partition are summed, and the caller recomputes the
+parameters from their totals. Statistics are centred on the frozen means (``shift``) so the
+scatter of a far-away cluster keeps its digits when chunks are added.
+
+Chunk polishing (``polish_chunk``) runs Hartigan moves of the chunk's own items against the
+global statistics, as the sequential engine's sweep does against the whole data set.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from app.engine.core.cec_state import ClusterState
+from app.engine.core.hartigan import extract_point, insert_point, point_move_deltas
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@numba.njit(nogil=True, cache=True)
+def assign_chunk(
+    X: FloatArray,
+    categories: IntArray,
+    const: FloatArray,
+    means: FloatArray,
+    factor: FloatArray,
+    label_cost: FloatArray,
+    alive: BoolArray,
+    assign: IntArray,
+) -> None:
+    """``assign[i]``: the live cluster of least cost for row i (first on ties).
+
+    ``const[c]`` = -ln p_c + (d/2) ln 2 pi + (1/2) ln det S_c; ``factor`` the (k, d, d)
+    lower-triangular precision factors; ``label_cost`` (k, m) the cost of a labeled item of
+    each category (ignored for unlabeled rows, ``categories[i] < 0``).
+    """
+    n, d = X.shape
+    k = const.shape[0]
+    u = np.empty(d)
+    for i in range(n):
+        best = math.inf
+        best_c = -1
+        z = categories[i]
+        for c in range(k):
+            if not alive[c]:
+                continue
+            base = const[c]
+            if z >= 0:
+                base += label_cost[c, z]
+            if not base < best:
+                continue
+            for t in range(d):
+                u[t] = X[i, t] - means[c, t]
+            q = 0.0
+            for t in range(d):
+                acc = 0.0
+                for s in range(t + 1):
+                    acc += factor[c, t, s] * u[s]
+                q += acc * acc
+                if base + 0.5 * q >= best:  # partial sums only grow: this one cannot win
+                    break
+            cost = base + 0.5 * q
+            if cost < best:
+                best = cost
+                best_c = c
+        assign[i] = best_c
+
+
+@numba.njit(nogil=True, cache=True)
+def accumulate_chunk(
+    X: FloatArray,
+    categories: IntArray,
+    labeled_weight: float,
+    assign: IntArray,
+    shift: FloatArray,
+    count: FloatArray,
+    s1: FloatArray,
+    s2: FloatArray,
+    label_counts: FloatArray,
+) -> None:
+    """Add the chunk's weighted statistics per cluster: weight, sum of (x - shift_c) and the
+    lower triangle of the sum of (x - shift_c)(x - shift_c)^T; labeled rows weigh
+    ``labeled_weight`` and add to ``label_counts[c, z]``."""
+    n, d = X.shape
+    u = np.empty(d)
+    for i in range(n):
+        c = assign[i]
+        z = categories[i]
+        w = labeled_weight if z >= 0 else 1.0
+        count[c] += w
+        if z >= 0:
+            label_counts[c, z] += w
+        for t in range(d):
+            u[t] = X[i, t] - shift[c, t]
+            s1[c, t] += w * u[t]
+        for t in range(d):
+            wu = w * u[t]
+            for s in range(t + 1):
+                s2[c, t, s] += wu * u[s]
+
+
+@numba.njit(nogil=True, cache=True)
+def polish_chunk(
+    X: FloatArray,
+    categories: IntArray,
+    movable: BoolArray,
+    assign: IntArray,
+    state: ClusterState,
+    family: int,
+    n_total: float,
+    beta: float,
+    min_size: float,
+    tol: float,
+) -> int:
+    """One Hartigan sweep over the chunk's movable rows against the global ``state`` (sizes in
+    the whole data's units, ``n_total`` its weight); returns the moves made. A move that would
+    take its source cluster under ``min_size`` is not made: dissolving a cluster needs all its
+    items, which one chunk does not hold."""
+    n, d = X.shape
+    k = state.size.shape[0]
+    delta = np.empty(k)
+    u = np.empty(d)
+    work = np.empty(3 * d)
+    changed_at = np.zeros(k, dtype=np.int64)
+    moves = 0
+    for i in range(n):
+        if not movable[i]:
+            continue
+        a = assign[i]
+        if state.size[a] - 1.0 < min_size:
+            continue
+        z = categories[i]
+        point_move_deltas(X, i, z, a, state, family, n_total, beta, -tol, changed_at, -1, delta, u)
+        b = a
+        best = -tol
+        for j in range(k):
+            if delta[j] < best:
+                best = delta[j]
+                b = j
+        if b == a:
+            continue
+        extract_point(X[i], z, a, state, family, n_total, beta, work)
+        insert_point(X[i], z, b, state, family, n_total, beta, work)
+        assign[i] = b
+        moves += 1
+    return moves

@@ -1,0 +1,137 @@
+"""A Dask array of rows (and its partial labels) as the data-parallel fit reads it.
+
+One look at every chunk before any pass: the rows it holds, non-finite values (a clear error
+naming the chunk, raised before the first pass), the labels' values, and a random sample of
+rows for the start (all chunks contribute in proportion to their size; labeled rows are sampled
+apart as well, so a few labels among millions of rows still reach the start).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.engine.distributed.chunk_tasks import scan_chunk
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+# Rows the start is fitted on (at least SAMPLE_PER_CLUSTER per cluster), and labeled rows added.
+SAMPLE_ROWS = 50_000
+SAMPLE_PER_CLUSTER = 500
+SAMPLE_LABELED = 10_000
+
+
+def is_dask_array(X: object) -> bool:
+    """Whether X is a ``dask.array.Array`` (without importing Dask when it is not)."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+
+
+@dataclass
+class ChunkedInput:
+    blocks: list[Any]  # one Delayed per row chunk of X
+    y_blocks: list[Any]  # one Delayed per row chunk of y, or Nones
+    rows: list[int]
+    classes: IntArray  # label values present, sorted
+    n_labeled: int
+    sample: FloatArray
+    sample_y: IntArray | None  # None when the fit has no labels
+
+    @property
+    def n_rows(self) -> int:
+        return sum(self.rows)
+
+    def row_range(self, chunk: int) -> tuple[int, int]:
+        start = sum(self.rows[:chunk])
+        return start, start + self.rows[chunk]
+
+
+def _as_rows(X: Any) -> Any:
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D array of rows, got a dask array of shape {X.shape}")
+    if any(math.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    if X.shape[0] < 2:
+        raise ValueError(f"Found array with {X.shape[0]} sample(s); at least 2 are required")
+    if X.shape[1] < 1:
+        raise ValueError("Found array with 0 feature(s); at least 1 is required")
+    if X.dtype.kind not in "fiub":
+        raise ValueError(f"X must hold numbers, got dtype {X.dtype}")
+    return X.rechunk({1: -1}) if len(X.chunks[1]) > 1 else X
+
+
+def _label_blocks(y: Any, X: Any) -> list[Any]:
+    """y's row chunks, aligned with X's. In-memory labels go to a distributed cluster's
+    workers once (scattered), not inside every pass's task graph (20M labels are 80 MB)."""
+    rows = [int(r) for r in X.chunks[0]]
+    if y is None:
+        return [None] * len(rows)
+    if not is_dask_array(y):
+        y = np.asarray(y)
+    if is_dask_array(y) and any(math.isnan(c) for c in y.chunks[0]):
+        y = y.compute_chunk_sizes()
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got {y.shape}")
+    if is_dask_array(y):
+        aligned = y if y.chunks[0] == X.chunks[0] else y.rechunk((X.chunks[0],))
+        return list(aligned.to_delayed().ravel())
+    bounds = np.cumsum([0, *rows])
+    parts = [y[a:b] for a, b in itertools.pairwise(bounds)]
+    client = _current_client()
+    return parts if client is None else list(client.scatter(parts))
+
+
+def _current_client() -> Any:
+    """The Dask distributed client in use here, or None (the local schedulers)."""
+    try:
+        from distributed.client import _get_global_client
+    except ImportError:
+        return None
+    return _get_global_client()
+
+
+def scan(X: Any, y: Any, n_clusters: int, rng: np.random.RandomState) -> ChunkedInput:
+    """Check X (and y) chunk by chunk and draw the start's sample; ValueError naming the
+    first chunk with a non-finite value or a bad label."""
+    import dask
+
+    X = _as_rows(X)
+    rows = [int(r) for r in X.chunks[0]]
+    n = sum(rows)
+    blocks = list(X.to_delayed().ravel())
+    y_blocks = _label_blocks(y, X)
+    share = min(1.0, max(SAMPLE_ROWS, SAMPLE_PER_CLUSTER * n_clusters) / n)
+    seeds = rng.randint(np.iinfo(np.int32).max, size=len(blocks))
+    tasks = [
+        dask.delayed(scan_chunk)(
+            block, y_block, int(seed), math.ceil(share * r), math.ceil(SAMPLE_LABELED * r / n)
+        )
+        for block, y_block, seed, r in zip(blocks, y_blocks, seeds, rows, strict=True)
+    ]
+    scans = dask.compute(*tasks)
+    start = 0
+    for index, found in enumerate(scans):
+        where = f"chunk {index} (rows {start} to {start + found.rows - 1})"
+        if found.first_bad_row >= 0:
+            raise ValueError(
+                f"Input X contains NaN or infinity in {where}, first at row "
+                f"{start + found.first_bad_row}; no pass was run"
+            )
+        if found.bad_label:
+            raise ValueError(f"y: {found.bad_label}, in {where}")
+        start += found.rows
+    classes = np.unique(np.concatenate([s.classes for s in scans])).astype(np.int64)
+    return ChunkedInput(
+        blocks=blocks,
+        y_blocks=y_blocks,
+        rows=rows,
+        classes=classes,
+        n_labeled=sum(s.n_labeled for s in scans),
+        sample=np.concatenate([s.sample for s in scans]),
+        sample_y=None if y is None else np.concatenate([s.sample_y for s in scans]),
+    )

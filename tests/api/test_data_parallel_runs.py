@@ -1,0 +1,108 @@
+"""Runs on the Dask executor that fit data-parallel over the store's chunks (issue: fits past
+one machine): a table of at least DISTRIBUTED_MIN_ITEMS items is fitted by passes over its
+chunks on every worker, and the run's metrics say so; a smaller one fits in one task."""
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+from sqlalchemy import Engine
+
+from app.config import Settings
+from app.jobs import run_inputs
+from app.main import create_app
+from tests.api.test_runs import start, upload_csv, wait
+from tests.conftest import ADMIN_PASSWORD, token_headers
+
+ROWS = 6_000
+CENTRES = 4
+
+
+@pytest.fixture
+def dask_client(
+    db_engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TestClient]:
+    distributed = pytest.importorskip("distributed")
+    # Workers in this process (processes=False), so the test can make pass tasks small: 6
+    # tasks of 1,000 rows instead of one of 524,288.
+    monkeypatch.setattr(run_inputs, "ROWS_PER_TASK", 1_000)
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp",
+        dashboard_address=None,
+        host="127.0.0.1",
+    ) as cluster:
+        dask_settings = settings.model_copy(
+            update={
+                "jobs_executor": "dask",
+                "dask_scheduler": cluster.scheduler_address,
+                "distributed_min_items": 5_000,
+                "chunk_rows": 500,
+            }
+        )
+        with TestClient(create_app(dask_settings)) as test_client:
+            yield test_client
+
+
+def _blobs(rows: int) -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_blobs(rows, n_features=3, centers=CENTRES, cluster_std=0.6, random_state=3)
+    return X, y
+
+
+def _result(client: TestClient, headers: dict[str, str], run_id: int) -> dict:
+    run = wait(client, headers, run_id, timeout=240)
+    assert run["status"] == "succeeded", run["error"]
+    response = client.get(f"/api/v1/runs/{run_id}/result", headers=headers)
+    return response.json()
+
+
+def test_a_large_table_fits_data_parallel_and_a_small_one_in_one_task(
+    dask_client: TestClient,
+) -> None:
+    headers = token_headers(dask_client, "admin", ADMIN_PASSWORD)
+    project = dask_client.post("/api/v1/projects", json={"name": "P"}, headers=headers).json()
+    X, y = _blobs(ROWS)
+    large = upload_csv(dask_client, project["id"], headers, X, y, name="large")
+    small = upload_csv(dask_client, project["id"], headers, X[:1_000], y[:1_000], name="small")
+
+    run = start(dask_client, headers, large, "cec", n_clusters=CENTRES, n_init=2, random_state=0)
+    result = _result(dask_client, headers, run.json()["id"])
+    execution = result["metrics"]["execution"]
+    assert execution["execution"] == "data-parallel"
+    assert execution["chunks"] == ROWS // 1_000
+    assert execution["passes"] >= 1
+    assert len(result["labels"]) == ROWS
+    assert adjusted_rand_score(y, result["labels"]) > 0.99
+    assert result["metrics"]["ari"] > 0.99
+
+    run = start(dask_client, headers, small, "cec", n_clusters=CENTRES, n_init=2, random_state=0)
+    result = _result(dask_client, headers, run.json()["id"])
+    assert "execution" not in result["metrics"]
+    assert adjusted_rand_score(y[:1_000], result["labels"]) > 0.99
+
+
+def test_cec_ib_takes_the_expert_labels_into_a_data_parallel_fit(
+    dask_client: TestClient,
+) -> None:
+    headers = token_headers(dask_client, "admin", ADMIN_PASSWORD)
+    project = dask_client.post("/api/v1/projects", json={"name": "P"}, headers=headers).json()
+    X, y = _blobs(ROWS)
+    dataset = upload_csv(dask_client, project["id"], headers, X, y)
+    rng = np.random.RandomState(0)
+    for centre in range(CENTRES):
+        items = rng.choice(np.flatnonzero(y == centre), 30, replace=False)
+        body = {"kind": "label", "items": items.tolist(), "label": f"blob {centre}"}
+        response = dask_client.post(
+            f"/api/v1/datasets/{dataset}/annotations", json=body, headers=headers
+        )
+        assert response.status_code == 201, response.text
+    run = start(dask_client, headers, dataset, "cec-ib", n_clusters=CENTRES, random_state=0)
+    result = _result(dask_client, headers, run.json()["id"])
+    assert result["metrics"]["execution"]["execution"] == "data-parallel"
+    assert adjusted_rand_score(y, result["labels"]) > 0.99
+    assert result["cluster_params"]["agreement"] == 1.0
