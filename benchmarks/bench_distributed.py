@@ -1,0 +1,269 @@
+"""Fits past one machine (issue 39): data-parallel CEC and CEC-IB on a Dask ``LocalCluster``
+beside dask-ml's ``KMeans`` on the same dask array, same cluster, same run.
+
+The data: ``--rows`` x ``--features`` float32 Gaussian blobs (``--clusters`` of them, unit
+spread, centres uniform in [-10, 10]^d), generated chunk by chunk from a seed, so no process
+ever holds the whole array; every pass (and every dask-ml iteration) regenerates its chunks, the
+same cost for both. The workers' memory limit (``--worker-memory``) is below the dataset's size.
+
+Printed (not asserted), per method: the fit's wall time, passes (dask-ml: Lloyd iterations),
+time per pass (ours: between progress calls; dask-ml: a fit started from given centres with
+tol 0, divided by its iterations), the ARI against the true blobs on a 1M-row sample, beside
+the single-machine fit on that sample (quality target: >= 0.98x its ARI and >= dask-ml's), and
+the throughput on 2 workers over 1 worker (target >= 1.7x).
+
+    .venv/bin/python -m benchmarks.bench_distributed [--rows 20000000] [--features 10]
+        [--clusters 20] [--workers 2] [--worker-memory 512MiB] [--skip-peer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.metrics import adjusted_rand_score
+
+from app.engine.cec import CEC, CECIB
+
+SAMPLE_ROWS = 1_000_000
+LABELED_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class Blobs:
+    rows: int
+    features: int
+    clusters: int
+    chunk_rows: int
+    seed: int = 0
+
+    @property
+    def centres(self) -> NDArray[np.float64]:
+        rng = np.random.RandomState(self.seed)
+        return rng.uniform(-10, 10, size=(self.clusters, self.features))
+
+    def chunk_sizes(self) -> list[int]:
+        full, rest = divmod(self.rows, self.chunk_rows)
+        return [self.chunk_rows] * full + ([rest] if rest else [])
+
+    def _chunk(self, index: int, rows: int) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
+        rng = np.random.RandomState([self.seed, index])
+        truth = rng.randint(self.clusters, size=rows)
+        points = self.centres[truth] + rng.standard_normal((rows, self.features))
+        return points.astype(np.float32), truth
+
+    def points(self, index: int, rows: int) -> NDArray[np.float32]:
+        return self._chunk(index, rows)[0]
+
+    def truth(self, index: int, rows: int) -> NDArray[np.int64]:
+        return self._chunk(index, rows)[1]
+
+    def partial_labels(self, index: int, rows: int) -> NDArray[np.int64]:
+        truth = self.truth(index, rows)
+        hidden = np.random.RandomState([self.seed, index, 1]).rand(rows) >= LABELED_SHARE
+        return np.where(hidden, -1, truth)
+
+    def dask(self, what: str) -> Any:
+        import dask
+        import dask.array as da
+
+        make = {"points": self.points, "truth": self.truth, "labels": self.partial_labels}[what]
+        parts = []
+        for index, rows in enumerate(self.chunk_sizes()):
+            shape = (rows, self.features) if what == "points" else (rows,)
+            dtype = np.float32 if what == "points" else np.int64
+            parts.append(da.from_delayed(dask.delayed(make)(index, rows), shape, dtype=dtype))
+        return da.concatenate(parts)
+
+
+@dataclass
+class PassClock:
+    """The progress callback: when each pass ended."""
+
+    stamps: list[float] = field(default_factory=list)
+
+    def __call__(self, _iteration: int, _cost: float) -> bool:
+        self.stamps.append(time.perf_counter())
+        return True
+
+    def per_pass(self) -> float:
+        gaps = np.diff(self.stamps)
+        return float(np.median(gaps)) if gaps.size else float("nan")
+
+
+def sample_rows(blobs: Blobs, rows: int) -> NDArray[np.int64]:
+    return np.sort(np.random.RandomState(7).choice(blobs.rows, min(rows, blobs.rows), False))
+
+
+def _ari_on(truth: NDArray[np.int64], labels: Any, rows: NDArray[np.int64]) -> float:
+    return float(adjusted_rand_score(truth, np.asarray(labels[rows].compute())))
+
+
+def run_ours(
+    method: str, blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64], n_init: int
+) -> dict[str, Any]:
+    clock = PassClock()
+    X = blobs.dask("points")
+    started = time.perf_counter()
+    if method == "CEC":
+        model: Any = CEC(blobs.clusters, n_init=n_init, random_state=0, progress=clock).fit(X)
+    else:
+        y = blobs.dask("labels")
+        model = CECIB(
+            blobs.clusters, n_init=n_init, init="labels", random_state=0, progress=clock
+        ).fit(X, y)
+    seconds = time.perf_counter() - started
+    return {
+        "method": method,
+        "seconds": seconds,
+        "start_s": (clock.stamps[0] - started) if clock.stamps else float("nan"),
+        "passes": model.n_iter_,
+        "per_pass_s": clock.per_pass(),
+        "clusters": model.n_clusters_,
+        "ari": _ari_on(truth, model.labels_, rows),
+        "energy": model.energy_,
+    }
+
+
+def run_peer(blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64]) -> dict[str, Any]:
+    from dask_ml.cluster import KMeans
+
+    X = blobs.dask("points")
+    started = time.perf_counter()
+    model = KMeans(n_clusters=blobs.clusters, random_state=0).fit(X)
+    seconds = time.perf_counter() - started
+    # Time per Lloyd iteration alone: from given centres, no k-means|| start, tol 0.
+    centres = np.asarray(X[: blobs.clusters].compute(), dtype=np.float64)
+    timed = KMeans(n_clusters=blobs.clusters, init=centres, max_iter=3, tol=0.0, random_state=0)
+    lloyd_started = time.perf_counter()
+    timed.fit(X)
+    per_iteration = (time.perf_counter() - lloyd_started) / max(int(timed.n_iter_), 1)
+    return {
+        "method": "dask-ml KMeans",
+        "seconds": seconds,
+        "start_s": float("nan"),
+        "passes": int(model.n_iter_),
+        "per_pass_s": per_iteration,
+        "clusters": int(len(np.unique(np.asarray(model.labels_[rows].compute())))),
+        "ari": _ari_on(truth, model.labels_, rows),
+        "energy": float("nan"),
+    }
+
+
+def single_machine(
+    method: str, blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64], n_init: int
+) -> float:
+    """The same method in memory on the sample rows: the quality oracle."""
+    X = np.asarray(blobs.dask("points")[rows].compute(), dtype=np.float64)
+    if method == "CEC":
+        labels = CEC(blobs.clusters, n_init=n_init, random_state=0).fit(X).labels_
+    else:
+        y = np.asarray(blobs.dask("labels")[rows].compute())
+        model = CECIB(blobs.clusters, n_init=n_init, init="labels", random_state=0)
+        labels = model.fit(X, y).labels_
+    return float(adjusted_rand_score(truth, labels))
+
+
+def pass_time(blobs: Blobs, workers: int, memory: str) -> float:
+    """Median time per CEC pass on a cluster of ``workers`` 1-thread workers."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, memory_limit=memory, dashboard_address=None
+        ) as cluster,
+        Client(cluster),
+    ):
+        clock = PassClock()
+        CEC(blobs.clusters, n_init=1, random_state=0, max_iter=4, polish=False, progress=clock).fit(
+            blobs.dask("points")
+        )
+        return clock.per_pass()
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--features", type=int, default=10)
+    parser.add_argument("--clusters", type=int, default=20)
+    parser.add_argument("--chunk-rows", type=int, default=500_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-memory", default="512MiB")
+    parser.add_argument("--n-init", type=int, default=3)
+    parser.add_argument("--methods", nargs="*", default=["CEC", "CEC-IB"])
+    parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--skip-scaling", action="store_true")
+    args = parser.parse_args(argv)
+
+    from distributed import Client, LocalCluster
+
+    blobs = Blobs(args.rows, args.features, args.clusters, args.chunk_rows)
+    size_mb = args.rows * args.features * 4 / 2**20
+    print(
+        f"{args.rows:,} x {args.features} float32 blobs ({size_mb:,.0f} MiB), k = "
+        f"{args.clusters}, {len(blobs.chunk_sizes())} chunks; {args.workers} workers x 1 "
+        f"thread, memory limit {args.worker_memory} each"
+    )
+    rows = sample_rows(blobs, SAMPLE_ROWS)
+    results: list[dict[str, Any]] = []
+    with (
+        LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            memory_limit=args.worker_memory,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        truth = np.asarray(blobs.dask("truth")[rows].compute())
+        for method in args.methods:
+            found = run_ours(method, blobs, truth, rows, args.n_init)
+            found["single_machine_ari"] = single_machine(method, blobs, truth, rows, args.n_init)
+            results.append(found)
+        if not args.skip_peer:
+            results.append(run_peer(blobs, truth, rows))
+        lost = [w for w, info in client.scheduler_info()["workers"].items() if not info]
+        killed = len(cluster.workers) < args.workers or bool(lost)
+    print(f"\nworkers lost or restarted for memory: {'yes' if killed else 'none'}")
+    print(
+        "| method | fit s | start s | passes | s / pass | clusters | ARI (1M sample) "
+        "| single-machine ARI |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        single = r.get("single_machine_ari")
+        print(
+            f"| {r['method']} | {r['seconds']:.1f} | {r['start_s']:.1f} | {r['passes']} | "
+            f"{r['per_pass_s']:.2f} | {r['clusters']} | {r['ari']:.4f} | "
+            f"{'' if single is None else f'{single:.4f}'} |"
+        )
+    peer = next((r for r in results if r["method"].startswith("dask-ml")), None)
+    for r in results:
+        if r is peer:
+            continue
+        if peer is not None:
+            print(
+                f"{r['method']}: time per pass / dask-ml's per iteration = "
+                f"{r['per_pass_s'] / peer['per_pass_s']:.2f} (target <= 0.5); ARI "
+                f"{r['ari']:.4f} vs dask-ml {peer['ari']:.4f}"
+            )
+        print(
+            f"{r['method']}: ARI / single-machine ARI = "
+            f"{r['ari'] / r['single_machine_ari']:.4f} (target >= 0.98)"
+        )
+    if not args.skip_scaling:
+        one = pass_time(blobs, 1, args.worker_memory)
+        two = pass_time(blobs, 2, args.worker_memory)
+        print(
+            f"CEC time per pass: 1 worker {one:.2f} s, 2 workers {two:.2f} s; throughput "
+            f"2 / 1 = {one / two:.2f}x (target >= 1.7)"
+        )
+    return results
+
+
+if __name__ == "__main__":
+    main()
