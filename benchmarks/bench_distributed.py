@@ -148,7 +148,7 @@ def run_peer(blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64]) ->
         "start_s": float("nan"),
         "passes": int(model.n_iter_),
         "per_pass_s": per_iteration,
-        "clusters": int(len(np.unique(np.asarray(model.labels_[rows].compute())))),
+        "clusters": len(np.unique(np.asarray(model.labels_[rows].compute()))),
         "ari": _ari_on(truth, model.labels_, rows),
         "energy": float("nan"),
     }
