@@ -50,17 +50,19 @@ class Blobs:
         full, rest = divmod(self.rows, self.chunk_rows)
         return [self.chunk_rows] * full + ([rest] if rest else [])
 
-    def _chunk(self, index: int, rows: int) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
+    def _draws(self, index: int, rows: int) -> tuple[np.random.RandomState, NDArray[np.int64]]:
+        """A chunk's random stream after its blob ids (drawn first, so the ids alone cost no
+        points)."""
         rng = np.random.RandomState([self.seed, index])
-        truth = rng.randint(self.clusters, size=rows)
-        points = self.centres[truth] + rng.standard_normal((rows, self.features))
-        return points.astype(np.float32), truth
+        return rng, rng.randint(self.clusters, size=rows)
 
     def points(self, index: int, rows: int) -> NDArray[np.float32]:
-        return self._chunk(index, rows)[0]
+        rng, truth = self._draws(index, rows)
+        points = self.centres[truth] + rng.standard_normal((rows, self.features))
+        return points.astype(np.float32)
 
     def truth(self, index: int, rows: int) -> NDArray[np.int64]:
-        return self._chunk(index, rows)[1]
+        return self._draws(index, rows)[1]
 
     def partial_labels(self, index: int, rows: int) -> NDArray[np.int64]:
         truth = self.truth(index, rows)
