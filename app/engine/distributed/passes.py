@@ -97,12 +97,11 @@ def _next_frozen(
 ) -> tuple[Frozen, BoolArray]:
     """The parameters of the partition ``totals`` describes, without the clusters under the
     minimum (the largest one always stays)."""
-    _, cov = totals.moments()
+    means, cov = totals.moments()
     keep = alive & (totals.count >= settings.min_size)
     keep &= np.isfinite(family_entropies(settings.family, cov, keep))
     if not keep.any():
         keep[int(np.argmax(totals.count))] = True
-    means, cov = totals.moments()
     frozen = freeze(
         totals.count / settings.n_total,
         means,
