@@ -19,8 +19,10 @@ the throughput on 2 workers over 1 worker (target >= 1.7x).
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -69,10 +71,14 @@ class Blobs:
         hidden = np.random.RandomState([self.seed, index, 1]).rand(rows) >= LABELED_SHARE
         return np.where(hidden, -1, truth)
 
-    def dask(self, what: str) -> Any:
+    def dask(self, what: str, store: Path | None = None) -> Any:
+        """``points``, ``truth`` or ``labels`` as a dask array: read from the Zarr arrays
+        ``write`` left in ``store``, or generated chunk by chunk when there is none."""
         import dask
         import dask.array as da
 
+        if store is not None:
+            return da.from_zarr(str(store / what))
         make = {"points": self.points, "truth": self.truth, "labels": self.partial_labels}[what]
         parts = []
         for index, rows in enumerate(self.chunk_sizes()):
@@ -80,6 +86,30 @@ class Blobs:
             dtype = np.float32 if what == "points" else np.int64
             parts.append(da.from_delayed(dask.delayed(make)(index, rows), shape, dtype=dtype))
         return da.concatenate(parts)
+
+    def write(self, store: Path) -> None:
+        """The blobs as Zarr arrays on disk, one chunk at a time (as the workbench's array
+        store holds a table: workers read its chunks, nobody holds the whole)."""
+        import zarr
+
+        arrays = {
+            "points": zarr.create_array(
+                str(store / "points"), shape=(self.rows, self.features), dtype=np.float32,
+                chunks=(self.chunk_rows, self.features),
+            ),
+            "truth": zarr.create_array(
+                str(store / "truth"), shape=(self.rows,), dtype=np.int64, chunks=(self.chunk_rows,)
+            ),
+            "labels": zarr.create_array(
+                str(store / "labels"), shape=(self.rows,), dtype=np.int64, chunks=(self.chunk_rows,)
+            ),
+        }  # fmt: skip
+        start = 0
+        for index, rows in enumerate(self.chunk_sizes()):
+            arrays["points"][start : start + rows] = self.points(index, rows)
+            arrays["truth"][start : start + rows] = self.truth(index, rows)
+            arrays["labels"][start : start + rows] = self.partial_labels(index, rows)
+            start += rows
 
 
 @dataclass
@@ -106,15 +136,20 @@ def _ari_on(truth: NDArray[np.int64], labels: Any, rows: NDArray[np.int64]) -> f
 
 
 def run_ours(
-    method: str, blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64], n_init: int
+    method: str,
+    blobs: Blobs,
+    truth: NDArray[np.int64],
+    rows: NDArray[np.int64],
+    n_init: int,
+    store: Path | None = None,
 ) -> dict[str, Any]:
     clock = PassClock()
-    X = blobs.dask("points")
+    X = blobs.dask("points", store)
     started = time.perf_counter()
     if method == "CEC":
         model: Any = CEC(blobs.clusters, n_init=n_init, random_state=0, progress=clock).fit(X)
     else:
-        y = blobs.dask("labels")
+        y = blobs.dask("labels", store)
         model = CECIB(
             blobs.clusters, n_init=n_init, init="labels", random_state=0, progress=clock
         ).fit(X, y)
@@ -131,10 +166,12 @@ def run_ours(
     }
 
 
-def run_peer(blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64]) -> dict[str, Any]:
+def run_peer(
+    blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64], store: Path | None = None
+) -> dict[str, Any]:
     from dask_ml.cluster import KMeans
 
-    X = blobs.dask("points")
+    X = blobs.dask("points", store)
     started = time.perf_counter()
     model = KMeans(n_clusters=blobs.clusters, random_state=0).fit(X)
     seconds = time.perf_counter() - started
@@ -157,20 +194,25 @@ def run_peer(blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64]) ->
 
 
 def single_machine(
-    method: str, blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64], n_init: int
+    method: str,
+    blobs: Blobs,
+    truth: NDArray[np.int64],
+    rows: NDArray[np.int64],
+    n_init: int,
+    store: Path | None = None,
 ) -> float:
     """The same method in memory on the sample rows: the quality oracle."""
-    X = np.asarray(blobs.dask("points")[rows].compute(), dtype=np.float64)
+    X = np.asarray(blobs.dask("points", store)[rows].compute(), dtype=np.float64)
     if method == "CEC":
         labels = CEC(blobs.clusters, n_init=n_init, random_state=0).fit(X).labels_
     else:
-        y = np.asarray(blobs.dask("labels")[rows].compute())
+        y = np.asarray(blobs.dask("labels", store)[rows].compute())
         model = CECIB(blobs.clusters, n_init=n_init, init="labels", random_state=0)
         labels = model.fit(X, y).labels_
     return float(adjusted_rand_score(truth, labels))
 
 
-def pass_time(blobs: Blobs, workers: int, memory: str) -> float:
+def pass_time(blobs: Blobs, workers: int, memory: str, store: Path | None = None) -> float:
     """Median time per CEC pass on a cluster of ``workers`` 1-thread workers."""
     from distributed import Client, LocalCluster
 
@@ -182,7 +224,7 @@ def pass_time(blobs: Blobs, workers: int, memory: str) -> float:
     ):
         clock = PassClock()
         CEC(blobs.clusters, n_init=1, random_state=0, max_iter=4, polish=False, progress=clock).fit(
-            blobs.dask("points")
+            blobs.dask("points", store)
         )
         return clock.per_pass()
 
@@ -199,7 +241,17 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--methods", nargs="*", default=["CEC", "CEC-IB"])
     parser.add_argument("--skip-peer", action="store_true")
     parser.add_argument("--skip-scaling", action="store_true")
+    parser.add_argument(
+        "--generate",
+        action="store_true",
+        help="generate the chunks in every pass instead of reading them from a Zarr store",
+    )
     args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
+        return _measure(args, None if args.generate else Path(tmp))
+
+
+def _measure(args: argparse.Namespace, store: Path | None) -> list[dict[str, Any]]:
 
     from distributed import Client, LocalCluster
 
@@ -210,6 +262,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         f"{args.clusters}, {len(blobs.chunk_sizes())} chunks; {args.workers} workers x 1 "
         f"thread, memory limit {args.worker_memory} each"
     )
+    if store is not None:
+        started = time.perf_counter()
+        blobs.write(store)
+        print(f"written to a Zarr store on disk in {time.perf_counter() - started:.1f} s")
     rows = sample_rows(blobs, SAMPLE_ROWS)
     results: list[dict[str, Any]] = []
     with (
@@ -221,13 +277,15 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         ) as cluster,
         Client(cluster) as client,
     ):
-        truth = np.asarray(blobs.dask("truth")[rows].compute())
+        truth = np.asarray(blobs.dask("truth", store)[rows].compute())
         for method in args.methods:
-            found = run_ours(method, blobs, truth, rows, args.n_init)
-            found["single_machine_ari"] = single_machine(method, blobs, truth, rows, args.n_init)
+            found = run_ours(method, blobs, truth, rows, args.n_init, store)
+            found["single_machine_ari"] = single_machine(
+                method, blobs, truth, rows, args.n_init, store
+            )
             results.append(found)
         if not args.skip_peer:
-            results.append(run_peer(blobs, truth, rows))
+            results.append(run_peer(blobs, truth, rows, store))
         lost = [w for w, info in client.scheduler_info()["workers"].items() if not info]
         killed = len(cluster.workers) < args.workers or bool(lost)
     print(f"\nworkers lost or restarted for memory: {'yes' if killed else 'none'}")
@@ -258,8 +316,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"{r['ari'] / r['single_machine_ari']:.4f} (target >= 0.98)"
         )
     if not args.skip_scaling:
-        one = pass_time(blobs, 1, args.worker_memory)
-        two = pass_time(blobs, 2, args.worker_memory)
+        one = pass_time(blobs, 1, args.worker_memory, store)
+        two = pass_time(blobs, 2, args.worker_memory, store)
         print(
             f"CEC time per pass: 1 worker {one:.2f} s, 2 workers {two:.2f} s; throughput "
             f"2 / 1 = {one / two:.2f}x (target >= 1.7)"

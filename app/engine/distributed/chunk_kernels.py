@@ -43,28 +43,52 @@ def assign_chunk(
     label_cost: FloatArray,
     alive: BoolArray,
     assign: IntArray,
+    min_precision: FloatArray,
 ) -> None:
     """``assign[i]``: the live cluster of least cost for row i (first on ties).
 
     ``const[c]`` = -ln p_c + (d/2) ln 2 pi + (1/2) ln det S_c; ``factor`` the (k, d, d)
     lower-triangular precision factors; ``label_cost`` (k, m) the cost of a labeled item of
-    each category (ignored for unlabeled rows, ``categories[i] < 0``).
+    each category (ignored for unlabeled rows, ``categories[i] < 0``); ``min_precision[c]``
+    at most the smallest eigenvalue of S_c^-1.
+
+    Clusters are visited in order of a lower bound of their cost, ``base + |u|^2
+    min_precision / 2`` (O(d), against O(d^2) for the exact cost), until the next bound
+    cannot beat the best cost found: usually one or two exact costs per row, not k.
     """
     n, d = X.shape
     k = const.shape[0]
     u = np.empty(d)
+    lower = np.empty(k)
+    base = np.empty(k)
     for i in range(n):
-        best = math.inf
-        best_c = -1
         z = categories[i]
         for c in range(k):
             if not alive[c]:
+                lower[c] = math.inf
                 continue
-            base = const[c]
+            b = const[c]
             if z >= 0:
-                base += label_cost[c, z]
-            if not base < best:
-                continue
+                b += label_cost[c, z]
+            base[c] = b
+            norm2 = 0.0
+            for t in range(d):
+                diff = X[i, t] - means[c, t]
+                norm2 += diff * diff
+            lower[c] = b + 0.5 * norm2 * min_precision[c]
+        best = math.inf
+        best_c = -1
+        while True:
+            c = -1
+            smallest = math.inf
+            for j in range(k):
+                if lower[j] < smallest:
+                    smallest = lower[j]
+                    c = j
+            if c < 0 or smallest > best:
+                break
+            lower[c] = math.inf  # visited
+            b = base[c]
             for t in range(d):
                 u[t] = X[i, t] - means[c, t]
             q = 0.0
@@ -73,10 +97,10 @@ def assign_chunk(
                 for s in range(t + 1):
                     acc += factor[c, t, s] * u[s]
                 q += acc * acc
-                if base + 0.5 * q >= best:  # partial sums only grow: this one cannot win
+                if b + 0.5 * q > best:  # partial sums only grow: this one cannot win
                     break
-            cost = base + 0.5 * q
-            if cost < best:
+            cost = b + 0.5 * q
+            if cost < best or (cost == best and c < best_c):
                 best = cost
                 best_c = c
         assign[i] = best_c

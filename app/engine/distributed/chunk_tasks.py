@@ -127,6 +127,7 @@ def _place(data: FloatArray, categories: IntArray, rule: ChunkRule) -> IntArray:
         frozen.label_cost,
         frozen.alive,
         assign,
+        frozen.min_precision,
     )
     polish = rule.polish
     if polish is not None:

@@ -89,6 +89,7 @@ def _assign(X: np.ndarray, categories: np.ndarray, frozen: Frozen) -> np.ndarray
         frozen.label_cost,
         frozen.alive,
         out,
+        frozen.min_precision,
     )
     return out
 
@@ -123,10 +124,14 @@ def test_assign_chunk_full_matches_scipy_argmin() -> None:
     factor = np.stack([np.linalg.inv(np.linalg.cholesky(s)) for s in covs])
     out = np.full(n, -7, dtype=np.int64)
     alive = np.ones(k, dtype=np.bool_)
-    assign_chunk(X, categories, const, means, factor, label_cost, alive, out)
-
     cost = _brute_cost(X, categories, weights, means, covs, label_cost)
-    _check_argmin(out, cost)
+    # The Euclidean bound (1 / the largest eigenvalue) visits clusters nearest first; a zero
+    # bound visits all of them: both find the exact argmin.
+    tight = np.array([(1 - 1e-9) / np.linalg.eigvalsh(s)[-1] for s in covs])
+    for min_precision in (tight, np.zeros(k)):
+        out[:] = -7
+        assign_chunk(X, categories, const, means, factor, label_cost, alive, out, min_precision)
+        _check_argmin(out, cost)
     # The label cost matters here: without it some labeled rows go elsewhere.
     plain = _brute_cost(X, categories, weights, means, covs, np.zeros_like(label_cost))
     assert np.any(plain.argmin(axis=1) != cost.argmin(axis=1))
