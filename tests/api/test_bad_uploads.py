@@ -17,9 +17,9 @@ from tests.conftest import ADMIN_PASSWORD, row_counts, token_headers
 pytestmark = pytest.mark.db
 
 
-def _png() -> bytes:
+def _png(size: tuple[int, int] = (40, 30)) -> bytes:
     buffer = io.BytesIO()
-    Image.new("RGB", (40, 30), (0, 120, 200)).save(buffer, format="PNG")
+    Image.new("RGB", size, (0, 120, 200)).save(buffer, format="PNG")
     return buffer.getvalue()
 
 
@@ -75,6 +75,10 @@ BAD_UPLOADS = {
     "non-image sent as PNG": ("fake.png", b"a,b\n1,2\n", {}, 415, ["not a PNG or JPEG"]),
     "text sent as image/jpeg": ("photo", b"hello", {}, 415, ["not a PNG or JPEG"]),
     "truncated PNG": ("cut.png", _png()[:-40], {}, 422, ["truncated or corrupt"]),
+    # Featurization needs 2 x 2: such images were accepted, then failed in the background.
+    "one-row PNG": ("row.png", _png((5, 1)), {}, 422, ["5x1 pixels", "at least 2x2"]),
+    "one-column PNG": ("col.png", _png((1, 5)), {}, 422, ["1x5 pixels", "at least 2x2"]),
+    "one-pixel PNG": ("dot.png", _png((1, 1)), {}, 422, ["1x1 pixels", "at least 2x2"]),
 }
 
 

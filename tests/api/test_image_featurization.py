@@ -155,3 +155,16 @@ def test_the_published_recipe_is_the_engines() -> None:
 
     assert set(RecipeParams.model_fields) == {f.name for f in fields(Recipe)}
     assert RecipeParams().recipe() == Recipe()
+
+
+def test_the_smallest_image_upload_accepts_is_featurized(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    """2 x 2 pixels is the upload's lower limit (smaller gets 422, tests/api/test_bad_uploads.py)
+    because it is the smallest featurization takes: what is accepted must featurize."""
+    pixels = np.array([[[0, 0, 0], [255, 0, 0]], [[0, 255, 0], [0, 0, 255]]], dtype=np.uint8)
+    response = upload_image(client, project_id, admin_headers, pixels, name="tiny")
+    assert response.status_code == 201, response.text
+    dataset = wait_ready(client, admin_headers, response.json()["id"])
+    assert dataset["status"] == "ready", dataset
+    assert dataset["n_items"] >= 1

@@ -12,6 +12,8 @@ from app.services.ingest.parsed import ParsedImage
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 JPEG_MAGIC = b"\xff\xd8\xff"
 MAX_PIXELS = 50_000_000
+# Featurization compares every pixel with its neighbours on both axes (app/engine/image).
+MIN_SIDE = 2
 
 
 def image_format(head: bytes) -> str | None:
@@ -33,6 +35,11 @@ def parse_image(stream: BinaryIO, filename: str) -> ParsedImage:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data)) as image:
                 width, height, mode = image.width, image.height, image.mode
+                if width < MIN_SIDE or height < MIN_SIDE:
+                    raise InvalidInput(
+                        f"the image has {width}x{height} pixels; at least "
+                        f"{MIN_SIDE}x{MIN_SIDE} are needed to segment it"
+                    )
                 if width * height > MAX_PIXELS:
                     raise InvalidInput(
                         f"the image has {width}x{height} pixels; "
