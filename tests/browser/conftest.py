@@ -28,9 +28,15 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def live_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The live server's data directory: its database and, under arrays/, its array store."""
+    return tmp_path_factory.mktemp("live")
+
+
+@pytest.fixture(scope="session")
+def live_server(live_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
-    db = tmp_path_factory.mktemp("live") / "live.db"
+    db = live_dir / "live.db"
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{db}",

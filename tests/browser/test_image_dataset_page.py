@@ -2,6 +2,7 @@
 "Open workspace"; a failed featurization shows its reason."""
 
 import io
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -51,9 +52,30 @@ def test_progress_then_open_workspace_without_a_reload(page: Page, tmp_path: Pat
     expect(page.get_by_test_id("image-canvas")).to_have_attribute("data-strokes", "0")
 
 
-def test_a_failed_featurization_shows_its_reason(page: Page, tmp_path: Path) -> None:
-    upload(page, write_png(tmp_path / "dot.png", 1, 1), "one pixel")
+def test_an_image_too_small_to_segment_is_refused_with_its_reason(
+    page: Page, tmp_path: Path
+) -> None:
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    page.set_input_files("input[type=file]", str(write_png(tmp_path / "dot.png", 1, 1)))
+    page.fill("input[name=name]", "one pixel")
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_test_id("error")).to_contain_text("at least 2x2 are needed")
+    expect(page.get_by_role("link", name="one pixel")).to_have_count(0)  # no dataset made
+    expect(page.locator("input[name=name]")).to_have_value("one pixel")  # typed, kept
+
+
+def test_a_failed_featurization_shows_its_reason(
+    page: Page, tmp_path: Path, live_dir: Path
+) -> None:
+    """The store fails under a featurization (its dataset's directory replaced by a file, which
+    stops even root): the page shows the failure and its reason without a reload."""
+    upload(page, write_png(tmp_path / "big.png", 1024, 1024), "store fails")
+    dataset_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    (directory,) = (live_dir / "arrays" / "datasets").glob(f"{dataset_id}-*")
+    shutil.rmtree(directory)
+    directory.write_bytes(b"not a directory")
     box = page.get_by_test_id("featurization")
     expect(box).to_have_attribute("data-status", "failed", timeout=60_000)
-    expect(page.get_by_test_id("featurization-error")).to_contain_text("at least 2 x 2 pixels")
+    expect(page.get_by_test_id("featurization-error")).to_contain_text("array store")
     expect(page.get_by_role("link", name="Open workspace")).to_be_hidden()
