@@ -115,6 +115,9 @@ def main() -> None:
         port=args.port,
         # Open progress streams would otherwise hold a stopping server until their runs end.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 by default, so a local client could
+        # pick the address login throttling counts; the app trusts only TRUSTED_PROXIES.
+        proxy_headers=False,
     )
 
 

@@ -57,11 +57,11 @@ class Settings(BaseSettings):
     access_token_lifetime_minutes: int = Field(default=60 * 24, gt=0)
 
     # Hostile-input limits: runs one user may have queued or running at once, and login
-    # throttling (failures per username and per client address within a window, then an
-    # exponentially growing wait).
+    # throttling (failures per (username, client address) pair, and a separate, higher budget
+    # per client address, within a window, then an exponentially growing wait).
     max_active_runs_per_user: int = Field(default=20, ge=1)
     login_max_failures: int = Field(default=5, ge=1)
-    login_max_failures_per_address: int = Field(default=20, ge=1)
+    login_max_failures_per_address: int = Field(default=100, ge=1)
     login_failure_window_seconds: int = Field(default=15 * 60, gt=0)
     login_backoff_seconds: int = Field(default=30, gt=0)
     login_backoff_max_seconds: int = Field(default=60 * 60, gt=0)
@@ -69,6 +69,10 @@ class Settings(BaseSettings):
     # state-changing requests are accepted, comma-separated: e.g. the public https:// address
     # when a proxy in front rewrites the Host header.
     trusted_origins: str = ""
+    # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed, comma-separated addresses
+    # or networks (e.g. "172.18.0.0/16" for compose's network). Empty: none, so the client
+    # address (which login throttling counts) is the connecting peer and cannot be forged.
+    trusted_proxies: str = ""
 
     @field_validator("database_url")
     @classmethod
@@ -87,6 +91,10 @@ class Settings(BaseSettings):
         if not self.array_store:
             self.array_store = str(self.data_dir.resolve() / "arrays")
         return self
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        return [p.strip() for p in self.trusted_proxies.split(",") if p.strip()]
 
     @property
     def trusted_origin_list(self) -> list[str]:

@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app import __version__
 from app.api.openapi import install_openapi, operation_id
@@ -84,6 +85,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         trusted_origins=settings.trusted_origin_list,
     )
     app.add_middleware(SecurityHeadersMiddleware)
+    if settings.trusted_proxy_list:
+        # Outermost: the client address and scheme are the proxy's word before anything reads
+        # them. Only from the proxies named; uvicorn's own handling is off (app/__main__.py).
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_list)
     install_error_handlers(app)
     app.include_router(api_router)
     install_openapi(app)

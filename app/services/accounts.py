@@ -57,11 +57,12 @@ def sign_in(
     address: str | None,
     policy: ThrottlePolicy,
 ) -> User:
-    """`authenticate` behind the login throttle (per username and per client address).
+    """`authenticate` behind the login throttle (per (username, client address) pair, and per
+    address with a higher budget: app/services/login_throttle.py).
 
-    A locked username or address gets TooManyRequests before the password is checked. A failure
-    is counted and committed at once (the request itself fails); a success clears the
-    username's count.
+    A locked pair or address gets TooManyRequests before the password is checked. A failure
+    is counted and committed at once (the request itself fails); a success clears the pair's
+    count.
     """
     if "\x00" in username:  # no user has one, and databases refuse it in text
         raise InvalidInput("username must not contain NUL characters")
@@ -75,7 +76,7 @@ def sign_in(
         )
         session.commit()
         raise
-    login_throttle.clear_username(session=session, username=username)
+    login_throttle.clear_pair(session=session, username=username, address=address)
     return user
 
 

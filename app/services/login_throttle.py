@@ -1,12 +1,16 @@
-"""Login throttling, per username and per client address, kept in the database.
+"""Login throttling as OWASP's authentication guidance has it, kept in the database.
 
-After `max_failures` failed sign-ins for a username (or `max_failures_per_address` from one
-client address) the key is locked: attempts get 429 with Retry-After, without the password being
-checked, for `backoff` seconds, doubling with each further failure up to `max_backoff`. The count
-is forgotten after `window` seconds with no failure and no lock; a successful sign-in clears the
-username's count (not the address's, or one valid account would let its owner spray guesses at
+Two keys count each failed sign-in: the (username, client address) pair, locked after
+`max_failures`, and the client address, with its own, higher budget `max_failures_per_address`
+(password spraying across many accounts from one place). A locked key's attempts get 429 with
+Retry-After, without the password being checked, for `backoff` seconds, doubling with each
+further failure up to `max_backoff`. Nothing locks a username everywhere: then anyone who knows
+it could lock its owner (admin included) out, and keep them out with one request per lock
+period; the right password from an address that has not failed goes through. The count is
+forgotten after `window` seconds with no failure and no lock; a successful sign-in clears the
+pair's count (not the address's, or one valid account would let its owner spray guesses at
 others). Rows are locked while they are updated, so concurrent failures (threads, processes)
-all count.
+all count. Without a client address (none known) the username alone is the key.
 """
 
 import hashlib
@@ -57,14 +61,19 @@ def _key(kind: str, value: str) -> str:
     return f"{kind}:{hashlib.sha256(value.encode()).hexdigest()}"
 
 
+def _pair_key(username: str, address: str | None) -> str:
+    # NUL cannot occur in a username (sign-in refuses it), so the pair is unambiguous.
+    return _key("pair", f"{username}\x00{address}") if address else _key("user", username)
+
+
 def _keys(policy: ThrottlePolicy, username: str, address: str | None) -> Iterator[tuple[str, int]]:
-    yield _key("user", username), policy.max_failures
+    yield _pair_key(username, address), policy.max_failures
     if address:
         yield _key("addr", address), policy.max_failures_per_address
 
 
 def check(*, session: Session, policy: ThrottlePolicy, username: str, address: str | None) -> None:
-    """Refuse (429) while the username or the address is locked."""
+    """Refuse (429) while the (username, address) pair or the address is locked."""
     now = utcnow()
     keys = [key for key, _ in _keys(policy, username, address)]
     locks = [
@@ -79,8 +88,7 @@ def check(*, session: Session, policy: ThrottlePolicy, username: str, address: s
     if locks:
         wait = math.ceil((max(locks) - now).total_seconds())
         raise TooManyRequests(
-            f"too many failed sign-ins for this account or from this address; try again in "
-            f"{wait} s",
+            f"too many failed sign-ins for this account from this address; try again in {wait} s",
             retry_after=wait,
         )
 
@@ -132,6 +140,7 @@ def record_failure(
     session.flush()
 
 
-def clear_username(*, session: Session, username: str) -> None:
-    """A successful sign-in: the username's failures are forgiven."""
-    session.execute(delete(LoginThrottle).where(LoginThrottle.key == _key("user", username)))
+def clear_pair(*, session: Session, username: str, address: str | None) -> None:
+    """A successful sign-in: the pair's failures are forgiven (the address's are not)."""
+    key = _pair_key(username, address)
+    session.execute(delete(LoginThrottle).where(LoginThrottle.key == key))

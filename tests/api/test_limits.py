@@ -8,16 +8,24 @@ from datetime import timedelta
 import pytest
 from fastapi.testclient import TestClient
 from sklearn.datasets import load_iris, make_blobs
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db.models import LoginThrottle, Role
+from app.main import create_app
 from app.services import login_throttle
 from app.services.errors import TooManyRequests
 from app.services.login_throttle import ThrottlePolicy
 from tests.api.test_runs import LONG, start, upload_csv, wait
-from tests.conftest import ADMIN_PASSWORD, PASSWORD, row_counts, run_concurrently, token_headers
+from tests.conftest import (
+    ADMIN_PASSWORD,
+    PASSWORD,
+    _empty_tables,
+    row_counts,
+    run_concurrently,
+    token_headers,
+)
 
 pytestmark = pytest.mark.db
 
@@ -182,6 +190,109 @@ def test_one_address_spraying_usernames_is_throttled_others_are_not(
 
     elsewhere = TestClient(client.app, client=("10.1.2.3", 50000))
     assert token_attempt(elsewhere, "admin", ADMIN_PASSWORD).status_code == 200
+
+
+def test_nobody_can_lock_an_account_from_elsewhere(client: TestClient, make_user) -> None:
+    """The attack the per-username lock allowed: wrong passwords for a known account (admin
+    included) from one address. That address is throttled for that account; the owner, from an
+    address that has not failed, signs in; the attacker's other accounts are untouched."""
+    make_user("bob")
+    attacker = TestClient(client.app, client=("203.0.113.9", 40000))
+    owner = TestClient(client.app, client=("198.51.100.7", 40000))
+    for _ in range(3):
+        assert token_attempt(attacker, "admin", "guess").status_code == 401
+    assert token_attempt(attacker, "admin", ADMIN_PASSWORD).status_code == 429
+    assert token_attempt(owner, "admin", ADMIN_PASSWORD).status_code == 200
+    assert token_attempt(owner, "admin", "typo").status_code == 401  # counted, not locked
+    assert token_attempt(attacker, "bob", PASSWORD).status_code == 200
+
+    # Keeping the pair locked (one request per lock period) still locks nobody else out.
+    time.sleep(1.1)
+    assert token_attempt(attacker, "admin", "guess").status_code == 401
+    assert token_attempt(attacker, "admin", ADMIN_PASSWORD).status_code == 429
+    assert token_attempt(owner, "admin", ADMIN_PASSWORD).status_code == 200
+
+
+def test_the_address_budget_is_its_own(client: TestClient, make_user) -> None:
+    """Failures spread over accounts count against the address (5 here), below any pair's
+    limit (3): then every account from that address waits, and other addresses do not."""
+    make_user("bob")
+    sprayer = TestClient(client.app, client=("203.0.113.10", 40000))
+    for name in ("u1", "u2", "u3", "u4"):
+        assert token_attempt(sprayer, name, "guess").status_code == 401
+    assert token_attempt(sprayer, "bob", PASSWORD).status_code == 200  # 4 of 5: not yet
+    assert token_attempt(sprayer, "u5", "guess").status_code == 401
+    assert token_attempt(sprayer, "bob", PASSWORD).status_code == 429
+    other = TestClient(client.app, client=("203.0.113.11", 40000))
+    assert token_attempt(other, "bob", PASSWORD).status_code == 200
+
+
+def test_forwarded_addresses_are_ignored_unless_the_proxy_is_trusted(
+    client: TestClient,
+) -> None:
+    """A local client rotating X-Forwarded-For is one address (uvicorn would believe it from
+    127.0.0.1; the app is served with that off, and trusts TRUSTED_PROXIES only)."""
+    local = TestClient(client.app, client=("127.0.0.1", 40000))
+    for i in range(3):
+        response = local.post(
+            TOKEN_URL,
+            data={"username": "admin", "password": "guess"},
+            headers={"X-Forwarded-For": f"192.0.2.{i}"},
+        )
+        assert response.status_code == 401
+    forged = local.post(
+        TOKEN_URL,
+        data={"username": "admin", "password": ADMIN_PASSWORD},
+        headers={"X-Forwarded-For": "192.0.2.200"},
+    )
+    assert forged.status_code == 429, forged.text
+
+
+def test_a_trusted_proxy_names_the_client(settings: Settings, db_engine: Engine) -> None:
+    """With TRUSTED_PROXIES, the address is the proxy's X-Forwarded-For (its right-most entry
+    not itself a trusted proxy), and only from the proxies named."""
+    app = create_app(settings.model_copy(update={"trusted_proxies": "127.0.0.1, 10.0.0.0/8"}))
+    try:
+        with TestClient(app, client=("127.0.0.1", 40000)) as proxy:
+            for _ in range(3):
+                response = proxy.post(
+                    TOKEN_URL,
+                    data={"username": "admin", "password": "guess"},
+                    # The client could prepend anything; the proxy appends what it saw.
+                    headers={"X-Forwarded-For": "1.2.3.4, 192.0.2.50, 10.1.1.1"},
+                )
+                assert response.status_code == 401
+            blocked = proxy.post(
+                TOKEN_URL,
+                data={"username": "admin", "password": ADMIN_PASSWORD},
+                headers={"X-Forwarded-For": "192.0.2.50"},
+            )
+            assert blocked.status_code == 429  # 192.0.2.50's pair, whatever it prepended
+            other = proxy.post(
+                TOKEN_URL,
+                data={"username": "admin", "password": ADMIN_PASSWORD},
+                headers={"X-Forwarded-For": "192.0.2.51"},
+            )
+            assert other.status_code == 200, other.text
+            untrusted = TestClient(app, client=("203.0.113.5", 40000))
+            for _ in range(3):
+                response = untrusted.post(
+                    TOKEN_URL,
+                    data={"username": "admin", "password": "guess"},
+                    headers={"X-Forwarded-For": "192.0.2.60"},
+                )
+                assert response.status_code == 401
+            # Counted against 203.0.113.5 itself, not the address it claimed.
+            claimed = TestClient(app, client=("127.0.0.1", 40001))
+            response = claimed.post(
+                TOKEN_URL,
+                data={"username": "admin", "password": ADMIN_PASSWORD},
+                headers={"X-Forwarded-For": "192.0.2.60"},
+            )
+            assert response.status_code == 200, response.text
+            assert token_attempt(untrusted, "admin", ADMIN_PASSWORD).status_code == 429
+    finally:
+        _empty_tables(db_engine)
 
 
 def test_the_login_form_is_throttled_too(client: TestClient, session: Session) -> None:

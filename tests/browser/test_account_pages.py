@@ -1,6 +1,6 @@
 """Members and API tokens have pages, in a real browser: an owner adds, re-roles and removes a
 member (and is told why the last owner cannot leave); a user makes a token, sees its secret
-once, uses it, and revokes it."""
+once, uses it, and revokes it. The served app trusts no forwarded address by default."""
 
 import httpx
 import pytest
@@ -73,3 +73,19 @@ def test_a_user_makes_uses_and_revokes_a_token(page: Page, live_server: str) -> 
         page.get_by_role("button", name="revoke nightly import").click()
         expect(row).to_contain_text("revoked")
         assert api.get("/projects", headers=bearer).status_code == 401
+
+
+def test_the_served_app_ignores_forwarded_addresses(live_server: str) -> None:
+    """`app serve` runs uvicorn with its proxy headers off (it would believe X-Forwarded-For
+    from 127.0.0.1): a local client rotating the header is still one address to the login
+    throttle, so its sixth guess at one account is refused unchecked."""
+    with httpx.Client(base_url=f"{live_server}/api/v1", timeout=30) as api:
+        codes = [
+            api.post(
+                "/auth/token",
+                data={"username": "mallory", "password": "guess"},
+                headers={"X-Forwarded-For": f"192.0.2.{i}"},
+            ).status_code
+            for i in range(6)
+        ]
+    assert codes == [401] * 5 + [429]
