@@ -47,11 +47,23 @@ def request_secret(request: Request, bearer: str | None) -> str | None:
     return request.cookies.get(settings.session_cookie_name)
 
 
+def client_of(request: Request) -> accounts.Client:
+    """The request's client: the connecting peer's address (a trusted proxy's word for it when
+    TRUSTED_PROXIES names the peer, app/main.py) and its User-Agent."""
+    address = request.client.host if request.client else None
+    return accounts.Client(address, request.headers.get("user-agent"))
+
+
 def optional_user(
     request: Request, session: SessionDep, bearer: Annotated[str | None, Depends(oauth2_scheme)]
 ) -> User | None:
+    """The signed-in user, or None; `request.state.token_id` is the token the request came
+    with (None without one), so a page can tell the caller's own session apart."""
     secret = request_secret(request, bearer)
-    return accounts.user_for_token(session=session, secret=secret) if secret else None
+    address = client_of(request).address
+    token = accounts.live_token(session=session, secret=secret, address=address) if secret else None
+    request.state.token_id = None if token is None else token.id
+    return None if token is None else token.user
 
 
 def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:

@@ -26,6 +26,8 @@ OPERATION_IDS = {
     "create_access_token": "auth-token",
     "logout": "auth-logout",
     "read_me": "auth-me",
+    "read_sign_ins": "sessions-list",
+    "revoke_sign_in": "sessions-revoke",
     "create_user": "users-create",
     "create_api_token": "tokens-create",
     "read_api_tokens": "tokens-list",

@@ -1,8 +1,9 @@
 """Users, logins and tokens: the use cases behind sign-in, OAuth2 and named API tokens."""
 
+from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
@@ -12,6 +13,27 @@ from app.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFou
 from app.services.login_throttle import ThrottlePolicy
 
 TOKEN_KINDS = ("api", "access", "session")
+# Sign-ins: what a password is exchanged for (a browser session, an OAuth2 access token).
+SIGN_IN_KINDS = ("session", "access")
+_ADDRESS_CHARS = 64  # IPv6 with a zone fits; longer is not an address
+_USER_AGENT_CHARS = 200  # enough to recognise a browser
+
+
+@dataclass(frozen=True)
+class Client:
+    """Who is on the other end of a request: its address (the connecting peer, or what a
+    trusted proxy forwarded) and the User-Agent it sent, either unknown."""
+
+    address: str | None = None
+    user_agent: str | None = None
+
+    def trimmed(self) -> "Client":
+        return Client(
+            (self.address or "")[:_ADDRESS_CHARS] or None,
+            (self.user_agent or "")[:_USER_AGENT_CHARS] or None,
+        )
+
+
 # Touching last_used_at on every request would turn each read into a write; once a minute is enough.
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -81,9 +103,16 @@ def sign_in(
 
 
 def issue_token(
-    *, session: Session, user: User, kind: str, name: str, lifetime: timedelta | None
+    *,
+    session: Session,
+    user: User,
+    kind: str,
+    name: str,
+    lifetime: timedelta | None,
+    client: Client | None = None,
 ) -> tuple[ApiToken, str]:
-    """Create a token row and return it with the plain secret, which is never stored."""
+    """Create a token row and return it with the plain secret, which is never stored; it
+    remembers the client it was issued to."""
     if kind not in TOKEN_KINDS:
         raise ValueError(f"unknown token kind {kind!r}")
     name = name.strip()
@@ -98,13 +127,18 @@ def issue_token(
         prefix=secret[:12],
         expires_at=utcnow() + lifetime if lifetime else None,
     )
+    if client is not None:
+        client = client.trimmed()
+        token.created_from, token.user_agent = client.address, client.user_agent
+        token.last_used_from = client.address
     session.add(token)
     session.flush()
     return token, secret
 
 
-def user_for_token(*, session: Session, secret: str) -> User | None:
-    """The active user a live token belongs to, or None for an unknown/expired/revoked one."""
+def live_token(*, session: Session, secret: str, address: str | None = None) -> ApiToken | None:
+    """The live token behind a secret (its user active), or None for an unknown, expired or
+    revoked one. Its last use (time and address) is recorded."""
     token = session.scalar(
         select(ApiToken).where(ApiToken.token_hash == security.hash_token(secret))
     )
@@ -115,10 +149,13 @@ def user_for_token(*, session: Session, secret: str) -> User | None:
         return None
     if not token.user.is_active:
         return None
-    if token.last_used_at is None or now - token.last_used_at > _LAST_USED_RESOLUTION:
+    address = (address or "")[:_ADDRESS_CHARS] or None
+    stale = token.last_used_at is None or now - token.last_used_at > _LAST_USED_RESOLUTION
+    if stale or (address is not None and address != token.last_used_from):
         token.last_used_at = now
+        token.last_used_from = address or token.last_used_from
         session.commit()
-    return token.user
+    return token
 
 
 def list_api_tokens(*, session: Session, user: User) -> list[ApiToken]:
@@ -135,6 +172,36 @@ def revoke_token(*, session: Session, user: User, token_id: int) -> ApiToken:
     token = session.get(ApiToken, token_id)
     if token is None or token.user_id != user.id or token.kind != "api":
         raise NotFound(f"no API token with id {token_id}")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+    return token
+
+
+def list_sign_ins(*, session: Session, user: User) -> list[ApiToken]:
+    """The user's live sessions and access tokens, most recently used first."""
+    now = utcnow()
+    return list(
+        session.scalars(
+            select(ApiToken)
+            .where(
+                ApiToken.user_id == user.id,
+                ApiToken.kind.in_(SIGN_IN_KINDS),
+                ApiToken.revoked_at.is_(None),
+                or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now),
+            )
+            .order_by(
+                func.coalesce(ApiToken.last_used_at, ApiToken.created_at).desc(),
+                ApiToken.id.desc(),
+            )
+        )
+    )
+
+
+def revoke_sign_in(*, session: Session, user: User, token_id: int) -> ApiToken:
+    """Sign out one of the user's sessions or access tokens (already revoked: unchanged)."""
+    token = session.get(ApiToken, token_id)
+    if token is None or token.user_id != user.id or token.kind not in SIGN_IN_KINDS:
+        raise NotFound(f"no session or access token of yours with id {token_id}")
     if token.revoked_at is None:
         token.revoked_at = utcnow()
     return token

@@ -13,6 +13,7 @@ from app.api.deps import (
     SessionDep,
     SettingsDep,
     ViewerAccess,
+    client_of,
 )
 from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
 from app.api.uploads import UploadForm, import_uploaded_file
@@ -66,7 +67,7 @@ def login(
             session=session,
             username=username,
             password=password,
-            address=request.client.host if request.client else None,
+            address=client_of(request).address,
             policy=ThrottlePolicy.from_settings(settings),
         )
     except ServiceError as exc:
@@ -85,7 +86,12 @@ def login(
         return page
     lifetime = timedelta(hours=settings.session_lifetime_hours)
     _, secret = accounts.issue_token(
-        session=session, user=user, kind="session", name="browser session", lifetime=lifetime
+        session=session,
+        user=user,
+        kind="session",
+        name="browser session",
+        lifetime=lifetime,
+        client=client_of(request),
     )
     session.commit()
     response = RedirectResponse(_safe_next(next), status_code=303)

@@ -1,5 +1,7 @@
-"""The "API tokens" page: a user's named tokens for services, made, listed and revoked through
-the same services as /api/v1/tokens.
+"""The "Sessions and tokens" page: a user's live sign-ins (browser sessions, password-flow access
+tokens: issued when and to what, last used when and from where), each revocable, and their named
+tokens for services, made, listed and revoked; the same services as /api/v1/auth/sessions and
+/api/v1/tokens.
 
 A new secret is shown once. Making a token answers with a redirect (post/redirect/get), so
 reloading the page never makes a second token; the secret rides along in a cookie that only
@@ -10,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import CurrentUser, SessionDep
+from app.api.deps import CurrentUser, SessionDep, SettingsDep
 from app.services import accounts
 from app.services.errors import ServiceError
 from app.web.templating import templates
@@ -30,6 +32,8 @@ def _page(
 ) -> HTMLResponse:
     context = {
         "user": user,
+        "sign_ins": accounts.list_sign_ins(session=session, user=user),
+        "current_token_id": request.state.token_id,
         "tokens": accounts.list_api_tokens(session=session, user=user),
         "secret": secret,
         "error": error,
@@ -88,3 +92,21 @@ def revoke_token(
         return _page(request, session, user, error=exc.detail)
     session.commit()
     return RedirectResponse("/tokens", status_code=303)
+
+
+@router.post("/sessions/{token_id}/revoke", response_model=None)
+def revoke_sign_in(
+    token_id: int, request: Request, session: SessionDep, settings: SettingsDep, user: CurrentUser
+) -> Response:
+    """Sign out one session or access token; the page's own session signs this browser out."""
+    try:
+        token = accounts.revoke_sign_in(session=session, user=user, token_id=token_id)
+    except ServiceError as exc:
+        session.rollback()
+        return _page(request, session, user, error=exc.detail)
+    session.commit()
+    if token.id != request.state.token_id:
+        return RedirectResponse("/tokens", status_code=303)
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(settings.session_cookie_name, path="/")
+    return response

@@ -1,10 +1,13 @@
 """Members and API tokens have pages, in a real browser: an owner adds, re-roles and removes a
 member (and is told why the last owner cannot leave); a user makes a token, sees its secret
-once, uses it, and revokes it. The served app trusts no forwarded address by default."""
+once, uses it, and revokes it; a user signs out another browser, then their own. The served
+app trusts no forwarded address by default."""
+
+import re
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import ADMIN_PASSWORD, sign_in
 
@@ -53,7 +56,7 @@ def test_an_owner_manages_members(page: Page, live_server: str) -> None:
 
 def test_a_user_makes_uses_and_revokes_a_token(page: Page, live_server: str) -> None:
     sign_in(page)
-    page.get_by_role("link", name="API tokens").click()
+    page.get_by_role("link", name="Sessions and tokens").click()
     page.get_by_test_id("token-form").get_by_label("Name").fill("nightly import")
     page.get_by_role("button", name="Create token").click()
     secret = page.get_by_test_id("token-secret").inner_text()
@@ -89,3 +92,42 @@ def test_the_served_app_ignores_forwarded_addresses(live_server: str) -> None:
             for i in range(6)
         ]
     assert codes == [401] * 5 + [429]
+
+
+def test_a_user_signs_out_a_browser_left_signed_in_elsewhere(
+    page: Page, browser: Browser, live_server: str
+) -> None:
+    api, headers = _admin_api(live_server)
+    created = api.post(
+        "/users", json={"username": "roamer", "password": "roamer-pass"}, headers=headers
+    )
+    assert created.status_code == 201, created.text
+    elsewhere = browser.new_context(
+        base_url=live_server, user_agent="Mozilla/5.0 (Elsewhere) OtherBrowser/1.0"
+    )
+    try:
+        other = elsewhere.new_page()
+        sign_in(other, "roamer", "roamer-pass")
+        expect(other.get_by_role("link", name="Sessions and tokens")).to_be_visible()
+
+        sign_in(page, "roamer", "roamer-pass")
+        page.get_by_role("link", name="Sessions and tokens").click()
+        rows = page.get_by_test_id("sign-in")
+        expect(rows).to_have_count(2)
+        mine = page.locator("[data-testid=sign-in][data-current=true]")
+        expect(mine).to_contain_text("(this one)")
+        expect(mine).to_contain_text("127.0.0.1")
+        theirs = page.locator("[data-testid=sign-in]:not([data-current])")
+        expect(theirs).to_contain_text("OtherBrowser/1.0")
+        theirs.get_by_role("button").click()
+        expect(rows).to_have_count(1)
+
+        other.reload()  # the other browser is signed out
+        expect(other).to_have_url(re.compile(r"/login"))
+
+        page.get_by_role("button", name="sign out this session").click()
+        expect(page).to_have_url(re.compile(r"/login"))
+        page.goto("/tokens")
+        expect(page).to_have_url(re.compile(r"/login"))
+    finally:
+        elsewhere.close()

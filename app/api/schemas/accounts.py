@@ -1,4 +1,5 @@
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +47,31 @@ class ApiTokenCreated(ApiTokenRead):
 
 class ApiTokensPage(Page):
     items: list[ApiTokenRead]
+    total: int
+    limit: int
+    offset: int
+
+
+class SignInRead(BaseModel):
+    """A live sign-in of the caller's: a browser session or an OAuth2 access token."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    kind: Literal["session", "access"] = Field(
+        description="'session': a browser's login cookie; 'access': a password-flow token"
+    )
+    created_at: datetime
+    created_from: str | None = Field(description="The client address it was issued to")
+    user_agent: str | None = Field(description="The User-Agent it was issued to")
+    last_used_at: datetime | None
+    last_used_from: str | None = Field(description="The client address it was last used from")
+    expires_at: datetime | None
+    current: bool = Field(False, description="True for the sign-in this request was made with")
+
+
+class SignInsPage(Page):
+    items: list[SignInRead]
     total: int
     limit: int
     offset: int

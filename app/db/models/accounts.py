@@ -40,6 +40,11 @@ class ApiToken(AddressedById, Base):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Where it was issued to and last used from (client addresses, the browser's User-Agent),
+    # so its owner can tell sign-ins apart on the sessions page.
+    created_from: Mapped[str | None] = mapped_column(String(64))
+    user_agent: Mapped[str | None] = mapped_column(String(200))
+    last_used_from: Mapped[str | None] = mapped_column(String(64))
 
     user: Mapped[User] = relationship(back_populates="tokens")
 
