@@ -5,6 +5,7 @@ warm starts and numbering all read; deleting the dataset removes the runs' direc
 import csv
 import hashlib
 import io
+import time
 from pathlib import Path
 
 import numpy as np
@@ -129,12 +130,16 @@ def test_run_labels_are_stored_read_continued_and_deleted_with_the_dataset(
     assert {f"runs/{p.name}" for p in _directories(store_dir / "runs")} == run_prefixes
     assert len(_directories(store_dir / "datasets")) == 1
 
+    deleted_at = time.time()
     response = client.delete(f"/api/v1/datasets/{dataset_id}", headers=admin_headers)
     assert response.status_code == 204, response.text
     session.expire_all()
     assert session.scalars(select(StoredArray)).all() == []
-    assert _directories(store_dir / "runs") == []
-    assert _directories(store_dir / "datasets") == []
+    left = _directories(store_dir / "runs") + _directories(store_dir / "datasets")
+    # Failed once on PostgreSQL in CI (not reproduced since): say what was left, and when.
+    assert left == [], {
+        str(p): sorted((q.name, q.stat().st_mtime) for q in p.iterdir()) for p in left
+    }
 
 
 def test_deleting_the_project_removes_its_runs_directories(
