@@ -137,9 +137,10 @@ def test_run_labels_are_stored_read_continued_and_deleted_with_the_dataset(
     assert session.scalars(select(StoredArray)).all() == []
     left = _directories(store_dir / "runs") + _directories(store_dir / "datasets")
     # Failed once on PostgreSQL in CI (not reproduced since): say what was left, and when.
-    assert left == [], {
-        str(p): sorted((q.name, q.stat().st_mtime) for q in p.iterdir()) for p in left
-    }
+    assert left == [], (
+        deleted_at,
+        {str(p): sorted((q.name, q.stat().st_mtime) for q in p.iterdir()) for p in left},
+    )
 
 
 def test_deleting_the_project_removes_its_runs_directories(
