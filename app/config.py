@@ -4,7 +4,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SQLITE_FILE = "workbench.db"
@@ -42,7 +42,10 @@ class Settings(BaseSettings):
     # start-up, so the first run does not pay for loading (or, on a cold cache, compiling) the
     # numba kernels: 0.5 s of a first live re-run at 10k points, 24 s cold.
     warm_kernels_on_start: bool = True
-    inline_workers: int = Field(default=2, ge=1, le=64)
+    # Inline executor threads (runs and featurizations), and how many of them one user's jobs
+    # may hold at once (empty: all but one, so another user's job never waits behind a burst).
+    inline_workers: int = Field(default=3, ge=1, le=64)
+    inline_workers_per_user: int | None = Field(default=None, ge=1, le=64)
     dask_scheduler: str = "tcp://127.0.0.1:8786"
     # With JOBS_EXECUTOR=dask, CEC and CEC-IB runs on tables of at least this many items fit
     # data-parallel over the store's chunks on all workers (app/engine/distributed); smaller
@@ -56,10 +59,16 @@ class Settings(BaseSettings):
     session_lifetime_hours: int = Field(default=24 * 7, gt=0)
     access_token_lifetime_minutes: int = Field(default=60 * 24, gt=0)
 
-    # Hostile-input limits: runs one user may have queued or running at once, and login
+    # Hostile-input limits: background jobs (runs, image featurizations) one user may have
+    # queued or running at once (MAX_ACTIVE_RUNS_PER_USER, its former name, still read), and
+    # how many inline workers one user's jobs may hold while another user's wait; and login
     # throttling (failures per (username, client address) pair, and a separate, higher budget
     # per client address, within a window, then an exponentially growing wait).
-    max_active_runs_per_user: int = Field(default=20, ge=1)
+    max_active_jobs_per_user: int = Field(
+        default=20,
+        ge=1,
+        validation_alias=AliasChoices("max_active_jobs_per_user", "max_active_runs_per_user"),
+    )
     login_max_failures: int = Field(default=5, ge=1)
     login_max_failures_per_address: int = Field(default=100, ge=1)
     login_failure_window_seconds: int = Field(default=15 * 60, gt=0)

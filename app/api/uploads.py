@@ -54,4 +54,5 @@ def import_uploaded_file(
         id_column=id_column or None,
         ground_truth_column=ground_truth_column or None,
         ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
+        max_active_jobs=settings.max_active_jobs_per_user,
     )

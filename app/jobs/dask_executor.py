@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.models import Run
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.jobs.featurizer import execute_featurization, pending_featurizations
+from app.jobs.job_owners import active_jobs, featurization_owner, run_owner
 from app.jobs.runner import execute_run, fail_abandoned, recover_interrupted_runs
 from app.store.array_store import ArrayStore
 from app.store.transactions import bind_store
@@ -251,9 +252,22 @@ class DaskExecutor:
             if not named.rowcount:  # type: ignore[attr-defined]
                 return  # cancelled or deleted meanwhile
         future = self.client.submit(
-            run_on_dask_worker, self.places, run_id, key, key=key, pure=False
+            run_on_dask_worker,
+            self.places,
+            run_id,
+            key,
+            key=key,
+            pure=False,
+            priority=self._turn(run_owner(self.factory, run_id)),
         )
         fire_and_forget(future)
+
+    def _turn(self, owner: int | None) -> int:
+        """The Dask priority of an owner's next job: lower the more they already have queued
+        or running, so with the workers busy another user's first job goes before one user's
+        burst (the scheduler starts higher priorities first)."""
+        with session_scope(self.factory) as session:
+            return -active_jobs(session, owner)
 
     def _submit_featurizations(self) -> None:
         from distributed import fire_and_forget
@@ -267,6 +281,7 @@ class DaskExecutor:
                 self.chunk_rows,
                 pure=False,
                 key=f"featurize-{dataset_id}-{uuid.uuid4().hex[:8]}",
+                priority=self._turn(featurization_owner(self.factory, dataset_id)),
             )
             fire_and_forget(future)
             self.featurizations.pop(0)

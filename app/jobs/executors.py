@@ -4,7 +4,6 @@ runs to a Dask distributed cluster whose workers read and write the database the
 
 import json
 import logging
-import queue
 import threading
 import time
 from typing import Any, Protocol
@@ -13,7 +12,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.jobs.dask_executor import DaskExecutor, Places
+from app.jobs.fair_queue import FairQueue
 from app.jobs.featurizer import execute_featurization, pending_featurizations
+from app.jobs.job_owners import featurization_owner, run_owner
 from app.jobs.runner import (
     CancelToken,
     Notify,
@@ -48,7 +49,8 @@ FEATURIZE = "featurize"  # queue entries are run ids, or (FEATURIZE, dataset id)
 
 
 class InlineExecutor:
-    """Runs on daemon threads in the server process.
+    """Runs and featurizations on daemon threads in the server process, users taking turns:
+    one user's jobs hold at most `per_user` of the `workers` threads (fair_queue.py).
 
     Daemon threads, not a ThreadPoolExecutor: the interpreter joins a pool's threads at exit,
     so one long kernel sweep would hold a stopping server hostage. Here shutdown asks every run
@@ -61,13 +63,16 @@ class InlineExecutor:
         notify: Notify | None = None,
         grace_s: float = 10.0,
         chunk_rows: int = 65_536,
+        per_user: int | None = None,
     ) -> None:
         self.notifies = notify is not None
         self.chunk_rows = chunk_rows
         self.factory = factory
         self.notify: Notify = notify or (lambda _run_id: None)
         self.grace_s = grace_s
-        self.queue: queue.Queue[int | tuple[str, int] | None] = queue.Queue()
+        # Default: every worker but one, so another user's job never waits behind a burst.
+        self.per_user = per_user or max(workers - 1, 1)
+        self.queue: FairQueue[int | tuple[str, int]] = FairQueue(self.per_user)
         self.tokens: dict[int, CancelToken] = {}
         self.active: dict[int, str] = {}  # run id -> the worker key of its claim
         self.lock = threading.Lock()
@@ -86,22 +91,31 @@ class InlineExecutor:
             self.submit_featurization(dataset_id)
 
     def status(self) -> dict[str, Any]:
-        return {"executor": "inline", "workers": len(self.threads)}
+        return {
+            "executor": "inline",
+            "workers": len(self.threads),
+            "workers_per_user": self.per_user,
+            "waiting": self.queue.waiting(),
+        }
 
     def submit(self, run_id: int) -> None:
         with self.lock:
             self.tokens[run_id] = CancelToken()
-        self.queue.put(run_id)
+        self.queue.put(run_owner(self.factory, run_id), run_id)
 
     def submit_featurization(self, dataset_id: int) -> None:
-        self.queue.put((FEATURIZE, dataset_id))
+        self.queue.put(featurization_owner(self.factory, dataset_id), (FEATURIZE, dataset_id))
 
     def _work(self) -> None:
-        while (entry := self.queue.get()) is not None:
-            if isinstance(entry, tuple):
-                self._featurize(entry[1])
-            else:
-                self._run(entry)
+        while (taken := self.queue.get()) is not None:
+            owner, entry = taken
+            try:
+                if isinstance(entry, tuple):
+                    self._featurize(entry[1])
+                else:
+                    self._run(entry)
+            finally:
+                self.queue.done(owner)
 
     def _featurize(self, dataset_id: int) -> None:
         try:
@@ -143,8 +157,7 @@ class InlineExecutor:
             tokens = list(self.tokens.values())
         for token in tokens:
             token.set(reason)
-        for _ in self.threads:
-            self.queue.put(None)
+        self.queue.close()
         deadline = time.monotonic() + self.grace_s
         for thread in self.threads:
             thread.join(max(deadline - time.monotonic(), 0.0))
@@ -171,4 +184,10 @@ def make_executor(
             factory,
             retry_s=settings.dask_retry_seconds,
         )
-    return InlineExecutor(factory, settings.inline_workers, notify, chunk_rows=settings.chunk_rows)
+    return InlineExecutor(
+        factory,
+        settings.inline_workers,
+        notify,
+        chunk_rows=settings.chunk_rows,
+        per_user=settings.inline_workers_per_user,
+    )

@@ -40,8 +40,11 @@ class Superseded(Exception):
     """The job's dataset was deleted or featurized again by a newer request."""
 
 
-def queue_featurization(dataset: Dataset, recipe: dict[str, Any]) -> None:
-    """Mark a dataset for (re)featurization with `recipe`; the caller commits and submits."""
+def queue_featurization(
+    dataset: Dataset, recipe: dict[str, Any], requested_by: int | None = None
+) -> None:
+    """Mark a dataset for (re)featurization with `recipe`; the caller commits and submits.
+    `requested_by` (a user id) is whose background work it is: limits and fair turns."""
     previous = dataset.featurization or {}
     dataset.status = "featurizing"
     dataset.featurization = {
@@ -49,6 +52,7 @@ def queue_featurization(dataset: Dataset, recipe: dict[str, Any]) -> None:
         "job": uuid.uuid4().hex,
         "progress": 0.0,
         "version": int(previous.get("version", 0)),
+        "requested_by": requested_by,
     }
 
 

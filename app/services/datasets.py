@@ -29,6 +29,7 @@ from app.services.ingest.npy_array import npy_blocks, plan_npy
 from app.services.ingest.parquet_table import open_parquet, parquet_blocks
 from app.services.ingest.parsed import ParsedImage, ParsedTable
 from app.services.ingest.table_sink import TableSink
+from app.services.job_limits import check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.store import chunks, dataset_arrays
 from app.store.dataset_arrays import FEATURES, IMAGE, ITEM_IDS, PIXEL_GROUND_TRUTH
@@ -49,9 +50,11 @@ def import_upload(
     id_column: str | None = None,
     ground_truth_column: str | None = None,
     ground_truth_image: bytes | None = None,
+    max_active_jobs: int | None = None,
 ) -> Dataset:
     """Validate and store an upload. An image may come with `ground_truth_image`, a PNG index
-    image of the same size (pixel value = class; 255 = unknown)."""
+    image of the same size (pixel value = class; 255 = unknown); its featurization counts
+    toward the user's `max_active_jobs` (429 beyond, nothing stored)."""
     name = _valid_name(name or filename)
     if size > max_bytes:
         raise PayloadTooLarge(f"the file has {size:,} bytes; the limit is {max_bytes:,} bytes")
@@ -64,6 +67,7 @@ def import_upload(
             if id_column or ground_truth_column:
                 raise InvalidInput("id_column and ground_truth_column apply to tables, not images")
             image = parse_image(stream, filename)
+            check_active_jobs(session, user, max_active_jobs)
             return create_image_dataset(
                 session=session,
                 project=project,
@@ -240,7 +244,7 @@ def create_image_dataset(
         },
         created_by_id=user.id if user else None,
     )
-    queue_featurization(dataset, Recipe().to_dict())
+    queue_featurization(dataset, Recipe().to_dict(), requested_by=user.id if user else None)
     session.add(dataset)
     session.flush()
     chunks.write_blob(session=session, dataset_id=dataset.id, kind=IMAGE, data=image.data)
@@ -363,8 +367,16 @@ def _valid_name(name: str) -> str:
 ITEM_INDEXED_KINDS = ("label", "must_link", "cannot_link", "boundary")
 
 
-def refeaturize(*, session: Session, dataset: Dataset, recipe: RecipeParams) -> Dataset:
-    """Queue a new featurization of an image with `recipe` (superseding one in progress).
+def refeaturize(
+    *,
+    session: Session,
+    dataset: Dataset,
+    recipe: RecipeParams,
+    user: User | None = None,
+    max_active_jobs: int | None = None,
+) -> Dataset:
+    """Queue a new featurization of an image with `recipe` (superseding one in progress), on
+    `user`'s account of background work (429 beyond `max_active_jobs`).
 
     Scribbles are kept in pixel coordinates and follow the new items; annotations that name
     items by index would point at the wrong ones, so they must be undone first."""
@@ -389,6 +401,10 @@ def refeaturize(*, session: Session, dataset: Dataset, recipe: RecipeParams) -> 
             "(labels, links, boundaries); a new featurization changes the items, so undo them "
             "first (scribbles are kept: they are drawn in pixels)"
         )
-    queue_featurization(dataset, engine_recipe.to_dict())
+    user_id = user.id if user else None
+    requested_by = (dataset.featurization or {}).get("requested_by")
+    if not (dataset.status == "featurizing" and requested_by == user_id):
+        check_active_jobs(session, user, max_active_jobs)  # superseding one's own adds nothing
+    queue_featurization(dataset, engine_recipe.to_dict(), requested_by=user_id)
     session.flush()
     return dataset

@@ -5,23 +5,23 @@ from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
-from sqlalchemy import func, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult, User
 from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
 from app.services.datasets import require_ready
-from app.services.errors import Conflict, InvalidInput, NotFound, TooManyRequests
+from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.job_limits import ACTIVE_RUN_STATUSES, check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
 from app.store.run_arrays import labels_count, read_labels
 from app.store.side_information_blob import to_npz
 
 TERMINAL = ("succeeded", "failed", "cancelled")
-ACTIVE = ("queued", "running")
+ACTIVE = ACTIVE_RUN_STATUSES
 # A client over the run limit may try again after this long (runs finish at their own pace).
-RUN_LIMIT_RETRY_AFTER_S = 10
 
 
 def _algorithm(algorithm_id: str) -> Algorithm:
@@ -89,7 +89,7 @@ def start_run(
             conflicts=conflicts,
         )
     if max_active is not None:
-        _check_active_runs(session, user, max_active)
+        check_active_jobs(session, user, max_active)
     run = Run(
         dataset_id=dataset.id,
         algorithm=algorithm.id,
@@ -102,28 +102,6 @@ def start_run(
     session.add(run)
     session.flush()
     return run
-
-
-def _check_active_runs(session: Session, user: User, max_active: int) -> None:
-    """Refuse a run beyond the user's limit of queued + running runs.
-
-    The user's row is written first, which locks it (SQLite: the database's write lock) until
-    the run is committed, so concurrent requests of one user are counted one after another."""
-    session.execute(
-        update(User).where(User.id == user.id).values(id=User.id),
-        execution_options={"synchronize_session": False},
-    )
-    active = session.scalar(
-        select(func.count())
-        .select_from(Run)
-        .where(Run.created_by_id == user.id, Run.status.in_(ACTIVE))
-    )
-    if active is not None and active >= max_active:
-        raise TooManyRequests(
-            f"you already have {active} runs queued or running (at most {max_active} per "
-            "user); wait for one to finish or cancel one",
-            retry_after=RUN_LIMIT_RETRY_AFTER_S,
-        )
 
 
 def get_run(*, session: Session, run_id: int) -> Run:
@@ -206,7 +184,7 @@ def start_apply(
     if target.kind != "image":
         raise InvalidInput(f"dataset {target.id} is not an image; a model applies to images")
     if max_active is not None:
-        _check_active_runs(session, user, max_active)
+        check_active_jobs(session, user, max_active)
     run = Run(
         dataset_id=target.id,
         algorithm=source.algorithm,

@@ -1,18 +1,22 @@
 """Limits under hostile use: active runs per user, login throttling (API and login form), and
 revocable access tokens."""
 
+import io
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from PIL import Image
 from sklearn.datasets import load_iris, make_blobs
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.db.models import LoginThrottle, Role
+from app.db.models import Dataset, LoginThrottle, Role, User
 from app.main import create_app
 from app.services import login_throttle
 from app.services.errors import TooManyRequests
@@ -37,7 +41,7 @@ def settings(settings: Settings) -> Settings:
     """Small limits, so the tests hit them quickly."""
     return settings.model_copy(
         update={
-            "max_active_runs_per_user": 2,
+            "max_active_jobs_per_user": 2,
             "inline_workers": 1,
             "login_max_failures": 3,
             "login_max_failures_per_address": 5,
@@ -80,7 +84,10 @@ def test_runs_beyond_the_per_user_limit_get_429_until_one_is_cancelled(
     assert refused.headers["Retry-After"] == "10"
     body = refused.json()
     assert body["code"] == "too_many_requests"
-    assert "2 runs queued or running (at most 2 per user)" in body["detail"]
+    assert (
+        "2 jobs (runs and image featurizations) queued or running (at most 2 per user)"
+        in (body["detail"])
+    )
     assert row_counts(session) == before
 
     # The limit is per user: another editor of the project may still start one.
@@ -140,6 +147,103 @@ def test_concurrent_requests_cannot_overshoot_the_run_limit(
         client.post(f"/api/v1/runs/{run['id']}/cancel", headers=admin_headers)
     for run in listed["items"]:
         wait(client, admin_headers, run["id"], timeout=60)
+
+
+def _png(side: int = 32) -> bytes:
+    buffer = io.BytesIO()
+    pixels = np.random.default_rng(0).integers(0, 256, (side, side, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _upload_png(client: TestClient, project_id: int, headers: dict[str, str]):  # type: ignore[no-untyped-def]
+    return client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": ("pic.png", _png(), "image/png")},
+        headers=headers,
+    )
+
+
+def _featurizing_for(session: Session, project_id: int, user_id: int, name: str) -> int:
+    """A dataset waiting for a featurization the user asked for (never submitted, so it stays
+    waiting: no race with the executor)."""
+    dataset = Dataset(
+        project_id=project_id,
+        name=name,
+        kind="image",
+        status="featurizing",
+        n_items=1024,
+        n_features=0,
+        feature_names=[],
+        source_filename="queued.png",
+        meta={},
+        featurization={
+            "recipe": {},
+            "job": name,
+            "progress": 0.0,
+            "version": 0,
+            "requested_by": user_id,
+        },
+        created_by_id=user_id,
+    )
+    session.add(dataset)
+    session.commit()
+    return dataset.id
+
+
+def test_featurizations_count_toward_the_same_limit_as_runs(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    project_id: int,
+    session: Session,
+    settings: Settings,
+    make_user,
+) -> None:
+    iris = load_iris()
+    table = upload_csv(client, project_id, admin_headers, iris.data, iris.target, "iris")
+    admin = session.scalars(select(User).where(User.username == "admin")).one()
+    queued = [_featurizing_for(session, project_id, admin.id, f"q{i}") for i in range(2)]
+    store = Path(settings.array_store) / "datasets"
+    stored = sorted(p.name for p in store.iterdir())
+
+    before = row_counts(session)
+    upload = _upload_png(client, project_id, admin_headers)
+    assert upload.status_code == 429, upload.text
+    assert "2 jobs (runs and image featurizations)" in upload.json()["detail"]
+    run = start(client, admin_headers, table, "cec", n_clusters=3)
+    assert run.status_code == 429, run.text
+    assert row_counts(session) == before
+    assert sorted(p.name for p in store.iterdir()) == stored  # nothing written to the store
+
+    # Another user's budget is their own; what they ask for is theirs.
+    other = make_user("other", project_id, Role.editor)
+    theirs = _upload_png(client, project_id, other)
+    assert theirs.status_code == 201, theirs.text
+
+    # Featurizing one's own queued image again supersedes it: no more work, so allowed.
+    again = client.post(f"/api/v1/datasets/{queued[0]}/featurize", json={}, headers=admin_headers)
+    assert again.status_code == 202, again.text
+    # Someone else's waiting image, asked for again by admin, would be more of admin's work.
+    other_id = session.scalars(select(User.id).where(User.username == "other")).one()
+    others = _featurizing_for(session, project_id, other_id, "theirs")
+    refused = client.post(f"/api/v1/datasets/{others}/featurize", json={}, headers=admin_headers)
+    assert refused.status_code == 429, refused.text
+
+    # A featurization that ends frees its slot.
+    waiting = session.get(Dataset, queued[1])
+    assert waiting is not None
+    waiting.status = "failed"
+    session.commit()
+    freed = start(client, admin_headers, table, "cec", n_clusters=3, n_init=1)
+    assert freed.status_code == 202, freed.text
+    wait(client, admin_headers, freed.json()["id"])
+
+
+def test_the_old_setting_name_still_sets_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAX_ACTIVE_RUNS_PER_USER", "7")
+    assert Settings().max_active_jobs_per_user == 7
+    monkeypatch.setenv("MAX_ACTIVE_JOBS_PER_USER", "9")
+    assert Settings().max_active_jobs_per_user == 9
 
 
 # ---- login throttling ---------------------------------------------------------------------

@@ -95,11 +95,18 @@ def featurize_dataset(
     recipe: RecipeParams,
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     access: EditorAccess,
 ) -> DatasetRead:
     """Featurize an image again with `recipe` (see `GET /featurization`), in the background.
     Scribbles follow the new items; annotations naming items by index must be undone first."""
-    dataset = datasets.refeaturize(session=session, dataset=access.require_dataset(), recipe=recipe)
+    dataset = datasets.refeaturize(
+        session=session,
+        dataset=access.require_dataset(),
+        recipe=recipe,
+        user=access.user,
+        max_active_jobs=settings.max_active_jobs_per_user,
+    )
     session.commit()
     featurization_queued(request.app.state, dataset.id, dataset.status)
     return DatasetRead.model_validate(dataset)

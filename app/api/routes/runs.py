@@ -66,14 +66,15 @@ def create_run(
     """Validate, freeze the side information at the current annotation revision, and queue.
 
     Returns at once; poll `GET /runs/{id}` or stream `GET /runs/{id}/events`. A user with
-    `MAX_ACTIVE_RUNS_PER_USER` runs queued or running gets 429 with Retry-After."""
+    `MAX_ACTIVE_JOBS_PER_USER` runs and image featurizations queued or running gets 429
+    with Retry-After."""
     run = runs.start_run(
         session=session,
         dataset=access.require_dataset(),
         user=access.user,
         algorithm_id=run_in.algorithm,
         params=run_in.params,
-        max_active=settings.max_active_runs_per_user,
+        max_active=settings.max_active_jobs_per_user,
     )
     return _queued(request, session, run)
 
@@ -96,7 +97,7 @@ def apply_run(
         source=access.require_run(),
         target=target.require_dataset(),
         user=access.user,
-        max_active=settings.max_active_runs_per_user,
+        max_active=settings.max_active_jobs_per_user,
     )
     return _queued(request, session, run)
 
