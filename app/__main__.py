@@ -4,6 +4,7 @@
 import argparse
 import getpass
 import logging
+import socket
 import sys
 
 import uvicorn
@@ -12,11 +13,20 @@ from app import __version__
 from app.config import Settings, get_settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
+from app.jobs.run_events import close_all_streams
 from app.services import accounts, security
 from app.services.errors import ServiceError
 from app.store.array_store import ArrayStore
 
 SHUTDOWN_GRACE_S = 5
+
+
+class _Server(uvicorn.Server):
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Progress streams end only when their run does; uvicorn would wait for them, then cut
+        # them. Told first, each sends a closing event and ends, and the server stops at once.
+        close_all_streams()
+        await super().shutdown(sockets)
 
 
 def _array_store(settings: Settings) -> ArrayStore:
@@ -108,17 +118,18 @@ def main() -> None:
         from app.jobs import warm_children
 
         warm_children.warm_in_background()
-    uvicorn.run(
+    config = uvicorn.Config(
         "app.main:create_app",
         factory=True,
         host=args.host,
         port=args.port,
-        # Open progress streams would otherwise hold a stopping server until their runs end.
+        # What a connection still open after its streams were told to end may take.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         # uvicorn believes X-Forwarded-For from 127.0.0.1 by default, so a local client could
         # pick the address login throttling counts; the app trusts only TRUSTED_PROXIES.
         proxy_headers=False,
     )
+    _Server(config).run()
 
 
 if __name__ == "__main__":

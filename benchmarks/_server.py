@@ -26,6 +26,7 @@ class LiveServer:
     process: subprocess.Popen[bytes]
     seconds_to_health: float  # from starting the process to /health answering
     log: Path  # the server's stdout and stderr
+    port: int = 0
 
 
 def _free_port() -> int:
@@ -53,9 +54,17 @@ def wait_until_serving(
 
 
 @contextmanager
-def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveServer]:
-    workdir = Path(tempfile.mkdtemp(prefix="bench-"))
-    port = _free_port()
+def live_server(
+    database_url: str | None = None,
+    *,
+    workdir: Path | None = None,
+    port: int | None = None,
+    **env: str,
+) -> Iterator[LiveServer]:
+    """The server on a throwaway database and array store, or on `workdir`'s and `port` again
+    (a restart: pass the first one's)."""
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="bench-"))
+    port = port or _free_port()
     environment = {
         **os.environ,
         "DATABASE_URL": database_url or f"sqlite:///{workdir / 'bench.db'}",
@@ -65,7 +74,7 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
         "MAX_UPLOAD_BYTES": str(4 * 1024**3),
         **env,
     }
-    log = workdir / "server.log"
+    log = workdir / f"server-{time.time_ns()}.log"
     started = time.perf_counter()
     with log.open("wb") as out:
         server = subprocess.Popen(
@@ -82,7 +91,7 @@ def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveSer
             f"{base}/auth/token", data={"username": "admin", "password": PASSWORD}
         ).json()["access_token"]
         headers = {"Authorization": f"Bearer {token}"}
-        yield LiveServer(base, server.pid, headers, workdir, server, seconds_to_health, log)
+        yield LiveServer(base, server.pid, headers, workdir, server, seconds_to_health, log, port)
     finally:
         server.terminate()
         server.wait(timeout=60)

@@ -46,6 +46,9 @@ class Executor(Protocol):
 
 
 FEATURIZE = "featurize"  # queue entries are run ids, or (FEATURIZE, dataset id)
+# At shutdown, how long runs get to reach their next sweep and stop before they are marked
+# interrupted (docker-compose.yml's stop_grace_period covers it and the server's own grace).
+EXECUTOR_GRACE_S = 10.0
 
 
 class InlineExecutor:
@@ -61,7 +64,7 @@ class InlineExecutor:
         factory: sessionmaker[Session],
         workers: int,
         notify: Notify | None = None,
-        grace_s: float = 10.0,
+        grace_s: float = EXECUTOR_GRACE_S,
         chunk_rows: int = 65_536,
         per_user: int | None = None,
     ) -> None:

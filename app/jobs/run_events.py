@@ -4,11 +4,15 @@ Runner threads call `publish(run_id)` after every write to a run; a progress str
 on the server's event loop) holds a `Subscription` and awaits it, holding no thread and no
 database connection while it waits. Streams of one run share one read of its row per change
 (`RunEvents.state`), so a thousand viewers of a run cost one query per progress write.
+
+At shutdown `close_all_streams` wakes every stream to send a closing event and end: a stopping
+server would otherwise wait for each run to finish, then cut the streams without a word.
 """
 
 import asyncio
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -34,6 +38,8 @@ class Subscription:
 
 class RunEvents:
     def __init__(self) -> None:
+        self.closing = False  # the server is stopping: streams send their last event and end
+        _HUBS.add(self)
         self._lock = threading.Lock()
         self._subscribers: dict[int, set[Subscription]] = {}
         self._versions: dict[int, int] = {}
@@ -46,6 +52,14 @@ class RunEvents:
         with self._lock:
             self._versions[run_id] = self._versions.get(run_id, 0) + 1
             subscribers = list(self._subscribers.get(run_id, ()))
+        for subscription in subscribers:
+            subscription.wake()
+
+    def close(self) -> None:
+        """Wake every stream, once and for all: `closing` tells them to end."""
+        with self._lock:
+            self.closing = True
+            subscribers = [s for group in self._subscribers.values() for s in group]
         for subscription in subscribers:
             subscription.wake()
 
@@ -82,3 +96,12 @@ class RunEvents:
             state = await read()
             self._cache[run_id] = (version, now, state)
             return state
+
+
+_HUBS: "weakref.WeakSet[RunEvents]" = weakref.WeakSet()
+
+
+def close_all_streams() -> None:
+    """The server is stopping (called before it waits for open connections to end)."""
+    for hub in list(_HUBS):
+        hub.close()

@@ -35,6 +35,7 @@ router = APIRouter(tags=["runs"], responses=ERROR_RESPONSES)
 
 EVENT_POLL_S = 1.0  # how often a stream re-reads a run whose changes nobody announces
 HEARTBEAT_S = 15.0  # a keep-alive comment this often on a quiet stream
+SHUTDOWN_RETRY_MS = 3000  # a stream ended by a stopping server: reconnect after this long
 
 
 # Both operations that start a run answer 202 at once, or 429 over the user's run limit.
@@ -135,7 +136,8 @@ async def stream_run_events(
     run_id: Id, request: Request, bearer: Annotated[str | None, Depends(oauth2_scheme)]
 ) -> StreamingResponse:
     """Server-sent events: a `progress` event whenever status or progress changes, ending with
-    the final state (or a `deleted` event if the run is deleted meanwhile).
+    the final state (or a `deleted` event if the run is deleted meanwhile, or a `shutdown`
+    event, with a reconnection delay, if the server stops meanwhile).
 
     Waiting streams hold no database connection and no thread: they sleep until the runner
     says the run changed, and read it in a short session that they close at once."""
@@ -174,7 +176,13 @@ async def stream_run_events(
                     yield ": keep-alive\n\n"  # lets proxies and the server see a gone client
                 if state["status"] in runs.TERMINAL:
                     return
-                await subscription.wait(max_age)
+                if not hub.closing:
+                    await subscription.wait(max_age)
+                if hub.closing:
+                    # Told, not cut: the client knows to reconnect once the server is back.
+                    data = json.dumps({"id": run_id, "reason": "the server is stopping"})
+                    yield f"event: shutdown\nretry: {SHUTDOWN_RETRY_MS}\ndata: {data}\n\n"
+                    return
 
     return StreamingResponse(
         events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}

@@ -10,6 +10,9 @@ import { buildForm } from './schema-form.js';
 import { $, bind, report, status } from './ui.js';
 
 const FINISHED = ['succeeded', 'failed', 'cancelled'];
+// After a `shutdown` event: try again this often (the stream's own retry delay), this long.
+const REFOLLOW_DELAY_MS = 3000;
+const REFOLLOW_ATTEMPTS = 40;
 // What a run uses by default once the expert has drawn links: PPC reads labels, must-links and
 // cannot-links, and beats the constrained k-means family on pairs (docs/constraints.md).
 const LINKS_ALGORITHM = 'ppc';
@@ -201,7 +204,29 @@ export function createRunPanel({
       }
       return undefined;
     });
+    // The server is stopping: say so, and follow the run again once it answers (start-up
+    // recovery then says what became of it), trying every few seconds for a while.
+    source.addEventListener('shutdown', () => {
+      source.close();
+      status(`The server is restarting; run #${runId} will be followed again once it is back.`);
+      refollow(runId, REFOLLOW_ATTEMPTS);
+    });
     source.onerror = () => source.close();
+  }
+
+  function refollow(runId, attemptsLeft) {
+    setTimeout(async () => {
+      if (state.activeRun !== runId) return; // another run was started meanwhile
+      try {
+        showProgress(await api(`/runs/${runId}`), state.algorithms);
+      } catch (error) {
+        if (attemptsLeft > 1) refollow(runId, attemptsLeft - 1);
+        else status(`The server has not come back; reload the page to follow run #${runId}.`, 'error');
+        return;
+      }
+      status(`The server is back; following run #${runId} again.`);
+      follow(runId);
+    }, REFOLLOW_DELAY_MS);
   }
 
   // ---- live: re-run after each annotation -----------------------------------------------
