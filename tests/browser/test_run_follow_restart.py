@@ -60,7 +60,5 @@ def test_the_page_follows_a_run_again_after_a_restart(browser: Browser) -> None:
     with live_server(workdir=workdir, port=port, **env):
         expect(page.locator("#status")).to_contain_text("following run", timeout=30_000)
         expect(progress).to_have_attribute("data-status", "failed", timeout=30_000)
-        expect(page.locator("#progress-text")).to_contain_text(
-            re.compile("interrupted|shut down")
-        )
+        expect(page.locator("#progress-text")).to_contain_text(re.compile("interrupted|shut down"))
     context.close()
