@@ -2,9 +2,9 @@
 `GET /api/v1/featurization` publishes and what `POST /datasets/{id}/featurize` accepts.
 The engine's `Recipe` checks the rest (e.g. odd windows) with a message naming the field."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.engine.image.featurize import MAX_BALANCE, MAX_ENERGY_WINDOW, Recipe
 
@@ -21,11 +21,24 @@ class RecipeParams(BaseModel):
     filters: list[Literal["intensity", "edges", "texture"]] = Field(
         ["intensity", "edges", "texture"],
         max_length=3,
+        json_schema_extra={"uniqueItems": True},
         description="Multiscale filters per channel (as scikit-image's multiscale_basic_features)",
     )
     sigmas: list[Sigma] = Field(
-        list(_DEFAULT.sigmas), max_length=8, description="Gaussian scales of the filters, pixels"
+        list(_DEFAULT.sigmas),
+        max_length=8,
+        json_schema_extra={"uniqueItems": True},
+        description="Gaussian scales of the filters, pixels",
     )
+
+    @field_validator("filters", "sigmas")
+    @classmethod
+    def _no_repeats(cls, value: list[Any]) -> list[Any]:
+        # The schema says uniqueItems; a repeat is refused here, with the field named.
+        if len(set(value)) != len(value):
+            raise ValueError(f"repeats a value: {value}")
+        return value
+
     energy_window: float = Field(
         _DEFAULT.energy_window,
         ge=0,

@@ -7,10 +7,14 @@ from typing import Any, get_args
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 
 from app.api.paging import MAX_ITEMS_LIMIT, MAX_LIMIT
+from app.api.schemas.runs import RunCreate
 from app.api.schemas.views import ViewMethod
 from app.config import Settings
+from app.jobs.algorithms import ALGORITHMS
+from app.jobs.recipe import RecipeParams
 from app.main import create_app
 from app.services import runs
 from app.sideinfo.model import KINDS, SCRIBBLE
@@ -134,3 +138,21 @@ def test_every_error_body_has_the_one_shape(
     assert error("PUT", "/api/v1/projects", 405, headers=admin_headers)["code"] == (
         "method_not_allowed"
     )
+
+
+def test_what_the_server_refuses_by_rule_the_schema_says() -> None:
+    """An unknown algorithm and a repeated filter or scale are refused by the schema itself
+    (an enum, uniqueItems), so clients and fuzzers see the rule before the server applies it."""
+    assert COMPONENTS["RunCreate"]["properties"]["algorithm"]["enum"] == sorted(ALGORITHMS)
+    recipe = COMPONENTS["RecipeParams"]["properties"]
+    assert recipe["filters"]["uniqueItems"] is True
+    assert recipe["sigmas"]["uniqueItems"] is True
+
+
+def test_the_rules_the_schema_states_are_enforced_with_their_field_named() -> None:
+    with pytest.raises(ValidationError, match="unknown algorithm 'kmeans'"):
+        RunCreate(dataset_id=1, algorithm="kmeans")
+    with pytest.raises(ValidationError, match="filters"):
+        RecipeParams(filters=["edges", "edges"])
+    with pytest.raises(ValidationError, match="sigmas"):
+        RecipeParams(sigmas=[1.0, 1.0])

@@ -122,9 +122,9 @@ def filter_failure(
     """Two kinds of refusal are right although the schema allows the request:
 
     - 422 `invalid_input` without `errors` is the server refusing what only the data decides (a
-      file that is not a CSV, an item past the dataset's last, an unknown algorithm or feature
-      name); what the schema can say is refused by validation, with the `errors` it found, and
-      is still checked;
+      file that is not a CSV, an item past the dataset's last, a feature name the dataset does
+      not have); what the schema can say (an unknown algorithm, a repeated filter) is refused
+      by validation, with the `errors` it found, and is still checked;
     - 404 "no user named ..." when adding a member to a project just created is about the user
       (as GitHub and GitLab answer), not about the project.
     """

@@ -1,21 +1,37 @@
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, JsonValue, computed_field, field_validator
 
 from app.api.schemas.common import DatasetPartRead, Id, Page, RequestBody
 from app.jobs import engine_state
+from app.jobs.algorithms import ALGORITHMS
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 """As stored in `runs.status` (`services.runs.ACTIVE` + `TERMINAL`)."""
 
 
+_ALGORITHM_IDS: list[JsonValue] = [*sorted(ALGORITHMS)]
+
+
 class RunCreate(RequestBody):
     dataset_id: Id
     algorithm: str = Field(
-        max_length=100, description="An id from GET /api/v1/algorithms, e.g. cec-ib"
+        max_length=100,
+        description="An id from GET /api/v1/algorithms, e.g. cec-ib",
+        json_schema_extra={"enum": _ALGORITHM_IDS},
     )
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        # The published enum, enforced (the registry is the one place algorithms are listed).
+        if value not in ALGORITHMS:
+            raise ValueError(
+                f"unknown algorithm {value!r}; available: {', '.join(sorted(ALGORITHMS))}"
+            )
+        return value
 
 
 class RunRead(DatasetPartRead):
