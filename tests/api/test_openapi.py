@@ -95,7 +95,8 @@ def test_each_operation_lists_only_the_errors_it_can_return() -> None:
     assert _errors("health-check") == set()
     assert _errors("auth-me") == {401}
     assert _errors("projects-list") == {401, 422}
-    assert _errors("datasets-upload") == {400, 401, 403, 404, 413, 415, 422}
+    assert _errors("datasets-upload") == {400, 401, 403, 404, 413, 415, 422, 429}
+    assert 429 in _errors("datasets-featurize")
     assert _errors("runs-create") == {400, 401, 403, 404, 409, 413, 422, 429}
     assert 415 not in _errors("projects-create") and 409 not in _errors("runs-get")
     for op in OPERATIONS.values():

@@ -16,7 +16,7 @@ from app.api.deps import (
 from app.api.file_responses import file_response
 from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
 from app.api.paging import ItemsPaging, Paging
-from app.api.schemas.common import ERROR_RESPONSES, Id, OptionalName
+from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id, OptionalName
 from app.api.schemas.datasets import (
     DatasetRead,
     DatasetsPage,
@@ -51,6 +51,7 @@ def read_datasets(
     "/projects/{project_id}/datasets",
     response_model=DatasetRead,
     status_code=status.HTTP_201_CREATED,
+    responses=RATE_LIMITED,  # an image's featurization beyond the user's background jobs
 )
 def create_dataset(
     project_id: Id,
@@ -89,6 +90,7 @@ def read_dataset(dataset_id: Id, access: ViewerAccess) -> DatasetRead:
     "/datasets/{dataset_id}/featurize",
     response_model=DatasetRead,
     status_code=status.HTTP_202_ACCEPTED,
+    responses=RATE_LIMITED,
 )
 def featurize_dataset(
     dataset_id: Id,
