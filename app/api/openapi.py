@@ -18,6 +18,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute, iter_route_contexts
 
 from app.api.deps import admin_user, current_user
+from app.api.openapi_variants import split_exclusive_groups
 from app.api.schemas.common import ErrorRead
 
 # Endpoint function name -> operation id. A route missing here gets `<tag>-<function name>`.
@@ -209,6 +210,7 @@ def install_openapi(app: FastAPI) -> None:
             schema["components"]["schemas"].setdefault(extra, definition)
         _binary_files(schema)
         _binary_responses(schema)
+        split_exclusive_groups(schema)
         _set_errors(schema, _api_routes(app))
         app.openapi_schema = schema
         return schema

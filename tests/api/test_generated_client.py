@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from PIL import Image
 
 from app.config import Settings
 from app.main import create_app
@@ -104,21 +105,26 @@ def test_a_generated_client_uploads_annotates_runs_and_reads_results(
     label = create.sync(
         dataset_id=dataset.id,
         client=api,
-        body={"kind": "label", "item_ids": ["s0", "s1"], "label": "left"},
+        body=_model(generated, "LabelCreateByItemIds")(
+            kind="label", item_ids=["s0", "s1"], label="left"
+        ),
     )
     assert label.kind.value == "label" and label.payload["items"] == [0, 1]
     refused = create.sync_detailed(
         dataset_id=dataset.id,
         client=api,
-        body={"kind": "label", "item_ids": ["s0", "nope"], "label": "left"},
+        body=_model(generated, "LabelCreateByItemIds")(
+            kind="label", item_ids=["s0", "nope"], label="left"
+        ),
     )
     assert refused.status_code == 422
     assert refused.parsed.code == "invalid_input" and "'nope'" in refused.parsed.detail
 
     params = _model(generated, "RunCreateParams").from_dict({"n_clusters": 2, "n_init": 2})
+    cec = _model(generated, "RunCreateAlgorithm")("cec")  # the published enum, as a type
     run = _op(generated, "runs", "runs_create").sync(
         client=api,
-        body=_model(generated, "RunCreate")(dataset_id=dataset.id, algorithm="cec", params=params),
+        body=_model(generated, "RunCreate")(dataset_id=dataset.id, algorithm=cec, params=params),
     )
     deadline = time.monotonic() + 60
     while run.status.value in ("queued", "running"):
@@ -143,3 +149,92 @@ def test_a_generated_client_uploads_annotates_runs_and_reads_results(
         project_id=project_id, client=api, limit=1, offset=0
     )
     assert page.total == 1 and page.limit == 1 and page.items[0].role.value == "owner"
+
+
+def _annotate(generated: ModuleType, api: Any, dataset_id: int, model: str, **fields: Any) -> Any:
+    created = _op(generated, "annotations", "annotations_create").sync_detailed(
+        dataset_id=dataset_id, client=api, body=_model(generated, model)(**fields)
+    )
+    assert created.status_code == 201, (model, created.content)
+    return created.parsed
+
+
+def test_a_generated_client_has_a_model_for_every_kind_of_annotation(
+    generated: ModuleType, client: TestClient, admin_headers: dict[str, str], project_id: int
+) -> None:
+    """Every way to write an annotation is a typed model of the client (none left as a bare
+    dict), and each one is accepted: on a table by position and by id, on an image by strokes."""
+    client.headers.update(admin_headers)
+    api = generated.AuthenticatedClient(base_url=str(client.base_url), token="in-headers")
+    api.set_httpx_client(client)
+    types = importlib.import_module(f"{PACKAGE}.types")
+    upload = _op(generated, "datasets", "datasets_upload")
+
+    rows = [f"s{k},{k % 5}.5,{k // 5}.25" for k in range(20)]
+    csv = "\n".join(["sample,a,b", *rows]).encode()
+    table = upload.sync(
+        project_id=project_id,
+        client=api,
+        body=_model(generated, "BodyDatasetsUpload")(
+            file=types.File(payload=io.BytesIO(csv), file_name="t.csv", mime_type="text/csv"),
+            id_column="sample",
+        ),
+    )
+    on_table = [
+        ("LabelCreateByItems", {"kind": "label", "items": [0], "label": "A"}),
+        ("LabelCreateByItemIds", {"kind": "label", "item_ids": ["s1"], "label": "B"}),
+        ("MustLinkCreateByItems", {"kind": "must_link", "items": [2, 3]}),
+        ("MustLinkCreateByItemIds", {"kind": "must_link", "item_ids": ["s4", "s5"]}),
+        ("CannotLinkCreateByItems", {"kind": "cannot_link", "items_a": [6], "items_b": [7]}),
+        (
+            "CannotLinkCreateByItemIds",
+            {"kind": "cannot_link", "item_ids_a": ["s8"], "item_ids_b": ["s9"]},
+        ),
+    ]
+    for model, fields in on_table:
+        assert _annotate(generated, api, table.id, model, **fields).kind.value == fields["kind"]
+    views = _op(generated, "views", "views_list").sync(dataset_id=table.id, client=api)
+    boundary = _annotate(
+        generated,
+        api,
+        table.id,
+        "BoundaryCreate",
+        kind="boundary",
+        view_id=views.items[0].id,
+        points=[[0.0, -9.0], [0.0, 9.0]],
+        labels=["left", "right"],
+    )
+    assert boundary.kind.value == "boundary"
+
+    pixels = np.random.default_rng(1).integers(0, 256, (24, 24, 3), dtype=np.uint8)
+    png = io.BytesIO()
+    Image.fromarray(pixels).save(png, format="PNG")
+    image = upload.sync(
+        project_id=project_id,
+        client=api,
+        body=_model(generated, "BodyDatasetsUpload")(
+            file=types.File(
+                payload=io.BytesIO(png.getvalue()), file_name="p.png", mime_type="image/png"
+            )
+        ),
+    )
+    deadline = time.monotonic() + 120
+    while image.status.value == "featurizing":
+        assert time.monotonic() < deadline, "the image was not featurized"
+        time.sleep(0.1)
+        image = _op(generated, "datasets", "datasets_get").sync(dataset_id=image.id, client=api)
+    assert image.status.value == "ready"
+    stroke = _model(generated, "Stroke")
+    left = [stroke(points=[[2.0, 2.0], [6.0, 2.0]], radius=1.5)]
+    right = [stroke(points=[[20.0, 20.0]], radius=2.0)]
+    on_image = [
+        ("ScribbleCreateByLabel", {"kind": "scribble", "strokes": left, "label": "sky"}),
+        ("ScribbleCreateByErase", {"kind": "scribble", "strokes": right, "erase": True}),
+        ("MustLinkCreateByStrokes", {"kind": "must_link", "strokes": left + right}),
+        (
+            "CannotLinkCreateByStrokes",
+            {"kind": "cannot_link", "strokes_a": left, "strokes_b": right},
+        ),
+    ]
+    for model, fields in on_image:
+        assert _annotate(generated, api, image.id, model, **fields).kind.value == fields["kind"]

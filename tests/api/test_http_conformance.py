@@ -146,7 +146,7 @@ def test_the_published_schema_refuses_blank_names_too(client: TestClient) -> Non
         components["ApiTokenCreate"]["properties"]["name"],
         components["UserCreate"]["properties"]["username"],
         components["MemberWrite"]["properties"]["username"],
-        components["LabelCreate"]["properties"]["label"],
+        components["LabelCreateByItems"]["properties"]["label"],
         *components["BoundaryCreate"]["properties"]["labels"]["prefixItems"],
         components[upload]["properties"]["name"]["anyOf"][0],
     ]
