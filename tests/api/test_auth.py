@@ -27,7 +27,12 @@ def test_health_needs_no_credentials(client: TestClient) -> None:
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ok"
-    assert body["jobs"] == {"executor": "inline", "workers": 2}
+    assert body["jobs"] == {
+        "executor": "inline",
+        "workers": 3,
+        "workers_per_user": 2,
+        "waiting": 0,
+    }
 
 
 def test_every_other_endpoint_answers_401_without_credentials(client: TestClient) -> None:
