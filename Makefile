@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # Reinstall whenever pyproject.toml or the pins change.
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test setup chromium lint format bench-upload constraints clean
+.PHONY: run test setup chromium lint format docs bench-upload constraints clean
 
 # `make run PORT=9000 HOST=0.0.0.0` (or PORT/HOST in the environment or .env); default 127.0.0.1:8000.
 run: $(STAMP)
@@ -36,6 +36,10 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# The documentation site (MkDocs) from docs/, into site/; --strict: a broken link fails.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
 
 bench-upload: $(STAMP)
 	$(PY) -m benchmarks.bench_upload

@@ -54,17 +54,23 @@ def wait_until_serving(
 
 
 @contextmanager
-def live_server(
-    database_url: str | None = None,
-    *,
-    workdir: Path | None = None,
-    port: int | None = None,
-    **env: str,
+def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveServer]:
+    """The server on a throwaway database and array store."""
+    with _serving(Path(tempfile.mkdtemp(prefix="bench-")), _free_port(), database_url, env) as live:
+        yield live
+
+
+@contextmanager
+def restarted_server(previous: LiveServer, **env: str) -> Iterator[LiveServer]:
+    """The server again on `previous`'s port, database and array store (a restart)."""
+    with _serving(previous.workdir, previous.port, None, env) as live:
+        yield live
+
+
+@contextmanager
+def _serving(
+    workdir: Path, port: int, database_url: str | None, env: dict[str, str]
 ) -> Iterator[LiveServer]:
-    """The server on a throwaway database and array store, or on `workdir`'s and `port` again
-    (a restart: pass the first one's)."""
-    workdir = workdir or Path(tempfile.mkdtemp(prefix="bench-"))
-    port = port or _free_port()
     environment = {
         **os.environ,
         "DATABASE_URL": database_url or f"sqlite:///{workdir / 'bench.db'}",

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.db
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 PACKAGE = "workbench_client"
 # NPY and PNG have no standard media type the generator knows: read them as bytes, the
-# generator's documented override (README, "Generated clients").
+# generator's documented override (docs/api.md, "Generated clients").
 GENERATE_ARGS = ["--path", "openapi.json", "--config", "config.yml", "--meta", "none"]
 GENERATE_ARGS += ["--output-path", PACKAGE]
 CONFIG = f"""\

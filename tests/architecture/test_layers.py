@@ -1,4 +1,4 @@
-"""The layers of README's architecture section, checked from the code's own imports: each
+"""The layers of docs/architecture.md, checked from the code's own imports: each
 package imports only itself and the packages below it, so no import runs back up a layer and
 no two packages import each other."""
 
@@ -62,7 +62,7 @@ def test_engine_has_no_relative_imports_out_of_a_method() -> None:
 
 def test_every_app_package_is_placed_in_a_layer() -> None:
     packages = {p.name for p in APP.iterdir() if (p / "__init__.py").exists()}
-    assert packages == set(ALLOWED), "place new packages in ALLOWED and README's layers"
+    assert packages == set(ALLOWED), "place new packages in ALLOWED and docs/architecture.md"
 
 
 def test_the_engine_face_exports_all_six_estimators() -> None:

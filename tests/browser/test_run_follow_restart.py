@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 from sklearn.datasets import make_blobs
 
-from benchmarks._server import PASSWORD, live_server
+from benchmarks._server import PASSWORD, live_server, restarted_server
 
 pytestmark = pytest.mark.browser
 
@@ -55,9 +55,8 @@ def test_the_page_follows_a_run_again_after_a_restart(browser: Browser) -> None:
         first.process.send_signal(signal.SIGTERM)
         first.process.wait(timeout=30)
         expect(page.locator("#status")).to_contain_text("The server is restarting")
-        workdir, port = first.workdir, first.port
 
-    with live_server(workdir=workdir, port=port, **env):
+    with restarted_server(first, **env):
         expect(page.locator("#status")).to_contain_text("following run", timeout=30_000)
         expect(progress).to_have_attribute("data-status", "failed", timeout=30_000)
         expect(page.locator("#progress-text")).to_contain_text(re.compile("interrupted|shut down"))

@@ -1,6 +1,6 @@
 """The questions whose answers would most change a fitted clustering.
 
-The rule (documented in README "Suggestions"), deterministic for a given partition and side
+The rule (documented in docs/api.md, "Suggestions"), deterministic for a given partition and side
 information:
 
 1. Every item gets Gaussian posteriors over the result's clusters (``cluster_posteriors``) and an

@@ -36,7 +36,7 @@ class CECParams(Params):
         "auto",
         description="Gaussian family of each cluster. auto: full on tables; on images full "
         "and diagonal are both fitted and the segmentation with fewer stray pixels (labeled "
-        "unlike most of their neighbours) is kept (README, Image segmentation sessions)",
+        "unlike most of their neighbours) is kept (docs/api.md, Image segmentation sessions)",
     )
     min_cluster_fraction: float | None = Field(
         None,

@@ -1,0 +1,236 @@
+"""The README and docs/ cannot go stale unnoticed: the README stays a front door, the site builds
+with --strict, every Python example runs, every shell line names a make target, module, script,
+test file, option or API path that exists, every JSON example parses, and every API path the
+prose names is one the app serves."""
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.docs.code_blocks import DOCUMENTS, ROOT, Block, all_blocks
+
+ANNOTATION_KINDS = {"label", "must_link", "cannot_link", "boundary", "scribble"}
+
+
+@cache
+def _openapi() -> dict[str, Any]:
+    from app.config import Settings
+    from app.main import create_app
+
+    app = create_app(
+        Settings(database_url="sqlite://", migrate_on_start=False, load_demo_data=False)
+    )
+    return app.openapi()
+
+
+def _served(method: str, path: str) -> bool:
+    """Whether the app has `method` on a path template matching `path` (ids as numbers or
+    `{...}` placeholders, a query string ignored)."""
+    path = path.split("?", 1)[0].rstrip(".,;:)")
+    for template, operations in _openapi()["paths"].items():
+        pattern = re.sub(r"\\{[^}]+\\}", r"(\\{[^}]+\\}|[^/]+)", re.escape(template))
+        if re.fullmatch(pattern, path) and method.lower() in operations:
+            return True
+    return False
+
+
+def test_the_readme_is_a_front_door() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 250
+    for must in ("make run", "make test", "docs/images/workspace.png", "docs/index.md"):
+        assert must in readme
+    assert (ROOT / "docs" / "images" / "workspace.png").stat().st_size > 10_000
+
+
+def test_the_documentation_site_builds_strictly(tmp_path: Path) -> None:
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    if not mkdocs.exists():
+        pytest.fail("mkdocs is missing: it is a dev dependency (make setup installs it)")
+    done = subprocess.run(
+        [str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    assert (tmp_path / "site" / "index.html").exists()
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for page in (ROOT / "docs").glob("*.md"):
+        assert f": {page.name}" in nav, f"{page.name} is in no menu of mkdocs.yml"
+
+
+# ---- Python: every example runs, one process per document, its blocks in order -----------
+
+PYTHON_DOCUMENTS = sorted({b.path for b in all_blocks("python")}, key=str)
+
+
+@pytest.mark.parametrize("path", PYTHON_DOCUMENTS, ids=[p.name for p in PYTHON_DOCUMENTS])
+def test_every_python_example_runs(path: Path) -> None:
+    examples = [b for b in all_blocks("python") if b.path == path]
+    script = "\n\n".join(f"# {b.where()}\n{b.text}" for b in examples)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, f"{path.name}:\n{done.stderr[-3000:]}"
+
+
+# ---- shell: every line names things that exist -------------------------------------------
+
+
+@cache
+def _make_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"^([a-z][\w-]*):", text, flags=re.MULTILINE))
+
+
+@cache
+def _workbench_commands() -> set[str]:
+    from app.__main__ import _parser
+
+    parser = _parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    return set(sub.choices)  # type: ignore[arg-type]
+
+
+def _logical_lines(text: str) -> list[str]:
+    joined = re.sub(r"\\\n\s*", " ", text)
+    return [line for line in joined.splitlines() if line.strip()]
+
+
+def _words(line: str) -> list[str]:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    return list(lexer)
+
+
+def _check_python_module(module: str, args: list[str], where: str) -> None:
+    if module == "pytest":
+        for arg in args:
+            if arg.startswith("tests/"):
+                assert (ROOT / arg.split("::")[0]).exists(), (where, arg)
+        return
+    if module == "app":
+        assert args and args[0] in _workbench_commands(), (where, args)
+        return
+    assert module.startswith("benchmarks."), (where, module)
+    spec = find_spec(module)
+    assert spec is not None and spec.origin is not None, (where, module)
+    source = Path(spec.origin).read_text()
+    for arg in args:
+        option = arg.split("=", 1)[0]
+        if option.startswith("--"):
+            assert f'"{option}"' in source, f"{where}: {module} has no option {option}"
+
+
+def _check_curl(words: list[str], where: str) -> None:
+    method = "GET"
+    if "-X" in words:
+        method = words[words.index("-X") + 1]
+    elif any(w in ("-d", "-F", "--data", "--form") for w in words):
+        method = "POST"
+    urls = [w for w in words if "/api/v1/" in w]
+    assert urls, f"{where}: a curl line without an API address"
+    for url in urls:
+        path = "/api/v1/" + url.split("/api/v1/", 1)[1]
+        assert _served(method, path), f"{where}: the app does not serve {method} {path}"
+
+
+def _check_command(line: str, where: str) -> None:
+    inner = re.findall(r"\$\((.*)\)", line)
+    for command in inner:  # TOKEN=$(curl ...): the command inside
+        _check_command(command, where)
+    words = _words(re.sub(r"\$\(.*\)", "x", line))
+    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+        words = words[1:]  # environment assignments
+    if words[:1] == ["nice"]:
+        words = words[3:]
+    if not words:
+        return
+    head, rest = words[0], words[1:]
+    if head == "make":
+        targets = [w for w in rest if "=" not in w]
+        assert targets and set(targets) <= _make_targets(), (where, line)
+    elif head in (".venv/bin/python", "python") and rest[:1] == ["-m"]:
+        _check_python_module(rest[1], rest[2:], where)
+    elif head in (".venv/bin/python", "python"):
+        assert (ROOT / rest[0]).exists(), (where, rest[0])
+    elif head == "workbench":
+        assert rest[0] in _workbench_commands(), (where, line)
+    elif head == "curl":
+        _check_curl(words, where)
+    elif head == "pip":
+        assert rest[0] in ("install", "wheel"), (where, line)
+    else:
+        pytest.fail(f"{where}: no rule checks `{head}`; add one to tests/docs/test_docs.py")
+
+
+SHELL = all_blocks("bash")
+
+
+@pytest.mark.parametrize("block", SHELL, ids=[b.where() for b in SHELL])
+def test_every_shell_line_names_what_exists(block: Block) -> None:
+    for line in _logical_lines(block.text):
+        _check_command(line, block.where())
+
+
+JSON = all_blocks("json")
+
+
+@pytest.mark.parametrize("block", JSON, ids=[b.where() for b in JSON])
+def test_every_json_example_parses_and_every_annotation_is_accepted(block: Block) -> None:
+    """A block is one JSON document or one per line; an annotation body (it has a `kind` the
+    annotation endpoint takes) must pass the server's own validation."""
+    from pydantic import TypeAdapter
+
+    from app.api.schemas.annotations import AnnotationCreate
+
+    try:
+        documents = [json.loads(block.text)]
+    except json.JSONDecodeError:
+        documents = [json.loads(line) for line in block.text.splitlines() if line.strip()]
+    accepts: TypeAdapter[Any] = TypeAdapter(AnnotationCreate)
+    for document in documents:
+        if isinstance(document, dict) and document.get("kind") in ANNOTATION_KINDS:
+            accepts.validate_python(document)
+
+
+def test_every_code_block_says_its_language() -> None:
+    languages = {b.language for b in all_blocks()}
+    assert languages <= {"python", "bash", "json", "text"}, languages
+
+
+# ---- prose: every API path named is served ---------------------------------------------
+
+MENTION = re.compile(
+    r"`((?:GET|POST|PUT|PATCH|DELETE)(?:/(?:GET|POST|PUT|PATCH|DELETE))*) (/[^`\s]*)"
+)
+
+
+def test_every_api_path_the_documents_name_is_served() -> None:
+    unknown = []
+    for path in DOCUMENTS:
+        for methods, url in MENTION.findall(path.read_text()):
+            if not url.startswith("/api/v1/"):
+                unknown.append(f"{path.name}: {methods} {url} (not under /api/v1)")
+                continue
+            for method in methods.split("/"):
+                if not _served(method, url):
+                    unknown.append(f"{path.name}: {method} {url}")
+    assert unknown == []
