@@ -115,7 +115,7 @@ def main() -> None:
     }
     print(
         f"Alice uploads {args.images} images of {args.side} x {args.side}; Bob runs CEC "
-        f"(k = 3) on 90 items, median of {args.repeats}"
+        f"(k = 3) on 90 items, median of {args.repeats}, request to result\n"
     )
     print(
         "| executor | Bob idle (s) | Bob under the burst (s) | ratio (target <= 2) "

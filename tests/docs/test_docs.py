@@ -234,3 +234,28 @@ def test_every_api_path_the_documents_name_is_served() -> None:
                 if not _served(method, url):
                     unknown.append(f"{path.name}: {method} {url}")
     assert unknown == []
+
+
+# ---- benchmark tables: the benchmark's own output, synced, never edited by hand ----------
+
+
+def test_benchmark_outputs_in_the_documents_are_verbatim() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench_to_docs
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    used = set()
+    for path in DOCUMENTS:
+        for module, body in bench_to_docs.regions(path.read_text()):
+            saved = bench_to_docs.output_file(module)
+            assert saved.exists(), f"{path.name}: no saved output of {module}"
+            assert body.strip() == saved.read_text().strip(), (
+                f"{path.name}: the {module} table differs from its saved output "
+                "(run scripts/bench_to_docs.py sync, or run the benchmark again)"
+            )
+            used.add(saved.name)
+    for saved in bench_to_docs.OUTPUTS.glob("*.md"):
+        assert saved.name in used, f"{saved.name} is shown nowhere"
+        command = saved.read_text().split("`")[1]
+        _check_command(command, saved.name)

@@ -1,0 +1,80 @@
+"""Benchmark tables in the docs come from the benchmark's own output, never by hand.
+
+    .venv/bin/python scripts/bench_to_docs.py run benchmarks.bench_fair_share [args...]
+    .venv/bin/python scripts/bench_to_docs.py sync
+
+`run` runs the benchmark and keeps what it printed, verbatim, in
+docs/benchmark-output/<module>.md, headed by the command, the date and the commit; then `sync`
+copies every such file into the documents between its markers:
+
+    <!-- output: benchmarks.bench_fair_share -->
+    ...replaced by the file's text...
+    <!-- /output -->
+
+tests/docs/test_docs.py fails when a region differs from its file (an edit by hand, or a run
+not synced).
+"""
+
+import datetime
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+OUTPUTS = ROOT / "docs" / "benchmark-output"
+REGION = re.compile(
+    r"(<!-- output: (?P<module>[\w.]+) -->\n)(?P<body>.*?)(<!-- /output -->)", re.DOTALL
+)
+
+
+def output_file(module: str) -> Path:
+    return OUTPUTS / f"{module}.md"
+
+
+def regions(text: str) -> list[tuple[str, str]]:
+    """(module, body) of every marked region."""
+    return [(m.group("module"), m.group("body")) for m in REGION.finditer(text)]
+
+
+def synced(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        body = output_file(match.group("module")).read_text().strip()
+        return f"{match.group(1)}\n{body}\n\n{match.group(4)}"  # blank lines: blocks apart
+
+    return REGION.sub(replace, text)
+
+
+def run(module: str, args: list[str]) -> None:
+    command = [sys.executable, "-m", module, *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    shown = " ".join([".venv/bin/python -m", module, *args])
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    OUTPUTS.mkdir(parents=True, exist_ok=True)
+    output_file(module).write_text(
+        f"`{shown}` ({stamp}, commit {commit}) printed:\n\n{done.stdout.rstrip()}\n"
+    )
+
+
+def sync() -> None:
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text()
+        if REGION.search(text):
+            path.write_text(synced(text))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["run"] and len(sys.argv) > 2:
+        run(sys.argv[2], sys.argv[3:])
+        sync()
+    elif sys.argv[1:] == ["sync"]:
+        sync()
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
