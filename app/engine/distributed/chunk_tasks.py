@@ -59,6 +59,7 @@ class ChunkScan:
     n_labeled: int
     sample: FloatArray
     sample_y: IntArray
+    sample_rows: IntArray  # the sampled rows' positions in the chunk
 
 
 def rows_of(block: Any, projection: Any = None) -> FloatArray:
@@ -97,7 +98,8 @@ def scan_chunk(block: Any, y_block: Any, seed: int, take: int, take_labeled: int
     bad = _bad_label(y)
     if first_bad >= 0 or bad:
         empty = np.empty((0, data.shape[1]))
-        return ChunkScan(data.shape[0], first_bad, bad, np.empty(0, np.int64), 0, empty, y[:0])
+        none = np.empty(0, np.int64)
+        return ChunkScan(data.shape[0], first_bad, bad, none, 0, empty, y[:0], none)
     y = y.astype(np.int64)
     labeled = np.flatnonzero(y >= 0)
     rng = np.random.RandomState(seed)
@@ -112,6 +114,7 @@ def scan_chunk(block: Any, y_block: Any, seed: int, take: int, take_labeled: int
         n_labeled=int(labeled.shape[0]),
         sample=np.asarray(data[rows], dtype=np.float64),
         sample_y=y[rows],
+        sample_rows=rows.astype(np.int64),
     )
 
 

@@ -41,6 +41,7 @@ class ChunkedInput:
     n_labeled: int
     sample: FloatArray
     sample_y: IntArray | None  # None when the fit has no labels
+    sample_index: IntArray  # the sampled rows' positions in X
 
     @property
     def n_rows(self) -> int:
@@ -134,4 +135,7 @@ def scan(X: Any, y: Any, n_clusters: int, rng: np.random.RandomState) -> Chunked
         n_labeled=sum(s.n_labeled for s in scans),
         sample=np.concatenate([s.sample for s in scans]),
         sample_y=None if y is None else np.concatenate([s.sample_y for s in scans]),
+        sample_index=np.concatenate(
+            [s.sample_rows + offset for s, offset in zip(scans, np.cumsum([0, *rows]), strict=False)]
+        ),
     )

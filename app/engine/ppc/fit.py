@@ -24,7 +24,7 @@ from scipy.sparse.csgraph import breadth_first_order
 from app.engine.ppc.colouring import dsatur
 from app.engine.ppc.exact import solve_exact
 from app.engine.ppc.gibbs import feasible_labels, gibbs_sweep
-from app.engine.ppc.graph import ENUM, GIBBS, TREE, RelationGraph
+from app.engine.ppc.graph import ENUM, GIBBS, TREE, OmegaModel, RelationGraph
 from app.engine.ppc.icm import icm
 from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
 from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky, tie
@@ -299,11 +299,25 @@ def m_step(
 ) -> Params:
     if sample_weight is not None:
         resp = resp * sample_weight[:, np.newaxis]
-    nk, means, covariances = gaussian_m_step(X, resp, opts.family, opts.reg_covar)
+    moments = gaussian_m_step(X, resp, opts.family, opts.reg_covar)
+    return mixture_from(moments, params, graph.omega, opts, grid, pi_update)
+
+
+def mixture_from(
+    moments: tuple[FloatArray, FloatArray, FloatArray],
+    params: Params,
+    omega: OmegaModel,
+    opts: Options,
+    grid: tuple[FloatArray, FloatArray] | None,
+    pi_update: str,
+) -> Params:
+    """The M-step's mixture from the soft counts, means and covariances: tied if asked, pi
+    by ``pi_update`` (``params``' pi when fixed)."""
+    nk, means, covariances = moments
     if opts.tied:
         covariances = tie(nk, covariances)
     if pi_update == "optimize":
-        weights = optimize_pi(nk, graph.omega, params.weights)
+        weights = optimize_pi(nk, omega, params.weights)
     elif pi_update == "grid" and grid is not None:
         weights = grid_pi(nk, *grid)
     else:
@@ -370,6 +384,51 @@ class Schedule:
             self.step = -1
 
 
+class StopRule:
+    """When EM from one start has converged: the annealing schedule, then the objective's
+    relative change (exact E-steps), also the parameters' (mean field), or their change and
+    drift (Gibbs). ``run_em`` and the data-parallel EM (app/engine/distributed) both use it."""
+
+    def __init__(self, graph: RelationGraph, opts: Options, scale: float) -> None:
+        self.schedule = Schedule(graph, opts)
+        self.tol = opts.tol
+        self.scale = scale
+        self.stochastic = graph.gibbs_nodes.shape[0] > 0
+        self.mean_field = graph.mf_nodes.shape[0] > 0
+        self.drift = DriftMonitor(scale)
+        self.previous: float | None = None
+
+    def converged(self, bound: float, old: Params, new: Params) -> bool:
+        """After an E-step with objective ``bound`` at ``old`` and the M-step to ``new``."""
+        schedule = self.schedule
+        full = schedule.full
+        converged = False
+        if not full:
+            schedule.advance(self.previous, bound)
+            self.previous = bound if schedule.step == 0 else None
+        elif self.stochastic:
+            # Gibbs noise keeps the parameters moving: also stop once they only wander.
+            converged = _parameter_change(old, new, self.scale) < self.tol
+            converged = converged or self.drift.update(new.means, new.weights)
+        elif self.previous is not None:
+            converged = abs(bound - self.previous) <= self.tol * max(1.0, abs(bound))
+            if self.mean_field:  # spec Sec. 3.8: approximate E-steps stop on the parameters
+                converged |= _parameter_change(old, new, self.scale) < PARAMETER_TOL
+        if full:
+            self.previous = bound
+        return converged
+
+
+def pi_grid(
+    opts: Options, graph: RelationGraph, m: int
+) -> tuple[FloatArray, FloatArray] | None:
+    """The paper's simplex grid and log Omega on it, when pi is updated on the grid."""
+    if opts.pi_update != "grid":
+        return None
+    nodes = simplex_grid(m)
+    return nodes, grid_log_omega(graph.omega, nodes)
+
+
 def run_em(
     X: FloatArray,
     start: Params,
@@ -380,39 +439,19 @@ def run_em(
     iteration0: int,
 ) -> PPCResult:
     """EM from one start; stops on convergence, at max_iter, or when progress returns False."""
-    grid = None
-    if opts.pi_update == "grid":
-        nodes = simplex_grid(start.weights.shape[0])
-        grid = (nodes, grid_log_omega(graph.omega, nodes))
+    grid = pi_grid(opts, graph, start.weights.shape[0])
     params = start
     chain = _Chain()
-    scale = float(X.std(axis=0).max()) or 1.0
+    stop = StopRule(graph, opts, float(X.std(axis=0).max()) or 1.0)
     history: list[float] = []
     converged = cancelled = False
     n_iter = 0
-    stochastic = graph.gibbs_nodes.shape[0] > 0
-    mean_field = graph.mf_nodes.shape[0] > 0
-    schedule = Schedule(graph, opts)
-    drift = DriftMonitor(scale)
     sample_weight = m_step_weights(X.shape[0], graph, opts)
-    previous: float | None = None
     for n_iter in range(1, opts.max_iter + 1):
-        full = schedule.full
+        schedule = stop.schedule
         est = e_step(X, params, graph, opts, chain, rng, schedule.scale)
         new = m_step(X, est.resp, params, graph, opts, grid, schedule.pi_rule(), sample_weight)
-        if not full:
-            schedule.advance(previous, est.bound)
-            previous = est.bound if schedule.step == 0 else None
-        elif stochastic:
-            # Gibbs noise keeps the parameters moving: also stop once they only wander.
-            converged = _parameter_change(params, new, scale) < opts.tol
-            converged = converged or drift.update(new.means, new.weights)
-        elif previous is not None:
-            converged = abs(est.bound - previous) <= opts.tol * max(1.0, abs(est.bound))
-            if mean_field:  # spec Sec. 3.8: approximate E-steps stop on the parameters
-                converged |= _parameter_change(params, new, scale) < PARAMETER_TOL
-        if full:
-            previous = est.bound
+        converged = stop.converged(est.bound, params, new)
         params = new
         history.append(est.bound)
         if progress is not None and progress(iteration0 + n_iter, -est.bound) is False:
@@ -428,9 +467,10 @@ def _infeasible(logz: FloatArray) -> list[int]:
     return [int(c) for c in np.flatnonzero(logz == -np.inf)]
 
 
-def check_feasible(graph: RelationGraph, m: int) -> None:
+def check_feasible(graph: RelationGraph, m: int, names: IntArray | None = None) -> None:
     """Every exactly solved component must admit a labelling that satisfies its hard
-    do-not-links and the labels (Gibbs components are checked by ``initial_state``)."""
+    do-not-links and the labels (Gibbs components are checked by ``initial_state``).
+    ``names``: the samples' indices in the caller's data, when the graph is over a subset."""
     if not (graph.exact.n_enum or (graph.exact.n_trees and graph.labeled.shape[0])):
         return
     n = graph.super_of.shape[0]
@@ -444,6 +484,8 @@ def check_feasible(graph: RelationGraph, m: int) -> None:
     for nodes in bad:
         inside = np.isin(graph.super_of[graph.dnl_i], nodes)
         i, j = int(graph.dnl_i[inside][0]), int(graph.dnl_j[inside][0])
+        if names is not None:
+            i, j = int(names[i]), int(names[j])
         labels = " and the labels" if graph.labeled.shape[0] else ""
         raise ValueError(
             f"the hard do-not-links around pair ({i}, {j}){labels} cannot all hold with "
