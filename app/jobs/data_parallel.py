@@ -1,7 +1,7 @@
 """Which runs fit data-parallel over the store's chunks, and the Dask client they fit with.
 
 A run on the Dask executor is one task on one worker. For a table of at least
-``DISTRIBUTED_MIN_ITEMS`` items, CEC and CEC-IB read their features as a dask array whose tasks
+``DISTRIBUTED_MIN_ITEMS`` items, CEC, CEC-IB and PPC read their features as a dask array whose tasks
 read the store's chunks themselves, and the run's task hands the passes to the whole cluster
 through a worker client (it secedes from its worker's thread pool while it waits, so a 1-thread
 worker still runs the passes' tasks). Smaller tables fit in the task: faster where the data fits
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from app.db.models import Dataset
 
 # The methods with a data-parallel fit (app/engine/distributed).
-DATA_PARALLEL_ALGORITHMS = frozenset({"cec", "cec-ib"})
+DATA_PARALLEL_ALGORITHMS = frozenset({"cec", "cec-ib", "ppc"})
 # Rows one pass task reads: whole store chunks, about 20-40 MB of float32 features at d = 10-20,
 # so a task's arithmetic outweighs its scheduling.
 ROWS_PER_TASK = 524_288

@@ -106,3 +106,41 @@ def test_cec_ib_takes_the_expert_labels_into_a_data_parallel_fit(
     assert result["metrics"]["execution"]["execution"] == "data-parallel"
     assert adjusted_rand_score(y, result["labels"]) > 0.99
     assert result["cluster_params"]["agreement"] == 1.0
+
+
+def test_ppc_resolves_links_across_chunks_in_a_data_parallel_fit(
+    dask_client: TestClient,
+) -> None:
+    """Must-links and cannot-links between items of different store chunks, and labels: the
+    relations are solved in their relation group, every hard one holds in the run's labels."""
+    headers = token_headers(dask_client, "admin", ADMIN_PASSWORD)
+    project = dask_client.post("/api/v1/projects", json={"name": "P"}, headers=headers).json()
+    X, y = _blobs(ROWS)
+    dataset = upload_csv(dask_client, project["id"], headers, X, y)
+    rng = np.random.RandomState(1)
+    first, last = np.flatnonzero(y == 0)[:3], np.flatnonzero(y == 0)[-3:]  # chunk 0 and 5
+    other = np.flatnonzero(y == 1)[-2:]
+    bodies = [
+        {"kind": "must_link", "items": [int(first[0]), int(last[0])]},
+        {"kind": "must_link", "items": [int(first[1]), int(last[1]), int(last[2])]},
+        {"kind": "cannot_link", "items_a": [int(first[2])], "items_b": other.tolist()},
+    ]
+    for centre in range(CENTRES):
+        items = rng.choice(np.flatnonzero(y == centre), 10, replace=False)
+        bodies.append({"kind": "label", "items": items.tolist(), "label": f"blob {centre}"})
+    for body in bodies:
+        response = dask_client.post(
+            f"/api/v1/datasets/{dataset}/annotations", json=body, headers=headers
+        )
+        assert response.status_code == 201, response.text
+    run = start(dask_client, headers, dataset, "ppc", n_components=CENTRES, random_state=0)
+    result = _result(dask_client, headers, run.json()["id"])
+    execution = result["metrics"]["execution"]
+    assert execution["execution"] == "data-parallel"
+    assert execution["relation_groups"] >= 1
+    assert execution["related_rows"] == 8
+    labels = np.asarray(result["labels"])
+    assert labels[first[0]] == labels[last[0]]
+    assert labels[first[1]] == labels[last[1]] == labels[last[2]]
+    assert labels[first[2]] not in set(labels[other])
+    assert adjusted_rand_score(y, labels) > 0.99

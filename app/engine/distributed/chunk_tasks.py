@@ -60,6 +60,8 @@ class ChunkScan:
     sample: FloatArray
     sample_y: IntArray
     sample_rows: IntArray  # the sampled rows' positions in the chunk
+    mean: FloatArray  # per column, for the data's spread (merged by Chan's rule)
+    m2: FloatArray  # per column, the sum of squared deviations from ``mean``
 
 
 def rows_of(block: Any, projection: Any = None) -> FloatArray:
@@ -98,8 +100,10 @@ def scan_chunk(block: Any, y_block: Any, seed: int, take: int, take_labeled: int
     bad = _bad_label(y)
     if first_bad >= 0 or bad:
         empty = np.empty((0, data.shape[1]))
-        none = np.empty(0, np.int64)
-        return ChunkScan(data.shape[0], first_bad, bad, none, 0, empty, y[:0], none)
+        none, nothing = np.empty(0, np.int64), np.zeros(data.shape[1])
+        return ChunkScan(
+            data.shape[0], first_bad, bad, none, 0, empty, y[:0], none, nothing, nothing
+        )
     y = y.astype(np.int64)
     labeled = np.flatnonzero(y >= 0)
     rng = np.random.RandomState(seed)
@@ -115,6 +119,8 @@ def scan_chunk(block: Any, y_block: Any, seed: int, take: int, take_labeled: int
         sample=np.asarray(data[rows], dtype=np.float64),
         sample_y=y[rows],
         sample_rows=rows.astype(np.int64),
+        mean=data.mean(axis=0, dtype=np.float64),
+        m2=data.var(axis=0, dtype=np.float64) * data.shape[0],
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine.distributed.chunk_tasks import scan_chunk
+from app.engine.distributed.chunk_tasks import ChunkScan, scan_chunk
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -42,6 +42,7 @@ class ChunkedInput:
     sample: FloatArray
     sample_y: IntArray | None  # None when the fit has no labels
     sample_index: IntArray  # the sampled rows' positions in X
+    spread: float  # the largest standard deviation of a column (1 when every one is 0)
 
     @property
     def n_rows(self) -> int:
@@ -52,7 +53,8 @@ class ChunkedInput:
         return start, start + self.rows[chunk]
 
 
-def _as_rows(X: Any) -> Any:
+def as_rows(X: Any) -> Any:
+    """X checked as a dask array of rows, its columns in one chunk."""
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array of rows, got a dask array of shape {X.shape}")
     if any(math.isnan(c) for c in X.chunks[0]):
@@ -82,18 +84,44 @@ def _label_blocks(y: Any, X: Any) -> list[Any]:
         aligned = y if y.chunks[0] == X.chunks[0] else y.rechunk((X.chunks[0],))
         return list(aligned.to_delayed().ravel())
     bounds = np.cumsum([0, *rows])
-    parts = [y[a:b] for a, b in itertools.pairwise(bounds)]
+    return to_workers([y[a:b] for a, b in itertools.pairwise(bounds)])
+
+
+def to_workers(parts: list[Any]) -> list[Any]:
+    """In-memory inputs of every pass, sent to a distributed cluster's workers once (futures
+    in their place), not inside every pass's task graph; as they are on the local schedulers."""
     client = _current_client()
     return parts if client is None else list(client.scatter(parts))
 
 
 def _current_client() -> Any:
-    """The Dask distributed client in use here, or None (the local schedulers)."""
+    """The Dask distributed client that computes here, or None: no client, or the local
+    schedulers chosen over it (``dask.config.set(scheduler="threads")``)."""
     try:
         from distributed.client import _get_global_client
     except ImportError:
         return None
-    return _get_global_client()
+    from dask.base import get_scheduler
+
+    client = _get_global_client()
+    if client is None or getattr(get_scheduler(), "__self__", None) is not client:
+        return None
+    return client
+
+
+def _spread(scans: tuple[ChunkScan, ...]) -> float:
+    """The largest column standard deviation, from the chunks' means and squared deviations
+    (Chan et al.'s pairwise merge: no cancellation on data far from the origin)."""
+    count, mean, m2 = 0, np.zeros_like(scans[0].mean), np.zeros_like(scans[0].m2)
+    for s in scans:
+        if s.rows == 0:
+            continue
+        total = count + s.rows
+        delta = s.mean - mean
+        mean = mean + delta * (s.rows / total)
+        m2 = m2 + s.m2 + delta**2 * (count * s.rows / total)
+        count = total
+    return float(np.sqrt(m2 / max(count, 1)).max()) or 1.0
 
 
 def scan(X: Any, y: Any, n_clusters: int, rng: np.random.RandomState) -> ChunkedInput:
@@ -101,7 +129,7 @@ def scan(X: Any, y: Any, n_clusters: int, rng: np.random.RandomState) -> Chunked
     first chunk with a non-finite value or a bad label."""
     import dask
 
-    X = _as_rows(X)
+    X = as_rows(X)
     rows = [int(r) for r in X.chunks[0]]
     n = sum(rows)
     blocks = list(X.to_delayed().ravel())
@@ -135,7 +163,11 @@ def scan(X: Any, y: Any, n_clusters: int, rng: np.random.RandomState) -> Chunked
         n_labeled=sum(s.n_labeled for s in scans),
         sample=np.concatenate([s.sample for s in scans]),
         sample_y=None if y is None else np.concatenate([s.sample_y for s in scans]),
+        spread=_spread(scans),
         sample_index=np.concatenate(
-            [s.sample_rows + offset for s, offset in zip(scans, np.cumsum([0, *rows]), strict=False)]
+            [
+                s.sample_rows + offset
+                for s, offset in zip(scans, np.cumsum([0, *rows]), strict=False)
+            ]
         ),
     )

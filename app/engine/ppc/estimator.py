@@ -30,6 +30,8 @@ from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import DIAGONAL, FULL
 from app.engine.core.fresh_starts import FRESH_STARTS, check_agreement, continued_is_enough
 from app.engine.core.validation import check_choice, check_int, check_real
+from app.engine.distributed.chunked_input import is_dask_array
+from app.engine.distributed.chunked_ppc import fit_chunked_ppc, predict_proba_chunked
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
 from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph
@@ -267,12 +269,21 @@ class PPC(ClusterMixin, BaseEstimator):
             weights, means, covariances = random_start(
                 X, m, family, reg_covar, graph.labeled, graph.label_of, rng
             )
-        if self.weights_init is not None:
-            weights = np.asarray(self.weights_init, dtype=np.float64)
-        if self.means_init is not None:
-            means = np.asarray(self.means_init, dtype=np.float64)
-        if self.covariances_init is not None:
-            covariances = np.asarray(self.covariances_init, dtype=np.float64)
+        return self.given_start((weights, means, covariances), m, d, family)
+
+    def given_start(
+        self, drawn: tuple[FloatArray, FloatArray, FloatArray] | None, m: int, d: int, family: int
+    ) -> Params:
+        """The start: ``weights_init``, ``means_init`` and ``covariances_init`` where given,
+        the ``drawn`` start's for the rest (None: all three must be given), checked."""
+        parts = [
+            np.asarray(given, dtype=np.float64) if given is not None else None
+            for given in (self.weights_init, self.means_init, self.covariances_init)
+        ]
+        if drawn is not None:
+            parts = [p if p is not None else q for p, q in zip(parts, drawn, strict=True)]
+        weights, means, covariances = parts
+        assert weights is not None and means is not None and covariances is not None
         shape = {FULL: (m, d, d), DIAGONAL: (m, d)}.get(family, (m,))
         if weights.shape != (m,) or not np.isclose(weights.sum(), 1.0) or weights.min() <= 0:
             raise ValueError(f"weights_init must be {m} positive numbers summing to 1")
@@ -301,6 +312,10 @@ class PPC(ClusterMixin, BaseEstimator):
         what chains of hard links within a class and hard do-not-links between classes say,
         at the cost of one row per sample instead of a large constrained component.
         """
+        if is_dask_array(X):  # data-parallel over its chunks (docs/distributed.md)
+            with np.errstate(divide="ignore", over="ignore", under="ignore"):
+                fit_chunked_ppc(self, X, pairs, weights, labels)
+            return self
         data = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
             return self._fit(data, pairs, weights, labels)
@@ -460,14 +475,19 @@ class PPC(ClusterMixin, BaseEstimator):
 
     @engine_errstate
     def predict_proba(self, X: ArrayLike) -> FloatArray:
-        """P_s(k | x, Theta): the plain mixture posterior (relations never apply to new data)."""
+        """P_s(k | x, Theta): the plain mixture posterior (relations never apply to new data);
+        a lazy dask array for a dask array."""
         check_is_fitted(self)
+        if is_dask_array(X):
+            return predict_proba_chunked(self, X)
         data = validate_data(self, X, dtype=np.float64, reset=False)
         params = Params(self.weights_, self.means_, self.covariances_, self.precisions_cholesky_)
         return self._plain_proba(data, params, family_of(self.covariance_)[0])
 
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
-        """argmax_k pi_k N(x; mu_k, Sigma_k) for every row."""
+        """argmax_k pi_k N(x; mu_k, Sigma_k) for every row (a lazy dask array for one)."""
+        if is_dask_array(X):
+            return self.predict_proba(X).argmax(axis=1).astype(np.int64)
         return np.asarray(self.predict_proba(X).argmax(axis=1), dtype=np.int64)
 
     def fit_predict(

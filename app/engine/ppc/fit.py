@@ -419,9 +419,7 @@ class StopRule:
         return converged
 
 
-def pi_grid(
-    opts: Options, graph: RelationGraph, m: int
-) -> tuple[FloatArray, FloatArray] | None:
+def pi_grid(opts: Options, graph: RelationGraph, m: int) -> tuple[FloatArray, FloatArray] | None:
     """The paper's simplex grid and log Omega on it, when pi is updated on the grid."""
     if opts.pi_update != "grid":
         return None

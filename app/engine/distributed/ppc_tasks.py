@@ -1,0 +1,153 @@
+"""The functions Dask runs for PPC's data-parallel EM: a chunk's E-step, a relation group's,
+and the fitted labels and marginals of a chunk.
+
+Pure functions of their inputs (the group's sampler is seeded per pass), so a task retried on
+another worker returns the same answer. A chunk's rows are independent given the mixture (the
+related ones are solved in their group), so its E-step is the mixture posterior, conditioned
+on the component of a labeled row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.engine.distributed.chunk_tasks import rows_of
+from app.engine.distributed.mixture_stats import MixtureStats
+from app.engine.distributed.relation_groups import RelationGroup
+from app.engine.ppc.fit import Options, _Chain, infer, m_step_weights
+from app.engine.ppc.mstep import log_gaussian
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class MixtureRule:
+    """The mixture a pass freezes."""
+
+    weights: FloatArray
+    means: FloatArray
+    prec_chol: FloatArray
+    family: int
+    unlabeled_weight: float  # the M-step weight of an unlabeled row (EM-lambda); 1: plain EM
+
+    def log_scores(self, X: FloatArray) -> FloatArray:
+        return log_gaussian(X, self.means, self.prec_chol, self.family) + np.log(self.weights)
+
+
+@dataclass
+class ChunkEStep:
+    stats: MixtureStats
+    agree: int  # labeled rows whose plain mixture label is their own
+
+
+@dataclass
+class GroupEStep:
+    stats: MixtureStats
+    chain: _Chain  # the mean-field marginals / Gibbs state, carried to the next pass
+    resp: FloatArray | None  # the final pass only
+    labels: IntArray | None
+
+
+def _labels(y_block: Any, n: int) -> IntArray:
+    if y_block is None:
+        return np.full(n, -1, dtype=np.int64)
+    return np.asarray(y_block).astype(np.int64)
+
+
+def _free(n: int, exclude: IntArray) -> NDArray[np.bool_]:
+    keep = np.ones(n, dtype=np.bool_)
+    keep[exclude] = False
+    return keep
+
+
+def _posterior(a: FloatArray, labels: IntArray) -> tuple[FloatArray, FloatArray]:
+    """Row-wise softmax and log-sum-exp of ``a``, with labeled rows conditioned on their label."""
+    labeled = np.flatnonzero(labels >= 0)
+    if labeled.shape[0]:
+        keep = a[labeled, labels[labeled]]
+        a[labeled] = -np.inf
+        a[labeled, labels[labeled]] = keep
+    top = a.max(axis=1, keepdims=True)
+    e = np.exp(a - top)
+    s = e.sum(axis=1, keepdims=True)
+    return e / s, (top + np.log(s))[:, 0]
+
+
+def _weighted(resp: FloatArray, labels: IntArray, unlabeled_weight: float) -> FloatArray:
+    if unlabeled_weight == 1.0 or not (labels >= 0).any():
+        return resp
+    return resp * np.where(labels >= 0, 1.0, unlabeled_weight)[:, np.newaxis]
+
+
+def chunk_estep(block: Any, y_block: Any, exclude: IntArray, rule: MixtureRule) -> ChunkEStep:
+    """The E-step of a chunk's unrelated rows and their statistics for the M-step."""
+    X = rows_of(block)
+    labels = _labels(y_block, X.shape[0])
+    if exclude.shape[0]:
+        keep = _free(X.shape[0], exclude)
+        X, labels = np.ascontiguousarray(X[keep]), labels[keep]
+    a = rule.log_scores(X)
+    plain = a.argmax(axis=1)
+    resp, log_z = _posterior(a, labels)
+    agree = int(np.count_nonzero((labels >= 0) & (plain == labels)))
+    weighted = _weighted(resp, labels, rule.unlabeled_weight)
+    stats = MixtureStats.of_rows(X, weighted, rule.means, rule.family, float(log_z.sum()))
+    return ChunkEStep(stats, agree)
+
+
+def group_estep(
+    X: FloatArray,
+    group: RelationGroup,
+    rule: MixtureRule,
+    opts: Options,
+    chain: _Chain,
+    seed: int,
+    scale: float,
+    final: bool,
+) -> GroupEStep:
+    """PPC's own E-step on a relation group (rows ``X``); ``final``: refine the labels by ICM
+    and return them with the marginals."""
+    own = _Chain(
+        None if chain.Q is None else chain.Q.copy(), None if chain.z is None else chain.z.copy()
+    )  # tasks on threads of one worker may share the input
+    est = infer(
+        rule.log_scores(X), group.graph, opts, own, np.random.RandomState(seed), scale, final
+    )
+    weights = m_step_weights(X.shape[0], group.graph, opts)
+    resp = est.resp if weights is None else est.resp * weights[:, np.newaxis]
+    stats = MixtureStats.of_rows(X, resp, rule.means, rule.family, est.bound)
+    return GroupEStep(stats, own, est.resp if final else None, est.labels if final else None)
+
+
+def chunk_labels(
+    block: Any, y_block: Any, fixed_at: IntArray, fixed: IntArray, rule: MixtureRule
+) -> IntArray:
+    """A chunk's fitted labels: the conditioned posterior's mode, the related rows' (``fixed_at``)
+    from their group's E-step (``fixed``)."""
+    X = rows_of(block)
+    resp, _ = _posterior(rule.log_scores(X), _labels(y_block, X.shape[0]))
+    out = resp.argmax(axis=1).astype(np.int64)
+    out[fixed_at] = fixed
+    return out
+
+
+def chunk_marginals(
+    block: Any, y_block: Any, fixed_at: IntArray, fixed: FloatArray, rule: MixtureRule
+) -> FloatArray:
+    """A chunk's posterior marginals P_p(z_i = k | X, Theta, W), the related rows' from their
+    group."""
+    X = rows_of(block)
+    resp, _ = _posterior(rule.log_scores(X), _labels(y_block, X.shape[0]))
+    resp[fixed_at] = fixed
+    return resp
+
+
+def chunk_proba(block: Any, rule: MixtureRule) -> FloatArray:
+    """The plain mixture posterior P_s(k | x, Theta) of a chunk's rows (``predict_proba``)."""
+    resp, _ = _posterior(rule.log_scores(rows_of(block)), np.empty(0, dtype=np.int64))
+    return resp
