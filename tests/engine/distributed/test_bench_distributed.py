@@ -25,7 +25,7 @@ def test_the_benchmark_measures_ours_and_the_peer_on_a_local_cluster() -> None:
          "--n-init", "1", "--worker-memory", "1GiB", "--skip-scaling"]
     )  # fmt: skip
     by_method = {r["method"]: r for r in results}
-    assert set(by_method) == {"CEC", "CEC-IB", "dask-ml KMeans"}
+    assert set(by_method) == {"CEC", "CEC-IB", "PPC", "dask-ml KMeans"}
     for result in results:
         assert result["ari"] > 0.95
         assert result["passes"] >= 1
