@@ -9,13 +9,19 @@ on the component of a labeled row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.core.families import DIAGONAL, FULL
 from app.engine.distributed.chunk_tasks import rows_of
+from app.engine.distributed.mixture_kernels import (
+    log_constants,
+    mixture_pass,
+    smallest_precision,
+)
 from app.engine.distributed.mixture_stats import MixtureStats
 from app.engine.distributed.relation_groups import RelationGroup
 from app.engine.ppc.fit import Options, _Chain, infer, m_step_weights
@@ -27,16 +33,51 @@ IntArray = NDArray[np.int64]
 
 @dataclass(frozen=True)
 class MixtureRule:
-    """The mixture a pass freezes."""
+    """The mixture a pass freezes, with what the pruned E-step kernel needs of it."""
 
     weights: FloatArray
     means: FloatArray
     prec_chol: FloatArray
     family: int
     unlabeled_weight: float  # the M-step weight of an unlabeled row (EM-lambda); 1: plain EM
+    const: FloatArray = field(init=False)
+    lam: FloatArray = field(init=False)
+
+    def __post_init__(self) -> None:
+        d = self.means.shape[1]
+        object.__setattr__(
+            self, "const", log_constants(self.weights, self.prec_chol, self.family, d)
+        )
+        object.__setattr__(self, "lam", smallest_precision(self.prec_chol, self.family, d))
 
     def log_scores(self, X: FloatArray) -> FloatArray:
         return log_gaussian(X, self.means, self.prec_chol, self.family) + np.log(self.weights)
+
+    def kernel_pass(
+        self, X: FloatArray, labels: IntArray, stats: MixtureStats
+    ) -> tuple[IntArray, float, int]:
+        """``mixture_pass`` over rows ``X``: their modes, log partition and labeled agreement;
+        the statistics are added to ``stats``."""
+        m, d = self.means.shape
+        full = self.family == FULL
+        if full:
+            pfull, pdiag = np.ascontiguousarray(self.prec_chol), np.empty((m, 0))
+        elif self.family == DIAGONAL:
+            pfull, pdiag = np.empty((m, 0, 0)), np.ascontiguousarray(self.prec_chol)
+        else:
+            pfull, pdiag = np.empty((m, 0, 0)), np.repeat(self.prec_chol[:, np.newaxis], d, 1)
+        s2full = stats.s2 if full else np.empty((m, 0, 0))
+        s2diag = np.empty((m, 0)) if full else stats.s2
+        mode = np.empty(X.shape[0], dtype=np.int64)
+        log_z, agree = mixture_pass(
+            X, labels, self.const, self.means, pfull, pdiag, self.lam, stats.shift,
+            self.unlabeled_weight, stats.count, stats.s1, s2full, s2diag, mode,
+        )  # fmt: skip
+        if full:  # the kernel fills the lower triangles
+            lower = np.tril(stats.s2)
+            stats.s2 = lower + np.transpose(np.tril(lower, -1), (0, 2, 1))
+        stats.log_z += log_z
+        return mode, log_z, agree
 
 
 @dataclass
@@ -78,12 +119,6 @@ def _posterior(a: FloatArray, labels: IntArray) -> tuple[FloatArray, FloatArray]
     return e / s, (top + np.log(s))[:, 0]
 
 
-def _weighted(resp: FloatArray, labels: IntArray, unlabeled_weight: float) -> FloatArray:
-    if unlabeled_weight == 1.0 or not (labels >= 0).any():
-        return resp
-    return resp * np.where(labels >= 0, 1.0, unlabeled_weight)[:, np.newaxis]
-
-
 def chunk_estep(block: Any, y_block: Any, exclude: IntArray, rule: MixtureRule) -> ChunkEStep:
     """The E-step of a chunk's unrelated rows and their statistics for the M-step."""
     X = rows_of(block)
@@ -91,12 +126,8 @@ def chunk_estep(block: Any, y_block: Any, exclude: IntArray, rule: MixtureRule) 
     if exclude.shape[0]:
         keep = _free(X.shape[0], exclude)
         X, labels = np.ascontiguousarray(X[keep]), labels[keep]
-    a = rule.log_scores(X)
-    plain = a.argmax(axis=1)
-    resp, log_z = _posterior(a, labels)
-    agree = int(np.count_nonzero((labels >= 0) & (plain == labels)))
-    weighted = _weighted(resp, labels, rule.unlabeled_weight)
-    stats = MixtureStats.of_rows(X, weighted, rule.means, rule.family, float(log_z.sum()))
+    stats = MixtureStats.zeros(rule.means, rule.family)
+    _, _, agree = rule.kernel_pass(X, labels, stats)
     return ChunkEStep(stats, agree)
 
 
@@ -130,8 +161,9 @@ def chunk_labels(
     """A chunk's fitted labels: the conditioned posterior's mode, the related rows' (``fixed_at``)
     from their group's E-step (``fixed``)."""
     X = rows_of(block)
-    resp, _ = _posterior(rule.log_scores(X), _labels(y_block, X.shape[0]))
-    out = resp.argmax(axis=1).astype(np.int64)
+    out, _, _ = rule.kernel_pass(
+        X, _labels(y_block, X.shape[0]), MixtureStats.zeros(rule.means, rule.family)
+    )
     out[fixed_at] = fixed
     return out
 

@@ -1,0 +1,182 @@
+"""A chunk's mixture E-step and M-step statistics in one pass over its rows, pruned exactly.
+
+The posterior of row i is ``exp(a_ik - top_i) / s_i`` with
+``a_ik = c_k - |P_k^T (x_i - m_k)|^2 / 2`` and ``c_k = ln pi_k + ln det P_k - (d/2) ln 2 pi``.
+A component whose score is more than ``CUT`` = 45 below the row's best has a posterior under
+e^-45 = 2.9e-20 and is left out: of the normaliser and of the statistics. That changes them by
+less than M e^-45 relative, under float64's rounding (2.2e-16) for any M below 7,600: the
+dense E-step's result, to its last digit. A score is bounded above in O(d) by
+``c_k - lam_k |x_i - m_k|^2 / 2``, ``lam_k`` the smallest eigenvalue of the precision, so the
+exact O(d^2) score is computed only for the components within reach of the best (on separated
+clusters one per row), the best bound first; without the cut, every component of every row
+would be scored and accumulated (20 blobs in 10-D: 2.3 s per 500k-row chunk, against 0.2 s).
+
+Everything a pass needs comes out of the same loop: the soft counts, sums and scatters about
+the pass's shift (weighted: EM-lambda), the log partition, the conditioned posterior's mode per
+row, and how many labeled rows the plain mixture labels as their own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from app.engine.core.families import DIAGONAL, FULL
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+CUT = 45.0  # a posterior under e^-45 (relative to the best) is below float64 rounding
+
+
+def smallest_precision(prec_chol: FloatArray, family: int, d: int) -> FloatArray:
+    """Per component, the smallest eigenvalue of its precision (shrunk a hair, so rounding can
+    never make a bound exceed the exact score)."""
+    if family == FULL:
+        lam = np.array([np.linalg.eigvalsh(p @ p.T).min() for p in prec_chol])
+    elif family == DIAGONAL:
+        lam = (prec_chol**2).min(axis=1)
+    else:
+        lam = prec_chol**2
+    return np.asarray(np.maximum(lam, 0.0) * (1.0 - 1e-9))
+
+
+def log_constants(weights: FloatArray, prec_chol: FloatArray, family: int, d: int) -> FloatArray:
+    if family == FULL:
+        log_det = np.log(np.diagonal(prec_chol, axis1=1, axis2=2)).sum(axis=1)
+    elif family == DIAGONAL:
+        log_det = np.log(prec_chol).sum(axis=1)
+    else:
+        log_det = d * np.log(prec_chol)
+    return np.asarray(np.log(weights) + log_det - 0.5 * d * math.log(2.0 * math.pi))
+
+
+@numba.njit(nogil=True, cache=True)
+def _score(
+    x: FloatArray, k: int, means: FloatArray, pfull: FloatArray, pdiag: FloatArray, diff: FloatArray
+) -> float:
+    """|P_k^T (x - m_k)|^2 (full: P upper triangular; else the per-feature precision roots)."""
+    d = x.shape[0]
+    for s in range(d):
+        diff[s] = x[s] - means[k, s]
+    total = 0.0
+    if pfull.shape[1] > 0:
+        for t in range(d):
+            y = 0.0
+            for s in range(t + 1):
+                y += diff[s] * pfull[k, s, t]
+            total += y * y
+    else:
+        for s in range(d):
+            y = diff[s] * pdiag[k, s]
+            total += y * y
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def mixture_pass(
+    X: FloatArray,
+    labels: IntArray,
+    const: FloatArray,
+    means: FloatArray,
+    pfull: FloatArray,
+    pdiag: FloatArray,
+    lam: FloatArray,
+    shift: FloatArray,
+    unlabeled_weight: float,
+    count: FloatArray,
+    s1: FloatArray,
+    s2full: FloatArray,
+    s2diag: FloatArray,
+    mode: IntArray,
+) -> tuple[float, int]:
+    """Accumulate the chunk's statistics into ``count``, ``s1`` and ``s2full`` (full family) or
+    ``s2diag``; write each row's conditioned posterior mode into ``mode``; return the summed
+    log partition and the labeled rows whose plain mode is their label."""
+    n, d = X.shape
+    m = means.shape[0]
+    bound = np.empty(m)
+    score = np.empty(m)
+    exact = np.zeros(m, dtype=np.bool_)
+    diff = np.empty(d)
+    log_z = 0.0
+    agree = 0
+    for i in range(n):
+        x = X[i]
+        first = 0
+        for k in range(m):
+            dist = 0.0
+            for s in range(d):
+                v = x[s] - means[k, s]
+                dist += v * v
+            bound[k] = const[k] - 0.5 * lam[k] * dist
+            exact[k] = False
+            if bound[k] > bound[first]:
+                first = k
+        top = const[first] - 0.5 * _score(x, first, means, pfull, pdiag, diff)
+        score[first] = top
+        exact[first] = True
+        best = first
+        for k in range(m):
+            if k != first and bound[k] >= top - CUT:
+                a = const[k] - 0.5 * _score(x, k, means, pfull, pdiag, diff)
+                score[k] = a
+                exact[k] = True
+                if a > top or (a == top and k < best):
+                    top = a
+                    best = k
+        label = labels[i]
+        if label >= 0:
+            if best == label:
+                agree += 1
+            a = (
+                score[label]
+                if exact[label]
+                else const[label] - 0.5 * _score(x, label, means, pfull, pdiag, diff)
+            )
+            log_z += a
+            mode[i] = label
+            _add(x, label, 1.0, shift, count, s1, s2full, s2diag, diff)
+            continue
+        total = 0.0
+        for k in range(m):
+            if exact[k] and score[k] >= top - CUT:
+                total += math.exp(score[k] - top)
+        log_z += top + math.log(total)
+        mode[i] = best
+        for k in range(m):
+            if exact[k] and score[k] >= top - CUT:
+                r = math.exp(score[k] - top) / total
+                if r > 0.0:
+                    _add(x, k, unlabeled_weight * r, shift, count, s1, s2full, s2diag, diff)
+    return log_z, agree
+
+
+@numba.njit(nogil=True, cache=True)
+def _add(
+    x: FloatArray,
+    k: int,
+    r: float,
+    shift: FloatArray,
+    count: FloatArray,
+    s1: FloatArray,
+    s2full: FloatArray,
+    s2diag: FloatArray,
+    diff: FloatArray,
+) -> None:
+    d = x.shape[0]
+    count[k] += r
+    for s in range(d):
+        s1[k, s] += r * x[s]
+        diff[s] = x[s] - shift[k, s]
+    if s2full.shape[1] > 0:
+        for s in range(d):
+            v = r * diff[s]
+            for t in range(s + 1):
+                s2full[k, s, t] += v * diff[t]
+    else:
+        for s in range(d):
+            s2diag[k, s] += r * diff[s] * diff[s]
