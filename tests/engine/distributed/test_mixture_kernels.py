@@ -39,8 +39,7 @@ def _dense(X, labels, rule: MixtureRule, shift, unlabeled_weight):
     labeled = labels >= 0
     a[labeled] = -np.inf
     a[labeled, labels[labeled]] = (
-        log_gaussian(X[labeled], rule.means, rule.prec_chol, rule.family)
-        + np.log(rule.weights)
+        log_gaussian(X[labeled], rule.means, rule.prec_chol, rule.family) + np.log(rule.weights)
     )[np.arange(labeled.sum()), labels[labeled]]
     log_z = logsumexp(a, axis=1)
     resp = np.exp(a - log_z[:, np.newaxis])
@@ -95,8 +94,6 @@ def test_the_bound_never_exceeds_the_exact_score() -> None:
     weights, means, cov = _mixture(FULL, 5.0, rng, m=8, d=6)
     rule = MixtureRule(weights, means, precision_cholesky(cov, FULL), FULL, 1.0)
     X = rng.normal(scale=10.0, size=(2_000, 6))
-    exact = -2.0 * (
-        log_gaussian(X, means, rule.prec_chol, FULL) + np.log(weights) - rule.const
-    )
+    exact = -2.0 * (log_gaussian(X, means, rule.prec_chol, FULL) + np.log(weights) - rule.const)
     dist = ((X[:, np.newaxis, :] - means[np.newaxis]) ** 2).sum(axis=2)
     assert np.all(rule.lam * dist <= exact * (1.0 + 1e-12))
