@@ -98,17 +98,22 @@ class Blobs:
         store holds a table: workers read its chunks, nobody holds the whole)."""
         import zarr
 
+        # As app/store writes a table: raw float chunks, integers byte-shuffled LZ4.
+        from app.store.array_store import compressors_for
+
+        def create(name: str, shape: tuple[int, ...], dtype: Any) -> Any:
+            return zarr.create_array(
+                str(store / name),
+                shape=shape,
+                dtype=dtype,
+                chunks=(self.chunk_rows, *shape[1:]),
+                compressors=compressors_for(np.dtype(dtype)),
+            )
+
         arrays = {
-            "points": zarr.create_array(
-                str(store / "points"), shape=(self.rows, self.features), dtype=np.float32,
-                chunks=(self.chunk_rows, self.features),
-            ),
-            "truth": zarr.create_array(
-                str(store / "truth"), shape=(self.rows,), dtype=np.int64, chunks=(self.chunk_rows,)
-            ),
-            "labels": zarr.create_array(
-                str(store / "labels"), shape=(self.rows,), dtype=np.int64, chunks=(self.chunk_rows,)
-            ),
+            "points": create("points", (self.rows, self.features), np.float32),
+            "truth": create("truth", (self.rows,), np.int64),
+            "labels": create("labels", (self.rows,), np.int64),
         }  # fmt: skip
         start = 0
         for index, rows in enumerate(self.chunk_sizes()):

@@ -35,7 +35,8 @@ BYTES_CHUNK = 16 * 1024 * 1024  # a blob's chunk: whole pictures read in a few r
 _LZ4: Any = (zarr.codecs.BloscCodec(cname="lz4", clevel=1, shuffle="shuffle"),)
 
 
-def _compressors(dtype: np.dtype) -> Any:
+def compressors_for(dtype: np.dtype) -> Any:
+    """The Zarr compressors of a stored array of this dtype."""
     return None if dtype.kind == "f" else _LZ4
 
 
@@ -309,7 +310,7 @@ class RowWriter:
                 shape=shape,
                 chunks=chunks,
                 dtype=self._dtype,
-                compressors=_compressors(self._dtype),
+                compressors=compressors_for(self._dtype),
                 fill_value=0,
                 overwrite=True,
             )

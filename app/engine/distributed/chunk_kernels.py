@@ -52,17 +52,27 @@ def assign_chunk(
     each category (ignored for unlabeled rows, ``categories[i] < 0``); ``min_precision[c]``
     at most the smallest eigenvalue of S_c^-1.
 
-    Clusters are visited in order of a lower bound of their cost, ``base + |u|^2
-    min_precision / 2`` (O(d), against O(d^2) for the exact cost), until the next bound
-    cannot beat the best cost found: usually one or two exact costs per row, not k.
+    A lower bound of every cluster's cost, ``base + |u|^2 min_precision / 2`` (O(d), against
+    O(d^2) for the exact cost), decides which exact costs to compute: the least bound's
+    first, then every cluster whose bound can still beat the best cost found (usually one or
+    two exact costs per row, not k).
     """
     n, d = X.shape
     k = const.shape[0]
     u = np.empty(d)
     lower = np.empty(k)
     base = np.empty(k)
+    norm2 = np.empty(k)
+    means_t = np.ascontiguousarray(means.T)  # the inner loop runs over clusters (SIMD)
     for i in range(n):
         z = categories[i]
+        for c in range(k):
+            norm2[c] = 0.0
+        for t in range(d):
+            x = X[i, t]
+            for c in range(k):
+                diff = x - means_t[t, c]
+                norm2[c] += diff * diff
         for c in range(k):
             if not alive[c]:
                 lower[c] = math.inf
@@ -71,23 +81,21 @@ def assign_chunk(
             if z >= 0:
                 b += label_cost[c, z]
             base[c] = b
-            norm2 = 0.0
-            for t in range(d):
-                diff = X[i, t] - means[c, t]
-                norm2 += diff * diff
-            lower[c] = b + 0.5 * norm2 * min_precision[c]
+            lower[c] = b + 0.5 * norm2[c] * min_precision[c]
+        first = 0
+        for c in range(1, k):
+            if lower[c] < lower[first]:
+                first = c
         best = math.inf
         best_c = -1
-        while True:
-            c = -1
-            smallest = math.inf
-            for j in range(k):
-                if lower[j] < smallest:
-                    smallest = lower[j]
-                    c = j
-            if c < 0 or smallest > best:
-                break
-            lower[c] = math.inf  # visited
+        if lower[first] == math.inf:
+            assign[i] = -1
+            continue
+        # The cluster of least bound first, then every other whose bound can still win.
+        for step in range(k + 1):
+            c = first if step == 0 else step - 1
+            if (step > 0 and c == first) or not lower[c] <= best:
+                continue
             b = base[c]
             for t in range(d):
                 u[t] = X[i, t] - means[c, t]

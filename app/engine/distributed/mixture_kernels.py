@@ -54,14 +54,20 @@ def log_constants(weights: FloatArray, prec_chol: FloatArray, family: int, d: in
     return np.asarray(np.log(weights) + log_det - 0.5 * d * math.log(2.0 * math.pi))
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _score(
-    x: FloatArray, k: int, means: FloatArray, pfull: FloatArray, pdiag: FloatArray, diff: FloatArray
+    X: FloatArray,
+    i: int,
+    k: int,
+    means: FloatArray,
+    pfull: FloatArray,
+    pdiag: FloatArray,
+    diff: FloatArray,
 ) -> float:
-    """|P_k^T (x - m_k)|^2 (full: P upper triangular; else the per-feature precision roots)."""
-    d = x.shape[0]
+    """|P_k^T (x_i - m_k)|^2 (full: P upper triangular; else the per-feature precision roots)."""
+    d = X.shape[1]
     for s in range(d):
-        diff[s] = x[s] - means[k, s]
+        diff[s] = X[i, s] - means[k, s]
     total = 0.0
     if pfull.shape[1] > 0:
         for t in range(d):
@@ -98,33 +104,37 @@ def mixture_pass(
     log partition and the labeled rows whose plain mode is their label."""
     n, d = X.shape
     m = means.shape[0]
+    means_t = np.ascontiguousarray(means.T)  # the bounds' inner loop runs over components
     bound = np.empty(m)
     score = np.empty(m)
-    exact = np.zeros(m, dtype=np.bool_)
+    near = np.empty(m, dtype=np.int64)  # the components scored exactly, within the cut
     diff = np.empty(d)
     log_z = 0.0
     agree = 0
     for i in range(n):
-        x = X[i]
+        for k in range(m):
+            bound[k] = 0.0
+        for s in range(d):
+            xs = X[i, s]
+            for k in range(m):
+                v = xs - means_t[s, k]
+                bound[k] += v * v
         first = 0
         for k in range(m):
-            dist = 0.0
-            for s in range(d):
-                v = x[s] - means[k, s]
-                dist += v * v
-            bound[k] = const[k] - 0.5 * lam[k] * dist
-            exact[k] = False
+            bound[k] = const[k] - 0.5 * lam[k] * bound[k]
             if bound[k] > bound[first]:
                 first = k
-        top = const[first] - 0.5 * _score(x, first, means, pfull, pdiag, diff)
+        top = const[first] - 0.5 * _score(X, i, first, means, pfull, pdiag, diff)
         score[first] = top
-        exact[first] = True
+        near[0] = first
+        count_near = 1
         best = first
         for k in range(m):
             if k != first and bound[k] >= top - CUT:
-                a = const[k] - 0.5 * _score(x, k, means, pfull, pdiag, diff)
+                a = const[k] - 0.5 * _score(X, i, k, means, pfull, pdiag, diff)
                 score[k] = a
-                exact[k] = True
+                near[count_near] = k
+                count_near += 1
                 if a > top or (a == top and k < best):
                     top = a
                     best = k
@@ -132,32 +142,44 @@ def mixture_pass(
         if label >= 0:
             if best == label:
                 agree += 1
+            scored = False
+            for q in range(count_near):
+                scored |= near[q] == label
             a = (
                 score[label]
-                if exact[label]
-                else const[label] - 0.5 * _score(x, label, means, pfull, pdiag, diff)
+                if scored
+                else const[label] - 0.5 * _score(X, i, label, means, pfull, pdiag, diff)
             )
             log_z += a
             mode[i] = label
-            _add(x, label, 1.0, shift, count, s1, s2full, s2diag, diff)
+            _add(X, i, label, 1.0, shift, count, s1, s2full, s2diag, diff)
+            continue
+        mode[i] = best
+        if count_near == 1:  # the common case: one component within reach, r = 1
+            log_z += top
+            _add(X, i, best, unlabeled_weight, shift, count, s1, s2full, s2diag, diff)
             continue
         total = 0.0
-        for k in range(m):
-            if exact[k] and score[k] >= top - CUT:
-                total += math.exp(score[k] - top)
+        for q in range(count_near):
+            k = near[q]
+            if score[k] >= top - CUT:
+                score[k] = math.exp(score[k] - top)
+                total += score[k]
+            else:
+                score[k] = 0.0
         log_z += top + math.log(total)
-        mode[i] = best
-        for k in range(m):
-            if exact[k] and score[k] >= top - CUT:
-                r = math.exp(score[k] - top) / total
-                if r > 0.0:
-                    _add(x, k, unlabeled_weight * r, shift, count, s1, s2full, s2diag, diff)
+        for q in range(count_near):
+            k = near[q]
+            r = score[k] / total
+            if r > 0.0:
+                _add(X, i, k, unlabeled_weight * r, shift, count, s1, s2full, s2diag, diff)
     return log_z, agree
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _add(
-    x: FloatArray,
+    X: FloatArray,
+    i: int,
     k: int,
     r: float,
     shift: FloatArray,
@@ -167,11 +189,11 @@ def _add(
     s2diag: FloatArray,
     diff: FloatArray,
 ) -> None:
-    d = x.shape[0]
+    d = X.shape[1]
     count[k] += r
     for s in range(d):
-        s1[k, s] += r * x[s]
-        diff[s] = x[s] - shift[k, s]
+        s1[k, s] += r * X[i, s]
+        diff[s] = X[i, s] - shift[k, s]
     if s2full.shape[1] > 0:
         for s in range(d):
             v = r * diff[s]
