@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     inline_workers: int = Field(default=3, ge=1, le=64)
     inline_workers_per_user: int | None = Field(default=None, ge=1, le=64)
     dask_scheduler: str = "tcp://127.0.0.1:8786"
-    # With JOBS_EXECUTOR=dask, CEC and CEC-IB runs on tables of at least this many items fit
+    # With JOBS_EXECUTOR=dask, CEC, CEC-IB and PPC runs on tables of at least this many items fit
     # data-parallel over the store's chunks on all workers (app/engine/distributed); smaller
     # ones fit in one task, which is faster where the data fits a worker (docs/distributed.md).
     distributed_min_items: int = Field(default=2_000_000, ge=2)

@@ -87,11 +87,13 @@ def _label_blocks(y: Any, X: Any) -> list[Any]:
     return to_workers([y[a:b] for a, b in itertools.pairwise(bounds)])
 
 
-def to_workers(parts: list[Any]) -> list[Any]:
+def to_workers(parts: list[Any], everywhere: bool = False) -> list[Any]:
     """In-memory inputs of every pass, sent to a distributed cluster's workers once (futures
-    in their place), not inside every pass's task graph; as they are on the local schedulers."""
+    in their place), not inside every pass's task graph; as they are on the local schedulers.
+    ``everywhere``: a copy on every worker, so losing one loses no input (scattered data has
+    no recipe Dask could run again)."""
     client = _current_client()
-    return parts if client is None else list(client.scatter(parts))
+    return parts if client is None else list(client.scatter(parts, broadcast=everywhere))
 
 
 def _current_client() -> Any:

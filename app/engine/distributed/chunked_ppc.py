@@ -171,7 +171,7 @@ def _gather_related(X: Any, related: RelatedRows | None) -> _Related:
     for group in related.groups:
         at = np.searchsorted(related.rows, group.rows)
         inputs.append((np.ascontiguousarray(rows_X[at]), group))
-    flat = to_workers([part for pair in inputs for part in pair])
+    flat = to_workers([part for pair in inputs for part in pair], everywhere=True)
     paired = [(flat[2 * q], flat[2 * q + 1]) for q in range(len(inputs))]
     return _Related(related, rows_X, paired)
 

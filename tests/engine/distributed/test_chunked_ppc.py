@@ -11,6 +11,7 @@ then the start from a sample, bad input, cancel, and ``predict`` on a dask array
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -270,3 +271,38 @@ def test_local_cluster_gives_the_threaded_fit(data: Data, cluster: Any) -> None:
     np.testing.assert_allclose(distributed.means_, threaded.means_, rtol=1e-12)
     np.testing.assert_array_equal(labels, threaded.labels_.compute())
     assert distributed.n_iter_ == threaded.n_iter_
+
+
+@pytest.mark.skipif(NO_JIT, reason="worker processes compile the kernels: JIT only")
+def test_worker_killed_between_passes_gives_the_same_fit(data: Data, cluster: Any) -> None:
+    """After pass 1 one worker process is SIGKILLed: the chunks and the relation groups (a copy
+    on every worker) are computed on what is left, and the fit is the undisturbed one."""
+    import signal
+
+    start = data.start("full")
+    with dask.config.set(scheduler="threads"):
+        reference = _fit(data, data.dask(), data.labels, **start)
+    cluster.wait_for_workers(2, timeout=60)
+    killed: list[str] = []
+
+    def kill_one(iteration: int, cost: float) -> bool:
+        if iteration == 1:
+            pids = cluster.run(os.getpid)
+            victim = sorted(pids)[0]
+            os.kill(pids[victim], signal.SIGKILL)
+            killed.append(victim)
+            deadline = time.monotonic() + 30
+            while victim in cluster.run_on_scheduler(
+                lambda dask_scheduler: list(dask_scheduler.workers)
+            ):
+                assert time.monotonic() < deadline, "the scheduler did not notice the kill"
+                time.sleep(0.05)
+        return True
+
+    with cluster.as_current():
+        chunked = _fit(data, data.dask(), data.labels, progress=kill_one, **start)
+        labels = chunked.labels_.compute()
+    assert killed
+    assert chunked.n_iter_ == reference.n_iter_ > 1
+    np.testing.assert_allclose(chunked.means_, reference.means_, rtol=1e-12)
+    np.testing.assert_array_equal(labels, reference.labels_.compute())
