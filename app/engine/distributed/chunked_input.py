@@ -69,8 +69,8 @@ def as_rows(X: Any) -> Any:
 
 
 def _label_blocks(y: Any, X: Any) -> list[Any]:
-    """y's row chunks, aligned with X's. In-memory labels go to a distributed cluster's
-    workers once (scattered), not inside every pass's task graph (20M labels are 80 MB)."""
+    """y's row chunks, aligned with X's. In-memory labels go to a distributed cluster once
+    (``to_workers``), not inside every pass's task graph (20M labels are 40 MB as int16)."""
     rows = [int(r) for r in X.chunks[0]]
     if y is None:
         return [None] * len(rows)
@@ -83,17 +83,23 @@ def _label_blocks(y: Any, X: Any) -> list[Any]:
     if is_dask_array(y):
         aligned = y if y.chunks[0] == X.chunks[0] else y.rechunk((X.chunks[0],))
         return list(aligned.to_delayed().ravel())
+    if y.dtype.kind in "iu" and y.size and y.min() >= -1 and y.max() < 2**15:
+        y = y.astype(np.int16)  # 2 bytes a row, not 8
     bounds = np.cumsum([0, *rows])
     return to_workers([y[a:b] for a, b in itertools.pairwise(bounds)])
 
 
-def to_workers(parts: list[Any], everywhere: bool = False) -> list[Any]:
-    """In-memory inputs of every pass, sent to a distributed cluster's workers once (futures
-    in their place), not inside every pass's task graph; as they are on the local schedulers.
-    ``everywhere``: a copy on every worker, so losing one loses no input (scattered data has
-    no recipe Dask could run again)."""
+def to_workers(parts: list[Any]) -> list[Any]:
+    """In-memory inputs of every pass, sent to a distributed cluster once, not inside every
+    pass's task graph; as they are on the local schedulers. Persisted, not scattered: the
+    scheduler keeps each as a task whose recipe is the value itself, so a worker lost with
+    it is no lost input (scattered data has no recipe, and its tasks fail)."""
     client = _current_client()
-    return parts if client is None else list(client.scatter(parts, broadcast=everywhere))
+    if client is None:
+        return parts
+    import dask
+
+    return list(client.persist([dask.delayed(part, traverse=False) for part in parts]))
 
 
 def _current_client() -> Any:

@@ -34,14 +34,12 @@ from app.engine.distributed.chunked_input import (
     to_workers,
 )
 from app.engine.distributed.mixture_stats import MixtureStats
+from app.engine.distributed.ppc_results import lazy_labels_and_marginals
 from app.engine.distributed.ppc_tasks import (
     ChunkEStep,
     GroupEStep,
     MixtureRule,
     chunk_estep,
-    chunk_labels,
-    chunk_marginals,
-    chunk_proba,
     group_estep,
 )
 from app.engine.distributed.relation_groups import (
@@ -139,7 +137,7 @@ def _sample_fit(
     if known is not None:
         assert data.sample_y is not None
         y = np.concatenate([data.sample_y[plain], known[rows]])
-    index_size = int(max(rel_max(rel), 0)) + 1
+    index_size = int(max(_last_related_row(rel), 0)) + 1
     index = np.full(index_size, -1, dtype=np.int64)
     index[rows] = int(np.count_nonzero(plain)) + np.arange(rows.shape[0])
     pairs, weights = _relations_as_pairs(rel, index)
@@ -158,7 +156,7 @@ def _sample_fit(
     return start
 
 
-def rel_max(rel: Relations) -> int:
+def _last_related_row(rel: Relations) -> int:
     ends = [rel.soft_i, rel.soft_j, rel.link_i, rel.link_j, rel.dnl_i, rel.dnl_j]
     return max((int(e.max()) for e in ends if e.shape[0]), default=-1)
 
@@ -171,7 +169,7 @@ def _gather_related(X: Any, related: RelatedRows | None) -> _Related:
     for group in related.groups:
         at = np.searchsorted(related.rows, group.rows)
         inputs.append((np.ascontiguousarray(rows_X[at]), group))
-    flat = to_workers([part for pair in inputs for part in pair], everywhere=True)
+    flat = to_workers([part for pair in inputs for part in pair])
     paired = [(flat[2 * q], flat[2 * q + 1]) for q in range(len(inputs))]
     return _Related(related, rows_X, paired)
 
@@ -229,7 +227,7 @@ def fit_chunked_ppc(estimator: Any, X: Any, pairs: Any, weights: Any, labels: An
     rel = check_relations(pairs, weights, n)
     given = _labels_in_memory(labels)
     known = None if given is None else check_labels(given, n, m, rel)
-    has_relations = rel_max(rel) >= 0
+    has_relations = _last_related_row(rel) >= 0
     related_plan = (
         related_rows(rel, known if known is not None else _unlabeled(rel), m, e_step, max_states)
         if has_relations
@@ -281,7 +279,7 @@ def _given_start(estimator: Any, m: int, d: int) -> tuple[str, Params] | None:
 
 
 def _unlabeled(rel: Relations) -> IntArray:
-    return np.full(rel_max(rel) + 1, -1, dtype=np.int64)
+    return np.full(_last_related_row(rel) + 1, -1, dtype=np.int64)
 
 
 @dataclass
@@ -320,9 +318,7 @@ def _em(
     n_iter = 0
 
     def e_step(params: Params, scale: float, final: bool) -> tuple[_Pass, float]:
-        rule = MixtureRule(
-            params.weights, params.means, params.prec_chol, opts.family, opts.unlabeled_weight
-        )
+        rule = MixtureRule.of(params, opts)
         seeds = rng.randint(np.iinfo(np.int32).max, size=len(chains))
         done = _run_pass(data, excluded, related, rule, opts, chains, seeds, scale, final)
         for q, group in enumerate(done.groups):
@@ -347,12 +343,6 @@ def _em(
     return _EMFit(params, final, bound, history, n_iter, converged, cancelled)
 
 
-def _rule(params: Params, opts: Options) -> MixtureRule:
-    return MixtureRule(
-        params.weights, params.means, params.prec_chol, opts.family, opts.unlabeled_weight
-    )
-
-
 def _store(
     estimator: Any,
     data: ChunkedInput,
@@ -363,11 +353,8 @@ def _store(
     rel: Relations,
     known: IntArray | None,
 ) -> None:
-    import dask
-    import dask.array as da
-
     params = fit.params
-    rule = _rule(params, opts)
+    rule = MixtureRule.of(params, opts)
     related_rows_all = (
         related.rows.rows if related.rows is not None else np.empty(0, dtype=np.int64)
     )
@@ -378,39 +365,14 @@ def _store(
         assert done.labels is not None and done.resp is not None
         group_labels[at] = done.labels
         group_resp[at] = done.resp
-    excluded = excluded_per_chunk(related_rows_all, data.rows)
-    rule_node = dask.delayed(rule, traverse=False)
-    label_parts, resp_parts = [], []
-    start = 0
-    for block, y_block, rows, exclude in zip(
-        data.blocks, data.y_blocks, data.rows, excluded, strict=True
-    ):
-        lo = np.searchsorted(related_rows_all, start)
-        fixed = slice(lo, lo + exclude.shape[0])
-        label_parts.append(
-            da.from_delayed(
-                dask.delayed(chunk_labels)(block, y_block, exclude, group_labels[fixed], rule_node),
-                shape=(rows,),
-                dtype=np.int64,
-            )
-        )
-        resp_parts.append(
-            da.from_delayed(
-                dask.delayed(chunk_marginals)(
-                    block, y_block, exclude, group_resp[fixed], rule_node
-                ),
-                shape=(rows, params.means.shape[0]),
-                dtype=np.float64,
-            )
-        )
-        start += rows
+    labels, resp = lazy_labels_and_marginals(data, related_rows_all, group_labels, group_resp, rule)
     estimator.weights_ = params.weights
     estimator.means_ = params.means
     estimator.covariances_ = params.covariances
     estimator.precisions_cholesky_ = params.prec_chol
     estimator.covariance_ = covariance
-    estimator.labels_ = da.concatenate(label_parts)
-    estimator.resp_ = da.concatenate(resp_parts)
+    estimator.labels_ = labels
+    estimator.resp_ = resp
     estimator.lower_bound_ = fit.bound
     estimator.lower_bound_history_ = fit.history
     estimator.n_iter_ = fit.n_iter
@@ -445,31 +407,10 @@ def _agreement(
     if related.rows is not None:
         rows = related.rows.rows
         plain = np.full(int(rows[-1]) + 1, -1, dtype=np.int64)
-        plain[rows] = _rule(params, opts).log_scores(related.X).argmax(axis=1)
+        plain[rows] = MixtureRule.of(params, opts).log_scores(related.X).argmax(axis=1)
         own = np.full_like(plain, -1)
         if known is not None:
             own[rows] = known[rows]
         score += agreement(plain, rel, own)
     labels = known if known is not None else np.empty(0, dtype=np.int64)
     return agreement_share(score, rel, labels)
-
-
-def predict_proba_chunked(estimator: Any, X: Any) -> Any:
-    """The plain mixture posterior of a dask array's rows, chunk by chunk (lazy)."""
-    X = as_rows(X)
-    if X.shape[1] != estimator.n_features_in_:
-        raise ValueError(
-            f"X has {X.shape[1]} features, but PPC is expecting {estimator.n_features_in_} "
-            "features as input"
-        )
-    family = family_of(estimator.covariance_)[0]
-    rule = MixtureRule(
-        estimator.weights_, estimator.means_, estimator.precisions_cholesky_, family, 1.0
-    )
-    return X.map_blocks(
-        chunk_proba,
-        rule,
-        chunks=(X.chunks[0], (estimator.means_.shape[0],)),
-        dtype=np.float64,
-        meta=np.empty((0, 0), dtype=np.float64),
-    )

@@ -24,7 +24,7 @@ from app.engine.distributed.mixture_kernels import (
 )
 from app.engine.distributed.mixture_stats import MixtureStats
 from app.engine.distributed.relation_groups import RelationGroup
-from app.engine.ppc.fit import Options, _Chain, infer, m_step_weights
+from app.engine.ppc.fit import Options, Params, _Chain, infer, m_step_weights
 from app.engine.ppc.mstep import log_gaussian
 
 FloatArray = NDArray[np.float64]
@@ -42,6 +42,12 @@ class MixtureRule:
     unlabeled_weight: float  # the M-step weight of an unlabeled row (EM-lambda); 1: plain EM
     const: FloatArray = field(init=False)
     lam: FloatArray = field(init=False)
+
+    @classmethod
+    def of(cls, params: Params, opts: Options) -> MixtureRule:
+        return cls(
+            params.weights, params.means, params.prec_chol, opts.family, opts.unlabeled_weight
+        )
 
     def __post_init__(self) -> None:
         d = self.means.shape[1]

@@ -275,8 +275,9 @@ def test_local_cluster_gives_the_threaded_fit(data: Data, cluster: Any) -> None:
 
 @pytest.mark.skipif(NO_JIT, reason="worker processes compile the kernels: JIT only")
 def test_worker_killed_between_passes_gives_the_same_fit(data: Data, cluster: Any) -> None:
-    """After pass 1 one worker process is SIGKILLed: the chunks and the relation groups (a copy
-    on every worker) are computed on what is left, and the fit is the undisturbed one."""
+    """After pass 1 one worker process is SIGKILLed: the chunks, the labels and the relation
+    groups it held are computed again on what is left (persisted, not scattered: they have a
+    recipe), and the fit is the undisturbed one."""
     import signal
 
     start = data.start("full")
