@@ -61,7 +61,11 @@ async def _follow(client: httpx.AsyncClient, run_id: int, headers: dict[str, str
 
 
 async def _scenario(url: str) -> tuple[list[float], list[list[dict]], dict]:  # type: ignore[type-arg]
-    limits = httpx.Limits(max_connections=STREAMS + 20)
+    # No connection is reused: a pooled connection idle for uvicorn's keep-alive timeout (5 s;
+    # the upload takes that long on a busy machine) can be closed by the server just as the
+    # client sends on it ("Server disconnected without sending a response"), a race of HTTP
+    # keep-alive, not of the streams under test.
+    limits = httpx.Limits(max_connections=STREAMS + 20, max_keepalive_connections=0)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
         token = await client.post(
             "/api/v1/auth/token", data={"username": "admin", "password": ADMIN_PASSWORD}
