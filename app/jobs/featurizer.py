@@ -5,7 +5,6 @@ queued; every write the worker makes checks that key, so a job superseded by a n
 (or whose dataset was deleted) stops at its next progress report and writes nothing.
 """
 
-import io
 import logging
 import time
 import uuid
@@ -13,13 +12,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import Dataset
 from app.db.session import session_scope
 from app.engine.image.featurize import Featurization, Recipe, featurize
+from app.engine.image.image_file import decode
 from app.store import chunks
 from app.store.dataset_arrays import (
     FEATURES,
@@ -54,13 +53,6 @@ def queue_featurization(
         "version": int(previous.get("version", 0)),
         "requested_by": requested_by,
     }
-
-
-def decode_image(data: bytes) -> NDArray[np.uint8]:
-    """H x W (grey) or H x W x 3 (colour) uint8 pixels; alpha and palettes are flattened."""
-    with Image.open(io.BytesIO(data)) as image:
-        grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
-        return np.asarray(image.convert("L" if grey else "RGB"))
 
 
 class _Owned:
@@ -117,7 +109,7 @@ def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk
                 owned.dataset.featurization = {**owned.record, "progress": round(fraction, 3)}
 
         started = time.perf_counter()
-        result = featurize(decode_image(data), Recipe.from_dict(recipe_dict), progress)
+        result = featurize(decode(data), Recipe.from_dict(recipe_dict), progress)
         seconds = time.perf_counter() - started
         truth = None
         if pixel_truth is not None and n_classes:

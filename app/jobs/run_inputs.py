@@ -12,11 +12,12 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Run, RunResult
 from app.engine.image.featurize import FittedReduction, Recipe, apply_featurization
+from app.engine.image.image_file import decode
 from app.jobs.algorithms import Algorithm, get_algorithm
 from app.jobs.algorithms.base import ItemStructure, Params
 from app.jobs.continuation import Previous, previous_fit
 from app.jobs.data_parallel import ROWS_PER_TASK, fits_data_parallel
-from app.jobs.featurizer import decode_image, item_ground_truth
+from app.jobs.featurizer import item_ground_truth
 from app.jobs.image_runs import image_params, image_structure
 from app.sideinfo import SideInformation, compile_side_information
 from app.store import chunks
@@ -80,7 +81,7 @@ class RunInputs:
         """Apply runs: featurize the new image with the model image's recipe and reduction."""
         assert self.target is not None
         data, recipe, fitted = self.target
-        result = apply_featurization(decode_image(data), recipe, fitted)
+        result = apply_featurization(decode(data), recipe, fitted)
         self.features = result.features
         self.info = compile_side_information(n_items=result.n_items, revision=0, records=[])
         truth = self.image.pixel_truth if self.image else None

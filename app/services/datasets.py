@@ -32,7 +32,13 @@ from app.services.ingest.table_sink import TableSink
 from app.services.job_limits import check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.store import chunks, dataset_arrays
-from app.store.dataset_arrays import FEATURES, IMAGE, ITEM_IDS, PIXEL_GROUND_TRUTH
+from app.store.dataset_arrays import (
+    DISPLAY_IMAGE,
+    FEATURES,
+    IMAGE,
+    ITEM_IDS,
+    PIXEL_GROUND_TRUTH,
+)
 
 
 def import_upload(
@@ -82,7 +88,7 @@ def import_upload(
             raise InvalidInput("a ground_truth image applies to image uploads, not tables")
         case "bad_image":
             raise UnsupportedMediaType(
-                f"{filename!r} was sent as an image but is not a PNG or JPEG file"
+                f"{filename!r} was sent as an image but is not a PNG, JPEG or TIFF file"
             )
         case "npy":
             if id_column or ground_truth_column:
@@ -239,6 +245,8 @@ def create_image_dataset(
                 "width": image.width,
                 "height": image.height,
                 "mode": image.mode,
+                "dtype": image.dtype,
+                "channels": image.channel_names,
                 "bytes": len(image.data),
             }
         },
@@ -248,6 +256,10 @@ def create_image_dataset(
     session.add(dataset)
     session.flush()
     chunks.write_blob(session=session, dataset_id=dataset.id, kind=IMAGE, data=image.data)
+    if image.display is not None:
+        chunks.write_blob(
+            session=session, dataset_id=dataset.id, kind=DISPLAY_IMAGE, data=image.display
+        )
     if truth is not None:
         chunks.write_array(
             session=session,

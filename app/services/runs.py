@@ -13,6 +13,7 @@ from app.db.models import Dataset, Run, RunResult, User
 from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
 from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.image_apply import check_applicable
 from app.services.job_limits import ACTIVE_RUN_STATUSES, check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
@@ -183,6 +184,7 @@ def start_apply(
         raise Conflict(f"{source.algorithm} cannot predict new items; its runs cannot be applied")
     if target.kind != "image":
         raise InvalidInput(f"dataset {target.id} is not an image; a model applies to images")
+    check_applicable(session.get_one(Dataset, source.dataset_id), target)
     if max_active is not None:
         check_active_jobs(session, user, max_active)
     run = Run(

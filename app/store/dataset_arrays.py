@@ -13,7 +13,10 @@ from app.store import chunks
 FEATURES = "features"
 ITEM_IDS = "item_ids"
 GROUND_TRUTH = "ground_truth"
-IMAGE = "image"
+IMAGE = "image"  # the file as uploaded
+# A PNG for the browser when the upload is not one it shows well (TIFF; 16-bit or many channels,
+# as a composite of the channels).
+DISPLAY_IMAGE = "display_image"
 # Image datasets, once featurized: the item of every pixel (int32, H*W in raster order), the
 # uploaded ground-truth index image per pixel (int32), and the fitted reduction (an NPZ blob).
 ITEM_OF_PIXEL = "item_of_pixel"

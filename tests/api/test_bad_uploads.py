@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+import tifffile
 from fastapi.testclient import TestClient
 from PIL import Image
 from sqlalchemy import Engine
@@ -21,6 +22,26 @@ def _png(size: tuple[int, int] = (40, 30)) -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", size, (0, 120, 200)).save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+def _tiff(array: np.ndarray, **options: object) -> bytes:
+    buffer = io.BytesIO()
+    tifffile.imwrite(buffer, array, **options)  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+def _tiff_bomb() -> bytes:
+    """8,000 x 8,000 zeros deflated to a few tens of kB: refused from its header, undecoded."""
+    return _tiff(np.zeros((8000, 8000), dtype=np.uint8), compression="zlib")
+
+
+def _tiff_palette() -> bytes:
+    indices = np.zeros((8, 8), dtype=np.uint8)
+    return _tiff(indices, photometric="palette", colormap=np.zeros((3, 256), dtype=np.uint16))
+
+
+_CYX = {"metadata": {"axes": "CYX"}}
+_CHANNELS = np.zeros((3, 20, 30), dtype=np.uint16)
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -72,13 +93,52 @@ BAD_UPLOADS = {
     "NPY of objects": ("o.npy", _npy(np.array([[{}]], dtype=object)), {}, 422, ["Python objects"]),
     "3-D NPY": ("c.npy", _npy(np.zeros((2, 2, 2))), {}, 422, ["shape (2, 2, 2)"]),
     "truncated NPY": ("t.npy", _npy(np.zeros((100, 3)))[:500], {}, 422, ["truncated"]),
-    "non-image sent as PNG": ("fake.png", b"a,b\n1,2\n", {}, 415, ["not a PNG or JPEG"]),
-    "text sent as image/jpeg": ("photo", b"hello", {}, 415, ["not a PNG or JPEG"]),
+    "non-image sent as PNG": ("fake.png", b"a,b\n1,2\n", {}, 415, ["not a PNG, JPEG or TIFF"]),
+    "text sent as image/jpeg": ("photo", b"hello", {}, 415, ["not a PNG, JPEG or TIFF"]),
     "truncated PNG": ("cut.png", _png()[:-40], {}, 422, ["truncated or corrupt"]),
     # Featurization needs 2 x 2: such images were accepted, then failed in the background.
     "one-row PNG": ("row.png", _png((5, 1)), {}, 422, ["5x1 pixels", "at least 2x2"]),
     "one-column PNG": ("col.png", _png((1, 5)), {}, 422, ["1x5 pixels", "at least 2x2"]),
     "one-pixel PNG": ("dot.png", _png((1, 1)), {}, 422, ["1x1 pixels", "at least 2x2"]),
+    "truncated TIFF": ("cut.tif", _tiff(_CHANNELS, **_CYX)[:-500], {}, 422, ["truncated"]),
+    "TIFF header only": ("head.tif", _tiff(_CHANNELS, **_CYX)[:40], {}, 422, ["corrupt"]),
+    "TIFF stack of planes": (
+        "z.tif",
+        _tiff(np.zeros((5, 20, 30), dtype=np.uint16), metadata={"axes": "ZYX"}),
+        {},
+        422,
+        ["stack of planes", "5 along Z", "channel axis C"],
+    ),
+    "TIFF with 17 channels": (
+        "c.tif",
+        _tiff(np.zeros((17, 8, 8), dtype=np.uint16), **_CYX),
+        {},
+        422,
+        ["17 channels", "at most 16"],
+    ),
+    "TIFF of complex numbers": (
+        "x.tif",
+        _tiff(np.zeros((8, 8), dtype=np.complex64)),
+        {},
+        422,
+        ["complex64", "real numbers"],
+    ),
+    "TIFF with NaN": (
+        "n.tif",
+        _tiff(np.full((8, 8), np.nan, dtype=np.float32)),
+        {},
+        422,
+        ["NaN"],
+    ),
+    "palette TIFF": ("p.tif", _tiff_palette(), {}, 422, ["palette"]),
+    "one-row TIFF": (
+        "row.tif",
+        _tiff(np.zeros((2, 1, 9), dtype=np.uint16), **_CYX),
+        {},
+        422,
+        ["9x1 pixels", "at least 2x2"],
+    ),
+    "TIFF bomb": ("bomb.tif", _tiff_bomb(), {}, 422, ["8000x8000", "at most 50,000,000"]),
 }
 
 

@@ -1,4 +1,5 @@
-"""Dataset import and reading: CSV, NPY, PNG/JPEG happy paths; items, features, deletion."""
+"""Dataset import and reading: CSV, NPY, PNG/JPEG happy paths (TIFF: test_tiff_uploads.py);
+items, features, deletion."""
 
 import hashlib
 import io
@@ -170,6 +171,8 @@ def test_image_upload_is_stored_and_featurized(
         "width": 7,
         "height": 5,
         "mode": "RGB",
+        "dtype": "uint8",
+        "channels": [],
         "bytes": len(content),
     }
     stored = client.get(f"/api/v1/datasets/{dataset['id']}/image", headers=admin_headers)

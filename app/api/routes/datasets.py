@@ -58,7 +58,9 @@ def create_dataset(
     session: SessionDep,
     settings: SettingsDep,
     access: EditorAccess,
-    file: Annotated[UploadFile, File(description="CSV with a header row, NPY, PNG or JPEG")],
+    file: Annotated[
+        UploadFile, File(description="CSV with a header row, NPY, Parquet, PNG, JPEG or TIFF")
+    ],
     name: Annotated[OptionalName | None, Form(max_length=200)] = None,
     ground_truth_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
     id_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
@@ -177,12 +179,33 @@ def read_features(dataset_id: Id, request: Request, access: ViewerAccess) -> Str
 
 @router.get("/datasets/{dataset_id}/image", **file_response("image/png", "image/jpeg"))
 def read_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
-    """The uploaded image file of an image dataset, as it was uploaded."""
+    """The image as a browser shows it: a PNG or JPEG as it was uploaded; for a TIFF or an
+    image of measured channels (16-bit, many channels), a PNG made at upload (channels
+    scaled to their 0.5-99.5 percentile range, coloured and added). The uploaded file
+    itself: `image/original`."""
+    dataset = access.require_dataset()
+    if dataset.kind != "image":
+        raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
+    shown = chunks.read_blob(
+        session=session, dataset_id=dataset.id, kind=dataset_arrays.DISPLAY_IMAGE
+    )
+    if shown is not None:
+        return Response(content=shown, media_type="image/png")
+    return read_original_image(dataset_id, session, access)
+
+
+@router.get(
+    "/datasets/{dataset_id}/image/original",
+    **file_response("image/png", "image/jpeg", "image/tiff"),
+)
+def read_original_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
+    """The uploaded image file, byte for byte."""
     dataset = access.require_dataset()
     data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=dataset_arrays.IMAGE)
     if dataset.kind != "image" or data is None:
         raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
-    media = "image/png" if dataset.meta["image"]["format"] == "PNG" else "image/jpeg"
+    image_format = dataset.meta["image"]["format"]
+    media = {"PNG": "image/png", "JPEG": "image/jpeg"}.get(image_format, "image/tiff")
     return Response(content=data, media_type=media)
 
 

@@ -85,11 +85,14 @@ def raw_feature_names(
     sigmas: tuple[float, ...],
     energy_window: float,
     window: int,
+    channel_names: tuple[str, ...] = (),
 ) -> list[str]:
-    """Names of the raw maps in the order the groups produce them."""
-    channel_names = {"lab": ["L", "a", "b"], "rgb": ["R", "G", "B"]}.get(space, ["grey"])
-    if n_channels == 1:
-        channel_names = ["grey"]
+    """Names of the raw maps in the order the groups produce them; a photo's channels are
+    named by ``space`` unless ``channel_names`` are given."""
+    if not channel_names:
+        channel_names = {"lab": ("L", "a", "b"), "rgb": ("R", "G", "B")}.get(space, ("grey",))
+        if n_channels == 1:
+            channel_names = ("grey",)
     energy = f" energy w={energy_window:g}" if energy_window else ""
     per_sigma = {
         "intensity": ["intensity"],

@@ -59,6 +59,7 @@ from app.engine.image._filter_bank import (
     raw_feature_names,
 )
 from app.engine.image._reduction import FittedReduction, fit_pca, standardiser
+from app.engine.image.channels import Multichannel
 
 __all__ = [
     "AUTO_SUPERPIXEL_PIXELS",
@@ -84,8 +85,8 @@ MAX_BALANCE = 4.0
 class Recipe:
     """How to featurize an image; immutable, validated on construction, JSON-ready.
 
-    * ``colour``: ``"lab"``, ``"rgb"`` or ``"grey"``: the channels of a colour image (a grey
-      image always has one).
+    * ``colour``: ``"lab"``, ``"rgb"`` or ``"grey"``: the channels of a colour photo (a grey
+      image always has one; a ``Multichannel`` image keeps its measured channels).
     * ``filters``: any of ``"intensity"``, ``"edges"``, ``"texture"`` (empty: window only).
     * ``sigmas``: Gaussian scales of the filters, in pixels.
     * ``energy_window``: 0 keeps the raw edge and texture responses; w > 0 replaces them by
@@ -94,8 +95,8 @@ class Recipe:
     * ``n_components``: PCA components kept.
     * ``superpixels``: ``"auto"`` (SLIC when the image has more than 512 * 512 pixels),
       ``"never"`` or ``"always"``; ``n_segments`` (``None``: one per 256 pixels) and
-      ``compactness`` go to ``skimage.segmentation.slic`` (which compares colours in Lab; grey
-      images are scaled to 0..100 so compactness means the same for them).
+      ``compactness`` go to ``skimage.segmentation.slic`` (which compares colours in Lab, 0..100;
+      for grey images and measured channels compactness is scaled to mean the same).
     * ``superpixel_std``: superpixels get each raw map's standard deviation besides its mean.
     * ``family_balance``: p in [0, 2]; before the PCA every standardised map of a family with
       n maps is divided by (n / n_smallest) ** (p / 2). 0: plain standardisation, where the 45
@@ -219,9 +220,10 @@ class Featurization:
 
 
 def featurize(
-    image: ArrayLike, recipe: Recipe | None = None, progress: Progress | None = None
+    image: ArrayLike | Multichannel, recipe: Recipe | None = None, progress: Progress | None = None
 ) -> Featurization:
-    """Featurize ``image`` (H x W grey or H x W x 3/4 colour) and fit the reduction on it.
+    """Featurize ``image`` (a photo: H x W grey or H x W x 3/4 colour; or a ``Multichannel``
+    image of measured channels) and fit the reduction on it.
 
     ``progress(fraction)`` is called with non-decreasing fractions ending at 1.0; an exception it
     raises aborts the work.
@@ -230,7 +232,7 @@ def featurize(
 
 
 def apply_featurization(
-    image: ArrayLike,
+    image: ArrayLike | Multichannel,
     recipe: Recipe,
     fitted: FittedReduction,
     progress: Progress | None = None,
@@ -262,12 +264,20 @@ class _Meter:
 
 
 def _run(
-    image: ArrayLike, recipe: Recipe, fitted: FittedReduction | None, progress: Progress | None
+    image: ArrayLike | Multichannel,
+    recipe: Recipe,
+    fitted: FittedReduction | None,
+    progress: Progress | None,
 ) -> Featurization:
     if not isinstance(recipe, Recipe):
         raise ValueError(f"recipe must be a Recipe, got {type(recipe).__name__}")
-    colour = image_channels(image)
-    channels = in_colour_space(colour, recipe.colour)
+    if isinstance(image, Multichannel):
+        colour = channels = image.scaled()
+        channel_names = image.names
+    else:
+        colour = image_channels(image)
+        channels = in_colour_space(colour, recipe.colour)
+        channel_names = ()
     n_channels, height, width = channels.shape
     superpixels = recipe.uses_superpixels(height, width)
     names = raw_feature_names(
@@ -277,6 +287,7 @@ def _run(
         recipe.sigmas,
         recipe.energy_window,
         recipe.window,
+        channel_names,
     )
     if superpixels and recipe.superpixel_std:
         names += [f"{name} std" for name in names]
@@ -301,7 +312,7 @@ def _run(
 
     if superpixels:
         meter = _Meter(progress, 1.25 * groups)
-        item_of_pixel, n_items = _slic(colour, recipe)
+        item_of_pixel, n_items = _slic(colour, recipe, photo=not channel_names)
         meter.advance(0.25 * groups)
         raw = _aggregate(meter.counted(maps()), item_of_pixel.ravel(), n_items, recipe)
         if fitted is None:
@@ -333,27 +344,24 @@ def _run(
 SLIC_SMOOTHING = 1.0
 
 
-def _slic(colour: Float32Array, recipe: Recipe) -> tuple[Int32Array, int]:
+def _slic(colour: Float32Array, recipe: Recipe, photo: bool) -> tuple[Int32Array, int]:
+    """SLIC rescales the whole image (all channels together) to 0..1, then compares a colour
+    photo's pixels in Lab (0..100) and anything else as it is (0..1). So that ``compactness``
+    weighs space against values alike for every image, it is divided by 100 for the latter;
+    measured channels, scaled one by one, are clipped to their percentile range first so a few
+    saturated pixels do not squash the rest."""
     height, width = colour.shape[1:]
     n_segments = recipe.n_segments or max(1, round(height * width / PIXELS_PER_SUPERPIXEL))
-    if colour.shape[0] == 3:
-        segments = slic(
-            np.moveaxis(colour, 0, 2),
-            n_segments=n_segments,
-            compactness=recipe.compactness,
-            start_label=0,
-            sigma=SLIC_SMOOTHING,
-            channel_axis=-1,
-        )
-    else:
-        segments = slic(
-            colour[0] * 100.0,
-            n_segments=n_segments,
-            compactness=recipe.compactness,
-            start_label=0,
-            sigma=SLIC_SMOOTHING,
-            channel_axis=None,
-        )
+    lab = photo and colour.shape[0] == 3
+    segments = slic(
+        np.moveaxis(colour if photo else np.clip(colour, 0.0, 1.0), 0, 2),
+        n_segments=n_segments,
+        compactness=recipe.compactness if lab else recipe.compactness / 100.0,
+        start_label=0,
+        sigma=SLIC_SMOOTHING,
+        channel_axis=-1,
+        convert2lab=lab,
+    )
     ids, inverse = np.unique(segments, return_inverse=True)
     return inverse.reshape(height, width).astype(np.int32), int(ids.size)
 

@@ -59,7 +59,7 @@ def plan_csv(
     except UnicodeDecodeError as exc:
         raise InvalidInput(
             f"the file is not UTF-8 text (bad byte at offset {exc.start}); upload a CSV in "
-            "UTF-8, a Parquet file, an NPY array, or a PNG/JPEG image"
+            "UTF-8, a Parquet file, an NPY array, or a PNG, JPEG or TIFF image"
         ) from None
     except csv.Error as exc:
         raise InvalidInput(f"the file is not valid CSV: {exc}") from None

@@ -2,18 +2,18 @@
 
 from pathlib import PurePath
 
-from app.services.ingest.image_file import image_format
+from app.engine.image.image_file import file_format
 from app.services.ingest.npy_array import NPY_MAGIC
 from app.services.ingest.parquet_table import PARQUET_MAGIC
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff"}
 
 
 def detect_format(head: bytes, filename: str, content_type: str | None) -> str:
     """One of `image`, `npy`, `parquet`, `csv`, or `bad_image` (claims to be an image but is
     not)."""
     suffix = PurePath(filename or "").suffix.lower()
-    if image_format(head) is not None:
+    if file_format(head) is not None:
         return "image"
     if head.startswith(NPY_MAGIC) or suffix == ".npy":
         return "npy"

@@ -27,7 +27,10 @@ class ParsedTable:
 @dataclass(frozen=True)
 class ParsedImage:
     data: bytes  # the file as uploaded
-    format: str  # PNG or JPEG
+    format: str  # PNG, JPEG or TIFF
     width: int
     height: int
-    mode: str  # Pillow mode, e.g. RGB, L, RGBA
+    mode: str  # RGB or L for a photo, else channels x dtype ("4 x uint16")
+    dtype: str = "uint8"  # of the decoded pixels
+    channel_names: list[str] = field(default_factory=list)  # measured channels; [] for a photo
+    display: bytes | None = None  # a PNG the browser shows when the file itself will not do
