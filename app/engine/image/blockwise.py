@@ -1,0 +1,319 @@
+"""Featurization block by block, so a large picture costs memory per block, not per picture
+(DESIGN.md Sec. 9 and 12).
+
+The channels are cut into blocks of about ``block`` x ``block`` pixels; each block is read
+with a halo of ``filter_reach(recipe)`` pixels on every side that has a neighbour
+(``dask.array.overlap`` with ``boundary='none'``: at the picture's own edges there is no halo,
+so every filter meets the same edge it meets on the whole picture). A filter's value at a pixel
+depends only on pixels within its reach, so each block's maps, cropped to the block, equal the
+whole picture's there (up to float rounding: scipy's box filter keeps a running sum).
+
+Pixel items: pass 1 merges each block's per-map count, mean and squared deviations (Chan et al.)
+and takes the fixed PCA sample's rows that fall in it; pass 2 projects each block. The fitted
+reduction is the one the whole picture gives, up to that rounding.
+
+Superpixel items: SLIC runs per block (no superpixel crosses a block's edge; at 2,048 pixels a
+side that cuts about one superpixel in a hundred) on values scaled as on the whole picture,
+its compactness adjusted for SLIC's own rescaling of each input to 0..1; ids are numbered
+block after block. Each superpixel's mean and spread of every map are exact, since its pixels
+all lie in one block.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+import dask
+import dask.array as da
+import numpy as np
+from numpy.typing import NDArray
+from skimage import color
+from skimage.segmentation import slic
+
+from app.engine.image._filter_bank import Float32Array, map_groups
+from app.engine.image._reduction import FittedReduction
+
+Int32Array = NDArray[np.int32]
+T = TypeVar("T")
+Progress = Callable[[float], None]
+
+BLOCK = 2048
+GAUSSIAN_TRUNCATE = 4.0  # skimage.filters.gaussian's default: its kernel's radius is 4 sigma
+SLIC_SMOOTHING = 1.0
+
+
+def filter_reach(
+    filters: tuple[str, ...], sigmas: tuple[float, ...], energy_window: float, window: int
+) -> int:
+    """How far, in pixels, the widest map looks: a pixel's raw maps depend on no pixel
+    further away than this (on either axis)."""
+    reach = window // 2
+    if not filters:
+        return reach
+    # Sobel looks 1 pixel away, the Hessian's two finite differences 2.
+    derivative = 2 if "texture" in filters else 1 if "edges" in filters else 0
+    for sigma in sigmas:
+        smoothing = int(GAUSSIAN_TRUNCATE * sigma + 0.5)
+        # local_mean: three box passes of half-width round(w * sigma).
+        energy = 3 * round(energy_window * sigma) if energy_window and derivative else 0
+        reach = max(reach, smoothing + derivative + energy)
+    return reach
+
+
+@dataclass(frozen=True)
+class MapRecipe:
+    """What ``map_groups`` needs: the raw maps of one image."""
+
+    filters: tuple[str, ...]
+    sigmas: tuple[float, ...]
+    energy_window: float
+    window: int
+
+    @property
+    def reach(self) -> int:
+        return filter_reach(self.filters, self.sigmas, self.energy_window, self.window)
+
+    def cropped_groups(self, window: Float32Array, crop: _Crop) -> Iterator[Float32Array]:
+        """The block's raw maps as (g, h * w) groups, computed on the window, cropped."""
+        _, height, width = window.shape
+        for group in map_groups(window, self.filters, self.sigmas, self.energy_window, self.window):
+            maps = group.reshape(group.shape[0], height, width)
+            yield np.ascontiguousarray(crop.of(maps)).reshape(group.shape[0], -1)
+
+
+@dataclass(frozen=True)
+class _Crop:
+    """Where a block lies in its window, and in the picture."""
+
+    top: int  # rows of halo above the block in its window
+    left: int
+    row: int  # the block's first row in the picture
+    col: int
+    height: int
+    width: int
+
+    def of(self, maps: NDArray[np.generic]) -> NDArray[np.generic]:
+        return maps[..., self.top : self.top + self.height, self.left : self.left + self.width]
+
+    def in_picture(self) -> tuple[slice, slice]:
+        return slice(self.row, self.row + self.height), slice(self.col, self.col + self.width)
+
+
+def even_chunks(size: int, block: int) -> tuple[int, ...]:
+    """``size`` cut into near-equal parts of ``block`` to 2 * ``block`` (a picture smaller than
+    a block is one part): no sliver at the end, so every part is wider than the halo whenever
+    ``block`` is."""
+    n = max(1, size // block)
+    edges = np.linspace(0, size, n + 1).round().astype(int)
+    return tuple(int(d) for d in np.diff(edges))
+
+
+class Blocks:
+    """The picture's channels in halo'd blocks: (C, H, W) float32, numpy or dask."""
+
+    def __init__(self, channels: NDArray[np.float32] | da.Array, maps: MapRecipe, block: int):
+        n_channels, height, width = channels.shape
+        self.maps = maps
+        self.halo = maps.reach
+        side = max(block, self.halo + 1)
+        chunks = ((n_channels,), even_chunks(height, side), even_chunks(width, side))
+        self.channels = (
+            channels.rechunk(chunks)
+            if isinstance(channels, da.Array)
+            else da.from_array(channels, chunks=chunks)
+        )
+        self.shape = (height, width)
+        windows = da.overlap.overlap(
+            self.channels, depth={0: 0, 1: self.halo, 2: self.halo}, boundary="none"
+        )
+        delayed = windows.to_delayed()[0]
+        self.tasks: list[tuple[object, _Crop]] = []
+        row = 0
+        for i, h in enumerate(chunks[1]):
+            col = 0
+            for j, w in enumerate(chunks[2]):
+                crop = _Crop(self.halo if i else 0, self.halo if j else 0, row, col, int(h), int(w))
+                self.tasks.append((delayed[i, j], crop))
+                col += int(w)
+            row += int(h)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def map(
+        self,
+        work: Callable[[Float32Array, _Crop], T],
+        progress: Callable[[], None] | None = None,
+    ) -> list[T]:
+        """``work(window, crop)`` for every block, in block order; a few at a time (one per
+        core, at most 4) so memory holds that many windows, not the picture's maps."""
+        at_once = max(1, min(4, os.cpu_count() or 1))
+        out: list[T] = []
+        for start in range(0, len(self.tasks), at_once):
+            batch = [
+                dask.delayed(work)(window, crop)
+                for window, crop in self.tasks[start : start + at_once]
+            ]
+            out.extend(dask.compute(*batch, scheduler="threads", num_workers=at_once))
+            if progress is not None:
+                for _ in batch:
+                    progress()
+        return out
+
+
+# --- Pixel items ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Per raw map over some pixels: count, mean and sum of squared deviations."""
+
+    count: int
+    mean: NDArray[np.float64]
+    m2: NDArray[np.float64]
+
+    def merged(self, other: Moments) -> Moments:
+        """Chan, Golub & LeVeque's pairwise update: exact, and stable where E[x^2] - E[x]^2
+        would cancel."""
+        if self.count == 0:
+            return other
+        total = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.count / total)
+        m2 = self.m2 + other.m2 + delta**2 * (self.count * other.count / total)
+        return Moments(total, mean, m2)
+
+    @property
+    def std(self) -> NDArray[np.float64]:
+        return np.sqrt(self.m2 / max(self.count, 1))
+
+
+def pixel_statistics(
+    blocks: Blocks, n_raw: int, sample: NDArray[np.int64], progress: Callable[[], None]
+) -> tuple[Moments, Float32Array]:
+    """Pass 1: every map's moments over all pixels, and the rows of the ``sample`` pixels
+    (raster indices, sorted) in that order."""
+    _, width = blocks.shape
+    sample_rows, sample_cols = np.divmod(sample, width)
+
+    def work(window: Float32Array, crop: _Crop) -> tuple[Moments, NDArray[np.intp], Float32Array]:
+        inside = np.flatnonzero(
+            (sample_rows >= crop.row)
+            & (sample_rows < crop.row + crop.height)
+            & (sample_cols >= crop.col)
+            & (sample_cols < crop.col + crop.width)
+        )
+        local = (sample_rows[inside] - crop.row) * crop.width + (sample_cols[inside] - crop.col)
+        means, m2s, rows = [], [], []
+        for group in blocks.maps.cropped_groups(window, crop):
+            mean = group.mean(axis=1, dtype=np.float64)
+            means.append(mean)
+            m2s.append(np.square(group - mean[:, None]).sum(axis=1))
+            rows.append(group[:, local].T)
+        moments = Moments(crop.height * crop.width, np.concatenate(means), np.concatenate(m2s))
+        return moments, inside, np.concatenate(rows, axis=1)
+
+    total = Moments(0, np.zeros(n_raw), np.zeros(n_raw))
+    picked = np.empty((sample.size, n_raw), dtype=np.float32)
+    for moments, inside, rows in blocks.map(work, progress):
+        total = total.merged(moments)
+        picked[inside] = rows
+    return total, picked
+
+
+def pixel_features(
+    blocks: Blocks, fitted: FittedReduction, progress: Callable[[], None]
+) -> Float32Array:
+    """Pass 2: (H * W, n_components) float32 features in raster order."""
+    height, width = blocks.shape
+    out = np.empty((height, width, fitted.n_components), dtype=np.float32)
+
+    def work(window: Float32Array, crop: _Crop) -> tuple[_Crop, Float32Array]:
+        groups = blocks.maps.cropped_groups(window, crop)
+        return crop, fitted.project_groups(groups, crop.height * crop.width)
+
+    for crop, features in blocks.map(work, progress):
+        out[crop.in_picture()] = features.reshape(crop.height, crop.width, -1)
+    return out.reshape(height * width, -1)
+
+
+# --- Superpixel items ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlicInput:
+    """The values SLIC compares, for the whole picture: a photo's RGB (rescaled to 0..1 as SLIC
+    does to a whole picture, then compared in Lab) or other channels (0..1)."""
+
+    values: NDArray[np.float32] | da.Array  # (C, H, W)
+    lab: bool
+    compactness: float  # in the units SLIC would use on the whole picture
+    n_segments: int | None  # for the whole picture; None: one per ``pixels_per_item``
+    pixels_per_item: int
+
+    def segments(self, crop: _Crop, picture_pixels: int) -> Int32Array:
+        """SLIC on one block, 0-based ids, with the whole picture's scale of values."""
+        rows, cols = crop.in_picture()
+        values = np.asarray(self.values[:, rows, cols], dtype=np.float32)
+        if self.lab:
+            values = np.moveaxis(color.rgb2lab(np.moveaxis(values, 0, 2)), 2, 0)
+        spread = float(values.max() - values.min())
+        # SLIC rescales its input to 0..1: distances in values shrink by 1 / spread, so the
+        # weight of distance in space must shrink alike to keep the whole picture's balance.
+        compactness = self.compactness / spread if spread > 0 else self.compactness
+        pixels = crop.height * crop.width
+        wanted = (
+            self.n_segments * pixels / picture_pixels
+            if self.n_segments
+            else pixels / self.pixels_per_item
+        )
+        segments = slic(
+            np.moveaxis(values, 0, 2),
+            n_segments=max(1, round(wanted)),
+            compactness=compactness,
+            start_label=0,
+            sigma=SLIC_SMOOTHING,
+            channel_axis=-1,
+            convert2lab=False,
+        )
+        _, inverse = np.unique(segments, return_inverse=True)
+        return inverse.reshape(crop.height, crop.width).astype(np.int32)
+
+
+def superpixel_items(
+    blocks: Blocks,
+    slic_input: SlicInput,
+    with_std: bool,
+    progress: Callable[[], None],
+) -> tuple[Int32Array, NDArray[np.float64]]:
+    """The item of every pixel (H, W) and each item's mean (then spread) of every raw map."""
+    height, width = blocks.shape
+
+    def work(window: Float32Array, crop: _Crop) -> tuple[_Crop, Int32Array, NDArray[np.float64]]:
+        items = slic_input.segments(crop, height * width)
+        flat = items.ravel()
+        n_items = int(flat.max()) + 1
+        counts = np.bincount(flat, minlength=n_items).astype(np.float64)
+        means, stds = [], []
+        for group in blocks.maps.cropped_groups(window, crop):
+            for values in group:
+                mean = np.bincount(flat, weights=values, minlength=n_items) / counts
+                means.append(mean)
+                if with_std:
+                    spread = np.bincount(
+                        flat, weights=(values - mean[flat]) ** 2, minlength=n_items
+                    )
+                    stds.append(np.sqrt(spread / counts))
+        return crop, items, np.stack(means + stds, axis=1)
+
+    item_of_pixel = np.empty((height, width), dtype=np.int32)
+    rows, offset = [], 0
+    for crop, items, raw in blocks.map(work, progress):
+        item_of_pixel[crop.in_picture()] = items + offset
+        offset += raw.shape[0]
+        rows.append(raw)
+    return item_of_pixel, np.concatenate(rows)
