@@ -71,6 +71,9 @@ OPERATION_IDS = {
     "read_run_labels_csv": "runs-result-csv",
     "read_run_labels_npy": "runs-result-npy",
     "read_run_mask": "runs-result-png",
+    "read_applied": "runs-applied",
+    "cancel_applied": "runs-applied-cancel",
+    "read_applied_masks": "runs-applied-masks",
     "read_suggestions": "suggestions-get",
     "read_labels_and_clusters": "exports-labels-clusters",
 }
@@ -102,6 +105,7 @@ _RAISES: dict[str, frozenset[int]] = {
     "runs-result-csv": frozenset({409}),
     "runs-result-npy": frozenset({409}),
     "runs-result-png": frozenset({409}),
+    "runs-applied-masks": frozenset({409}),
     "suggestions-get": frozenset({404, 409}),
     "exports-labels-clusters": frozenset({404, 409}),
 }

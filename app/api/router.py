@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from app.api.routes import (
     algorithms,
     annotations,
+    applied_runs,
     auth,
     datasets,
     exports,
@@ -31,6 +32,7 @@ for module in (
     side_information,
     algorithms,
     runs,
+    applied_runs,
     suggestions,
     exports,
 ):

@@ -175,6 +175,48 @@ def start_apply(
     """Queue a run that segments `target` with `source`'s fitted model: the same recipe and
     fitted reduction featurize the new image, the method's own rule predicts, so cluster ids
     mean what they meant in `source`."""
+    return start_apply_batch(
+        session=session, source=source, targets=[target], user=user, max_active=max_active
+    )[0]
+
+
+def start_apply_batch(
+    *,
+    session: Session,
+    source: Run,
+    targets: list[Dataset],
+    user: User,
+    max_active: int | None = None,
+) -> list[Run]:
+    """One run per image of `targets`, all checked before any is queued (one bad image: a
+    4xx and nothing queued). A batch counts as one job against the user's limit when it is
+    asked for; the fair queue then runs its images in turn with other users' work."""
+    source_dataset = _applicable_source(session, source)
+    for target in targets:
+        if target.kind != "image":
+            raise InvalidInput(f"dataset {target.id} is not an image; a model applies to images")
+        check_applicable(source_dataset, target)
+    if max_active is not None:
+        check_active_jobs(session, user, max_active)
+    queued = [
+        Run(
+            dataset_id=target.id,
+            algorithm=source.algorithm,
+            params=source.params,
+            annotation_revision=target.revision,
+            status="queued",
+            source_run_id=source.id,
+            created_by_id=user.id,
+        )
+        for target in targets
+    ]
+    session.add_all(queued)
+    session.flush()
+    return queued
+
+
+def _applicable_source(session: Session, source: Run) -> Dataset:
+    """The image a finished run with a predicting model was fitted on."""
     result = session.get(RunResult, source.id)
     if source.status != "succeeded" or result is None:
         raise Conflict(f"run {source.id} is {source.status}; only a finished run can be applied")
@@ -182,23 +224,7 @@ def start_apply(
         raise Conflict(f"run {source.id} kept no model (only runs on images do)")
     if not hasattr(pickle.loads(result.model), "predict"):
         raise Conflict(f"{source.algorithm} cannot predict new items; its runs cannot be applied")
-    if target.kind != "image":
-        raise InvalidInput(f"dataset {target.id} is not an image; a model applies to images")
-    check_applicable(session.get_one(Dataset, source.dataset_id), target)
-    if max_active is not None:
-        check_active_jobs(session, user, max_active)
-    run = Run(
-        dataset_id=target.id,
-        algorithm=source.algorithm,
-        params=source.params,
-        annotation_revision=target.revision,
-        status="queued",
-        source_run_id=source.id,
-        created_by_id=user.id,
-    )
-    session.add(run)
-    session.flush()
-    return run
+    return session.get_one(Dataset, source.dataset_id)
 
 
 def result_mask(*, session: Session, run: Run) -> bytes:

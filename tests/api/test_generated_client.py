@@ -38,6 +38,8 @@ content_type_overrides:
   application/x-npy: application/octet-stream
   image/png: application/octet-stream
   image/jpeg: application/octet-stream
+  image/tiff: application/octet-stream
+  application/zip: application/octet-stream
 """
 
 

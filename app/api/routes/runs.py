@@ -23,7 +23,14 @@ from app.api.file_responses import file_response
 from app.api.job_signals import runs_changed
 from app.api.paging import Paging
 from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id
-from app.api.schemas.runs import RunApply, RunCreate, RunRead, RunResultRead, RunsPage
+from app.api.schemas.runs import (
+    RunApply,
+    RunBatch,
+    RunCreate,
+    RunRead,
+    RunResultRead,
+    RunsPage,
+)
 from app.db.models import Role, Run
 from app.jobs.run_events import RunEvents
 from app.services import runs
@@ -80,7 +87,12 @@ def create_run(
     return _queued(request, session, run)
 
 
-@router.post("/runs/{run_id}/apply", **QUEUES_A_RUN)
+@router.post(
+    "/runs/{run_id}/apply",
+    response_model=RunRead | RunBatch,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=RATE_LIMITED,
+)
 def apply_run(
     run_id: Id,
     apply_in: RunApply,
@@ -88,19 +100,35 @@ def apply_run(
     session: SessionDep,
     settings: SettingsDep,
     access: ViewerAccess,
-) -> RunRead:
-    """Segment another image with this run's fitted model: the same featurization recipe and
-    fitted reduction, the method's own prediction rule, the same cluster ids. The new run
-    belongs to the target image (you need to be an editor there)."""
-    target = resolve_access(session, access.user, {"dataset_id": apply_in.dataset_id}, Role.editor)
-    run = runs.start_apply(
+) -> RunRead | RunBatch:
+    """Segment other images with this run's fitted model: the same featurization recipe and
+    fitted reduction, the method's own prediction rule, the same cluster ids. Each new run
+    belongs to its image (you need to be an editor there).
+
+    `{"dataset_id": id}` answers with the run; `{"dataset_ids": [...]}` (a collection, up to
+    1,000 images) with `{"items": [run, ...]}`, one run per image in the order given, each
+    followed, cancelled and read like any run (`result.png`); every image is checked first,
+    so one that cannot be segmented (a table, other channels) queues nothing. The masks of
+    every image a run was applied to: `GET /runs/{id}/applied/masks.zip`."""
+    source = access.require_run()
+    ids = [apply_in.dataset_id] if apply_in.dataset_id is not None else apply_in.dataset_ids
+    assert ids is not None  # RunApply requires one of the two
+    targets = [
+        resolve_access(session, access.user, {"dataset_id": i}, Role.editor).require_dataset()
+        for i in ids
+    ]
+    queued = runs.start_apply_batch(
         session=session,
-        source=access.require_run(),
-        target=target.require_dataset(),
+        source=source,
+        targets=targets,
         user=access.user,
         max_active=settings.max_active_jobs_per_user,
     )
-    return _queued(request, session, run)
+    session.commit()
+    for run in queued:
+        request.app.state.executor.submit(run.id)
+    items = [RunRead.model_validate(run) for run in queued]
+    return items[0] if apply_in.dataset_id is not None else RunBatch(items=items)
 
 
 @router.get("/datasets/{dataset_id}/runs", response_model=RunsPage)

@@ -4,7 +4,18 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from app.api.schemas.common import DatasetPartRead, FiniteFloat, Id, Index, Name, Page, RequestBody
+from app.api.schemas.common import (
+    DatasetPartRead,
+    FiniteFloat,
+    Groups,
+    Id,
+    Index,
+    Name,
+    Page,
+    RequestBody,
+    given_group,
+    one_of_groups,
+)
 
 ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
 ItemId = Annotated[str, Field(max_length=1000)]
@@ -33,32 +44,6 @@ class Stroke(RequestBody):
 StrokeList = Annotated[list[Stroke], Field(min_length=1, max_length=10_000)]
 
 
-def _one_of(*groups: tuple[str, ...]) -> dict[str, Any]:
-    """Publish "exactly one of these groups of fields, and none of the others'" (checked by the
-    model's validator too). The fields are optional but not nullable in the published schema
-    (`SkipJsonSchema[None]`): a null would count as given there and as absent here."""
-    fields = [name for group in groups for name in group]
-    return {
-        "oneOf": [
-            {
-                "required": list(group),
-                "not": {"anyOf": [{"required": [f]} for f in fields if f not in group]},
-            }
-            for group in groups
-        ]
-    }
-
-
-Groups = tuple[tuple[str, ...], ...]
-
-
-def _given_group(model: BaseModel, groups: Groups, message: str) -> None:
-    """The validator behind `_one_of`: one group's fields all given, no other group's."""
-    given = {name for group in groups for name in group if getattr(model, name) is not None}
-    if not any(given == set(group) for group in groups):
-        raise ValueError(message)
-
-
 ITEM_IDS_DESCRIPTION = (
     "The same items named by the dataset's id column (`id_column`; without one, the row "
     "numbers as text), instead of row positions"
@@ -69,7 +54,7 @@ class LabelCreate(RequestBody):
     """Items to label, named by row position (`items`) or by id (`item_ids`)."""
 
     _GROUPS: ClassVar[Groups] = (("items",), ("item_ids",))
-    model_config = ConfigDict(json_schema_extra=_one_of(*_GROUPS))
+    model_config = ConfigDict(json_schema_extra=one_of_groups(*_GROUPS))
 
     kind: Literal["label"]
     items: ItemList | SkipJsonSchema[None] = Field(
@@ -80,7 +65,7 @@ class LabelCreate(RequestBody):
 
     @model_validator(mode="after")
     def _items_or_ids(self) -> "LabelCreate":
-        _given_group(self, self._GROUPS, "give either items or item_ids")
+        given_group(self, self._GROUPS, "give either items or item_ids")
         return self
 
 
@@ -89,7 +74,7 @@ class MustLinkCreate(RequestBody):
     the items under `strokes` ("these strokes are the same thing")."""
 
     _GROUPS: ClassVar[Groups] = (("items",), ("item_ids",), ("strokes",))
-    model_config = ConfigDict(json_schema_extra=_one_of(*_GROUPS))
+    model_config = ConfigDict(json_schema_extra=one_of_groups(*_GROUPS))
 
     kind: Literal["must_link"]
     items: ItemList | SkipJsonSchema[None] = Field(
@@ -103,7 +88,7 @@ class MustLinkCreate(RequestBody):
 
     @model_validator(mode="after")
     def _items_or_strokes(self) -> "MustLinkCreate":
-        _given_group(self, self._GROUPS, "give either items, item_ids or strokes")
+        given_group(self, self._GROUPS, "give either items, item_ids or strokes")
         return self
 
 
@@ -117,7 +102,7 @@ class CannotLinkCreate(RequestBody):
         ("item_ids_a", "item_ids_b"),
         ("strokes_a", "strokes_b"),
     )
-    model_config = ConfigDict(json_schema_extra=_one_of(*_GROUPS))
+    model_config = ConfigDict(json_schema_extra=one_of_groups(*_GROUPS))
 
     kind: Literal["cannot_link"]
     items_a: ItemList | SkipJsonSchema[None] = None
@@ -130,7 +115,7 @@ class CannotLinkCreate(RequestBody):
 
     @model_validator(mode="after")
     def _items_or_strokes(self) -> "CannotLinkCreate":
-        _given_group(
+        given_group(
             self,
             self._GROUPS,
             "give either items_a and items_b, item_ids_a and item_ids_b, or strokes_a and "
@@ -143,7 +128,7 @@ class ScribbleCreate(RequestBody):
     """A scribble on an image: the items under its strokes get `label`; with `"erase": true`
     instead of a label, the items under it lose the labels scribbled or given before."""
 
-    model_config = ConfigDict(json_schema_extra=_one_of(("label",), ("erase",)))
+    model_config = ConfigDict(json_schema_extra=one_of_groups(("label",), ("erase",)))
 
     kind: Literal["scribble"]
     strokes: StrokeList

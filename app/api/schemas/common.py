@@ -147,3 +147,29 @@ class DatasetPartRead(BaseModel):
 
     id: int
     dataset_id: int
+
+
+def one_of_groups(*groups: tuple[str, ...]) -> dict[str, Any]:
+    """Publish "exactly one of these groups of fields, and none of the others'" (checked by the
+    model's validator too). The fields are optional but not nullable in the published schema
+    (`SkipJsonSchema[None]`): a null would count as given there and as absent here."""
+    fields = [name for group in groups for name in group]
+    return {
+        "oneOf": [
+            {
+                "required": list(group),
+                "not": {"anyOf": [{"required": [f]} for f in fields if f not in group]},
+            }
+            for group in groups
+        ]
+    }
+
+
+Groups = tuple[tuple[str, ...], ...]
+
+
+def given_group(model: BaseModel, groups: Groups, message: str) -> None:
+    """The validator behind `one_of_groups`: one group's fields all given, no other group's."""
+    given = {name for group in groups for name in group if getattr(model, name) is not None}
+    if not any(given == set(group) for group in groups):
+        raise ValueError(message)

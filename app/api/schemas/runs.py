@@ -1,9 +1,26 @@
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, JsonValue, computed_field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    computed_field,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
 
-from app.api.schemas.common import DatasetPartRead, Id, Page, RequestBody
+from app.api.schemas.common import (
+    DatasetPartRead,
+    Groups,
+    Id,
+    Page,
+    RequestBody,
+    given_group,
+    one_of_groups,
+)
 from app.jobs import engine_state
 from app.jobs.algorithms import ALGORITHMS
 
@@ -88,8 +105,41 @@ class RunResultRead(BaseModel):
     cost_history: list[float | None]
 
 
+MAX_APPLY_BATCH = 1000
+BatchIds = Annotated[
+    list[Id],
+    Field(min_length=1, max_length=MAX_APPLY_BATCH, json_schema_extra={"uniqueItems": True}),
+]
+
+
 class RunApply(RequestBody):
-    dataset_id: Id = Field(description="The image to segment with the run's fitted model")
+    """One image (`dataset_id`: answered with its run) or several (`dataset_ids`: a batch,
+    answered with one run per image, in the order given)."""
+
+    _GROUPS: ClassVar[Groups] = (("dataset_id",), ("dataset_ids",))
+    model_config = ConfigDict(json_schema_extra=one_of_groups(*_GROUPS))
+
+    dataset_id: Id | SkipJsonSchema[None] = Field(
+        default=None,
+        description="The image to segment with the run's fitted model",
+    )
+    dataset_ids: BatchIds | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Several images (a collection) to segment, one run each",
+    )
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "RunApply":
+        given_group(self, self._GROUPS, "give either dataset_id (one image) or dataset_ids")
+        if self.dataset_ids is not None and len(set(self.dataset_ids)) != len(self.dataset_ids):
+            raise ValueError("dataset_ids repeats an image")
+        return self
+
+
+class RunBatch(BaseModel):
+    """The runs a batch apply queued, one per image, in the order the images were given."""
+
+    items: list[RunRead]
 
 
 class AlgorithmRead(BaseModel):

@@ -21,7 +21,6 @@ all lie in one block.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
