@@ -72,6 +72,9 @@ def test_a_failed_featurization_shows_its_reason(
     stops even root): the page shows the failure and its reason without a reload."""
     upload(page, write_png(tmp_path / "big.png", 1024, 1024), "store fails")
     dataset_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    # The preview is read from the store too: break the store only once it is shown.
+    expect(page.get_by_test_id("image-preview")).to_have_js_property("complete", True)
+    assert page.get_by_test_id("image-preview").evaluate("img => img.naturalWidth") == 1024
     (directory,) = (live_dir / "arrays" / "datasets").glob(f"{dataset_id}-*")
     shutil.rmtree(directory)
     directory.write_bytes(b"not a directory")
