@@ -1,17 +1,22 @@
 """A 16-bit multichannel OME-TIFF in a real browser: uploaded through the project page's form,
 its channels named on the dataset page, shown as a composite in the workspace, painted with
-the mouse, run, and its overlay drawn."""
+the mouse, run, its overlay drawn, then the run applied to the project's other images with
+their progress and their masks downloaded as a ZIP."""
 
 import io
+import re
+import zipfile
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 import tifffile
+from PIL import Image
 from playwright.sync_api import Page, expect
 
 from app.engine.image.channels import Multichannel
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import ADMIN_PASSWORD, sign_in
 from tests.browser.test_image_workspace import (
     label_colour,
     layer_pixel,
@@ -41,9 +46,7 @@ def two_halves() -> np.ndarray:
     return np.clip(planes, 0, 65_535).astype(np.uint16)
 
 
-def test_upload_paint_and_run_a_16_bit_ome_tiff(page: Page, tmp_path: Path) -> None:
-    planes = two_halves()
-    path = tmp_path / "cells.ome.tif"
+def ome_tiff(planes: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     tifffile.imwrite(
         buffer,
@@ -52,7 +55,32 @@ def test_upload_paint_and_run_a_16_bit_ome_tiff(page: Page, tmp_path: Path) -> N
         compression="zlib",
         metadata={"axes": "CYX", "Channel": {"Name": ["DAPI", "GFP", "RFP"]}},
     )
-    path.write_bytes(buffer.getvalue())
+    return buffer.getvalue()
+
+
+def upload_more(live_server: str, names: list[str]) -> None:
+    """Other images of the same kind in the demo project, through the API."""
+    token = httpx.post(
+        f"{live_server}/api/v1/auth/token", data={"username": "admin", "password": ADMIN_PASSWORD}
+    ).json()["access_token"]
+    for k, name in enumerate(names):
+        planes = np.roll(two_halves(), 3 * (k + 1), axis=1)  # the same halves, other noise rows
+        response = httpx.post(
+            f"{live_server}/api/v1/projects/1/datasets",
+            files={"file": (f"{name}.ome.tif", ome_tiff(planes), "image/tiff")},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+        response.raise_for_status()
+
+
+def test_upload_paint_run_and_apply_a_16_bit_ome_tiff(
+    page: Page, tmp_path: Path, live_server: str
+) -> None:
+    planes = two_halves()
+    path = tmp_path / "cells.ome.tif"
+    path.write_bytes(ome_tiff(planes))
+    upload_more(live_server, ["well b2", "well b3"])
 
     sign_in(page)
     page.get_by_role("link", name="Demo").click()
@@ -84,3 +112,27 @@ def test_upload_paint_and_run_a_16_bit_ome_tiff(page: Page, tmp_path: Path) -> N
     # Away from the scribbles, each half takes its scribble's label.
     assert near(layer_pixel(page, "overlay", 20, 90)[:3], label_colour(page, "foreground"))
     assert near(layer_pixel(page, "overlay", 75, 90)[:3], label_colour(page, "background"))
+
+    # The run shown segments the project's other images (ticked by default; the demo's photos
+    # are unticked here), with their progress, then their masks come as one ZIP.
+    panel = page.get_by_test_id("collection")
+    expect(panel).to_have_attribute("data-source", re.compile(r"^\d+$"))
+    images = page.get_by_test_id("collection-images")
+    for name in ("well b2.ome.tif", "well b3.ome.tif"):
+        expect(images.get_by_label(name)).to_be_checked()
+    for box in images.locator("input").all():
+        label = box.evaluate("b => b.parentElement.textContent.trim()")
+        if not label.startswith("well b"):
+            box.uncheck()
+    page.get_by_role("button", name="Apply to the ticked images").click()
+    expect(panel).to_have_attribute("data-done", "2", timeout=120_000)
+    expect(panel).to_have_attribute("data-active", "0")
+    progress = page.get_by_test_id("collection-progress").locator("li")
+    expect(progress).to_have_text(["well b2.ome.tif: succeeded", "well b3.ome.tif: succeeded"])
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Masks of these images (ZIP)").click()
+    with zipfile.ZipFile(download.value.path()) as zipped:
+        names = zipped.namelist()
+        assert len(names) == 2 and all(n.endswith(("well_b2.png", "well_b3.png")) for n in names)
+        mask = np.asarray(Image.open(io.BytesIO(zipped.read(names[0]))))
+    assert mask.shape == (SIZE, SIZE) and mask[50, 10] != mask[50, 85]

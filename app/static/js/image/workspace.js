@@ -8,6 +8,7 @@
 //   overlay.js      result overlay and mask exports;  png.js  exact cluster-mask decoding
 //   orientation.js  the picture in the server's pixel layout (EXIF-turned JPEGs)
 //   ask.js          "Ask me": the engine's questions ringed on the picture, answered as strokes
+//   collection.js   "Apply to other images": the run shown segments a collection, masks as a ZIP
 // and from the scatterplot workspace the page-independent run panel, palette, keys and ui.
 import { api, apiBinary } from '../workspace/api.js';
 import { bindKeys } from '../workspace/keyboard.js';
@@ -16,6 +17,7 @@ import { $, bind, report, status } from '../workspace/ui.js';
 import { createAnnotations } from './annotations.js';
 import { createImageAsker } from './ask.js';
 import { createCanvasView } from './canvas.js';
+import { createCollectionPanel } from './collection.js';
 import { createLabels } from './labels.js';
 import { createLinkLayer, strokeLinks } from './links.js';
 import { rawPicture } from './orientation.js';
@@ -69,6 +71,7 @@ const labels = createLabels(datasetId, {
 
 // Editors can be asked (S / D / 1-9 / Space); the answers are strokes like any other.
 const asker = canEdit ? createImageAsker({ datasetId, view, annotations, labels, onScribbled: () => replay() }) : null;
+const collection = canEdit ? createCollectionPanel({ datasetId, projectId: Number($('#collection').dataset.projectId) }) : null;
 
 function usedLabels() {
   return new Set(annotations.live('scribble').map((a) => a.payload.label).filter(Boolean));
@@ -175,6 +178,7 @@ const runPanel = createRunPanel({
     renderStale();
     status(`Run #${run.id}: ${result.n_clusters} clusters shown over the image (O hides them).`);
     asker?.refresh();
+    collection?.show(run.id);
   },
 });
 
@@ -196,6 +200,7 @@ function bindControls() {
   labels.bindControls();
   runPanel.bindControls();
   asker?.bind();
+  collection?.bind();
   const keys = {
     f: () => view.fit(),
     h: () => tools.setTool('pan'),
