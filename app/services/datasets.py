@@ -61,7 +61,7 @@ def import_upload(
     """Validate and store an upload. An image may come with `ground_truth_image`, a PNG index
     image of the same size (pixel value = class; 255 = unknown); its featurization counts
     toward the user's `max_active_jobs` (429 beyond, nothing stored)."""
-    name = _valid_name(name or filename)
+    name = valid_name(name or filename)
     if size > max_bytes:
         raise PayloadTooLarge(f"the file has {size:,} bytes; the limit is {max_bytes:,} bytes")
     if size == 0:
@@ -146,7 +146,7 @@ def _stream_table(
     the row is complete once the last block is in. A refusal rolls everything back."""
     dataset = Dataset(
         project_id=project.id,
-        name=_valid_name(name),
+        name=valid_name(name),
         kind="table",
         status="ready",
         n_items=0,
@@ -223,15 +223,17 @@ def create_image_dataset(
     source_filename: str,
     ground_truth_image: bytes | None = None,
     chunk_rows: int = 65_536,
+    collection: str | None = None,
 ) -> Dataset:
     """Store the image and queue its featurization with the default recipe (the caller submits
-    it after committing); pixels become items when it finishes."""
+    it after committing); pixels become items when it finishes. `collection`: the name of the
+    images uploaded with it (`meta.collection`)."""
     truth, classes = None, None
     if ground_truth_image is not None:
         truth, classes = _pixel_classes(ground_truth_image, (image.height, image.width))
     dataset = Dataset(
         project_id=project.id,
-        name=_valid_name(name),
+        name=valid_name(name),
         kind="image",
         status="featurizing",
         n_items=image.width * image.height,
@@ -248,7 +250,8 @@ def create_image_dataset(
                 "dtype": image.dtype,
                 "channels": image.channel_names,
                 "bytes": len(image.data),
-            }
+            },
+            **({"collection": collection} if collection else {}),
         },
         created_by_id=user.id if user else None,
     )
@@ -369,7 +372,7 @@ def load_features(*, session: Session, dataset: Dataset) -> np.ndarray:
     return dataset_arrays.load_features(session=session, dataset=dataset)
 
 
-def _valid_name(name: str) -> str:
+def valid_name(name: str) -> str:
     name = (name or "").strip()
     if not name or len(name) > 200:
         raise InvalidInput("dataset name must be 1 to 200 characters")

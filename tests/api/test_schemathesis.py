@@ -119,16 +119,20 @@ def filter_failure(
     case: schemathesis.Case,
     response: schemathesis.Response,
 ) -> bool:
-    """Two kinds of refusal are right although the schema allows the request:
+    """Three kinds of refusal are right although the schema allows the request:
 
     - 422 `invalid_input` without `errors` is the server refusing what only the data decides (a
       file that is not a CSV, an item past the dataset's last, a feature name the dataset does
       not have); what the schema can say (an unknown algorithm, a repeated filter) is refused
       by validation, with the `errors` it found, and is still checked;
+    - 415 for a file whose bytes are not an image where only images are taken (a collection's
+      files): a schema cannot say what a binary's bytes must be;
     - 404 "no user named ..." when adding a member to a project just created is about the user
       (as GitHub and GitLab answer), not about the project.
     """
     if isinstance(failure, RejectedPositiveData):
+        if response.status_code == 415:
+            return False
         return not (response.status_code == 422 and _refused_by_data(response))
     if isinstance(failure, EnsureResourceAvailability):
         return not (response.status_code == 404 and "no user named" in response.text)

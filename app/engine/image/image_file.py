@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import struct
 import threading
 import warnings
@@ -40,6 +41,9 @@ _COLOUR_PHOTO_MODES = {"P", "PA", "RGB", "RGBA", "RGBa", "RGBX", "CMYK", "YCbCr"
 # Pillow modes of one measured channel (16- and 32-bit integers, 32-bit float).
 _CHANNEL_MODES = {"I", "I;16", "I;16B", "I;16L", "I;16N", "F"}
 _CHANNEL_AXES = "CS"
+
+
+Pixels = NDArray[np.uint8] | Multichannel
 
 
 class ImageFileError(ValueError):
@@ -80,22 +84,22 @@ def read_header(data: bytes) -> ImageHeader:
         raise ImageFileError("the file is not a PNG, JPEG or TIFF image")
     if declared == "TIFF":
         with _tiff(data) as tif:
-            return _tiff_layout(tif).header
+            return _one_series(tif).header
     with _pillow(data, declared) as image:
         return _pillow_header(image, declared)
 
 
-def decode(data: bytes) -> NDArray[np.uint8] | Multichannel:
+def decode(data: bytes) -> Pixels:
     """Every pixel: a photo as H x W (grey) or H x W x 3 uint8, other images as Multichannel."""
     declared = file_format(data[:8])
     if declared == "TIFF":
         with _tiff(data) as tif:
-            layout = _tiff_layout(tif)
+            layout = _one_series(tif)
             _check_complete(tif, len(data))
             with _strict_tifffile(declared):
                 pixels = layout.series.asarray(maxworkers=1)
         try:
-            return layout.arrange(pixels)
+            return layout.arrange(pixels, layout.axes)
         except ValueError as exc:  # Multichannel's checks: NaN, inf
             raise ImageFileError(f"the TIFF image cannot be used: {exc}") from None
     if declared is None:
@@ -112,6 +116,43 @@ def decode(data: bytes) -> NDArray[np.uint8] | Multichannel:
         return Multichannel.of(pixels, header.channel_names)
     except ValueError as exc:  # Multichannel's checks: NaN, inf
         raise ImageFileError(f"the {declared} image cannot be used: {exc}") from None
+
+
+def collection_headers(data: bytes) -> list[tuple[ImageHeader, int]]:
+    """For a file that may hold several images (a TIFF stack, several series): each series'
+    header of one plane and its number of planes, without decoding pixels."""
+    if file_format(data[:8]) != "TIFF":
+        return [(read_header(data), 1)]
+    with _tiff(data) as tif:
+        if not tif.series:
+            raise ImageFileError("the TIFF file holds no image")
+        layouts = [_tiff_layout(tif, series, stacks=True) for series in tif.series]
+    return [(layout.header, layout.n_planes) for layout in layouts]
+
+
+def decode_planes(data: bytes) -> list[tuple[str, Pixels]]:
+    """Every image a file holds with its place in it: one for PNG, JPEG or a single-image TIFF
+    (place ``""``); a stack's planes (``Z 1``, ``Z 2``, ...) and several series' images
+    (``image 2``, ``image 2 Z 1``, ...) otherwise."""
+    if file_format(data[:8]) != "TIFF":
+        return [("", decode(data))]
+    out: list[tuple[str, Pixels]] = []
+    with _tiff(data) as tif:
+        if not tif.series:
+            raise ImageFileError("the TIFF file holds no image")
+        _check_complete(tif, len(data))
+        several = len(tif.series) > 1
+        for k, series in enumerate(tif.series):
+            layout = _tiff_layout(tif, series, stacks=True)
+            with _strict_tifffile("TIFF"):
+                pixels = series.asarray(maxworkers=1)
+            try:
+                for place, image in layout.planes(pixels):
+                    prefix = f"image {k + 1}" if several else ""
+                    out.append((" ".join(p for p in (prefix, place) if p), image))
+            except ValueError as exc:  # Multichannel's checks: NaN, inf
+                raise ImageFileError(f"the TIFF image cannot be used: {exc}") from None
+    return out
 
 
 # --- PNG and JPEG (Pillow) ------------------------------------------------------------------
@@ -198,11 +239,28 @@ def _strict_tifffile(declared: str) -> Iterator[None]:
 class _TiffLayout:
     series: tifffile.TiffPageSeries
     axes: str  # of the series as stored
-    header: ImageHeader
+    header: ImageHeader  # of one plane
+    stack: tuple[tuple[str, int], ...] = ()  # the axes along which planes are stacked, sizes
 
-    def arrange(self, pixels: NDArray[np.generic]) -> NDArray[np.uint8] | Multichannel:
+    @property
+    def n_planes(self) -> int:
+        return math.prod(n for _, n in self.stack)
+
+    def planes(self, pixels: NDArray[np.generic]) -> Iterator[tuple[str, Pixels]]:
+        """Each plane of the stack with its place in it (``Z 3``, ``T 2 Z 1``; ``""`` when the
+        series is one image)."""
+        along = [self.axes.index(a) for a, _ in self.stack]
+        rest = "".join(a for k, a in enumerate(self.axes) if k not in along)
+        for index in np.ndindex(*(n for _, n in self.stack)):
+            where: list[int | slice] = [slice(None)] * pixels.ndim
+            for axis, i in zip(along, index, strict=True):
+                where[axis] = i
+            place = " ".join(f"{a} {i + 1}" for (a, _), i in zip(self.stack, index, strict=True))
+            yield place, self.arrange(pixels[tuple(where)], rest)
+
+    def arrange(self, pixels: NDArray[np.generic], axes: str) -> Pixels:
         """Squeeze axes of length 1 and put channels first (or last for a photo)."""
-        kept = [(a, n) for a, n in zip(self.axes, pixels.shape, strict=True) if n > 1 or a in "YX"]
+        kept = [(a, n) for a, n in zip(axes, pixels.shape, strict=True) if n > 1 or a in "YX"]
         axes = "".join(a for a, _ in kept)
         squeezed = pixels.reshape([n for _, n in kept])
         channel = [axes.index(a) for a in axes if a in _CHANNEL_AXES]
@@ -216,29 +274,37 @@ class _TiffLayout:
         return Multichannel(np.ascontiguousarray(planes), self.header.channel_names)
 
 
-def _tiff_layout(tif: tifffile.TiffFile) -> _TiffLayout:
+def _one_series(tif: tifffile.TiffFile) -> _TiffLayout:
     if not tif.series:
         raise ImageFileError("the TIFF file holds no image")
     if len(tif.series) > 1:
         raise ImageFileError(
-            f"the TIFF file holds {len(tif.series)} images; upload them one by one (a file "
-            "of several images is a collection, which an upload does not take yet)"
+            f"the TIFF file holds {len(tif.series)} images, not one: upload it as a "
+            "collection (POST /api/v1/projects/{id}/collections)"
         )
-    series = tif.series[0]
+    return _tiff_layout(tif, tif.series[0], stacks=False)
+
+
+def _tiff_layout(
+    tif: tifffile.TiffFile, series: tifffile.TiffPageSeries, stacks: bool
+) -> _TiffLayout:
+    """How one series' pixels make images; ``stacks``: planes along Z, T or unnamed axes are
+    images of a collection (else such a series is refused)."""
     axes, shape = series.axes, tuple(int(n) for n in series.shape)
     if "Y" not in axes or "X" not in axes:
         raise ImageFileError(f"the TIFF image has axes {axes!r}, without rows and columns (Y, X)")
     sizes = dict(zip(axes, shape, strict=True))
     extra = {a: n for a, n in sizes.items() if a not in "YX" and n > 1}
     stacked = {a: n for a, n in extra.items() if a not in _CHANNEL_AXES}
-    if stacked:
+    if stacked and not stacks:
         planes = " x ".join(f"{n} along {a}" for a, n in stacked.items())
         raise ImageFileError(
             f"the TIFF file is a stack of planes ({planes}; axes {axes!r}), not one image: "
-            "a stack is a collection of images, which an upload does not take yet. A "
-            "multichannel image must name its channel axis C (OME-TIFF or ImageJ metadata, "
-            "e.g. tifffile.imwrite(path, data, metadata={'axes': 'CYX'}))"
+            "upload a stack as a collection (POST /api/v1/projects/{id}/collections), one "
+            "image per plane. A multichannel image must name its channel axis C (OME-TIFF "
+            "or ImageJ metadata, e.g. tifffile.imwrite(path, data, metadata={'axes': 'CYX'}))"
         )
+    extra = {a: n for a, n in extra.items() if a not in stacked}
     if len(extra) > 1:
         raise ImageFileError(
             f"the TIFF image has two channel axes ({extra}; axes {axes!r}); store each "
@@ -283,7 +349,7 @@ def _tiff_layout(tif: tifffile.TiffFile) -> _TiffLayout:
             names,
             f"{n_channels} x {dtype.name}",
         )
-    return _TiffLayout(series, axes, header)
+    return _TiffLayout(series, axes, header, tuple(stacked.items()))
 
 
 def _check_complete(tif: tifffile.TiffFile, size: int) -> None:

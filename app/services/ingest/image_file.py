@@ -5,15 +5,26 @@ import io
 from typing import BinaryIO
 
 import numpy as np
+import tifffile
 from PIL import Image
 
-from app.engine.image.image_file import ImageFileError, decode, file_format, read_header
+from app.engine.image.channels import Multichannel
+from app.engine.image.image_file import (
+    ImageFileError,
+    Pixels,
+    collection_headers,
+    decode,
+    decode_planes,
+    file_format,
+    read_header,
+)
 from app.services.errors import InvalidInput, UnsupportedMediaType
 from app.services.ingest.parsed import ParsedImage
 
 MAX_PIXELS = 50_000_000
 # Decoded pixels held in memory while an upload is checked and featurized.
 MAX_DECODED_BYTES = 2 * 1024**3
+MAX_PLANES_PER_FILE = 1000
 # Featurization compares every pixel with its neighbours on both axes (app/engine/image).
 MIN_SIDE = 2
 
@@ -43,6 +54,43 @@ def parse_image(stream: BinaryIO, filename: str) -> ParsedImage:
         channel_names=list(header.channel_names),
         display=display,
     )
+
+
+def parse_collection_file(stream: BinaryIO, filename: str) -> list[tuple[str, ParsedImage]]:
+    """Every image a file holds, with its place in it (``""`` for a file of one image, kept
+    byte for byte; ``Z 3``, ``image 2``... for a stack's planes or a file's images, each stored
+    as its own lossless TIFF with its channel names)."""
+    stream.seek(0)
+    data = stream.read()
+    if file_format(data[:8]) is None:
+        raise UnsupportedMediaType(f"{filename!r} is not a PNG, JPEG or TIFF image")
+    try:
+        headers = collection_headers(data)
+        for header, _ in headers:
+            _check_size(header.width, header.height, header.decoded_bytes)
+        if sum(n for _, n in headers) > MAX_PLANES_PER_FILE:
+            raise InvalidInput(
+                f"{filename!r} holds {sum(n for _, n in headers):,} images; at most "
+                f"{MAX_PLANES_PER_FILE:,} per file are accepted"
+            )
+        if len(headers) == 1 and headers[0][1] == 1:
+            return [("", parse_image(io.BytesIO(data), filename))]
+        planes = decode_planes(data)
+    except ImageFileError as exc:
+        raise InvalidInput(f"{filename!r}: {exc}") from None
+    return [(place, parse_image(io.BytesIO(_tiff(pixels)), filename)) for place, pixels in planes]
+
+
+def _tiff(pixels: Pixels) -> bytes:
+    """One image as a deflated TIFF: measured channels as OME-TIFF with their names."""
+    out = io.BytesIO()
+    if isinstance(pixels, Multichannel):
+        metadata = {"axes": "CYX", "Channel": {"Name": list(pixels.names)}}
+        tifffile.imwrite(out, pixels.planes, ome=True, metadata=metadata, compression="zlib")
+    else:
+        photometric = "rgb" if pixels.ndim == 3 else "minisblack"
+        tifffile.imwrite(out, pixels, photometric=photometric, compression="zlib")
+    return out.getvalue()
 
 
 def _check_size(width: int, height: int, decoded_bytes: int) -> None:

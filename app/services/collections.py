@@ -1,0 +1,77 @@
+"""Collections: images uploaded together (several files, or the planes of a TIFF stack), one
+image dataset each, named after their file and place, sharing `meta.collection`. A fitted run
+then segments them all at once (`POST /runs/{id}/apply` with `dataset_ids`)."""
+
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, Project, User
+from app.services.datasets import create_image_dataset, valid_name
+from app.services.errors import InvalidInput, PayloadTooLarge
+from app.services.ingest.image_file import parse_collection_file
+from app.services.ingest.parsed import ParsedImage
+from app.services.job_limits import check_active_jobs
+
+MAX_COLLECTION_IMAGES = 1000
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    stream: BinaryIO
+    filename: str
+    size: int
+
+
+def create_collection(
+    *,
+    session: Session,
+    project: Project,
+    user: User | None,
+    name: str,
+    files: list[UploadedFile],
+    max_bytes: int,
+    chunk_rows: int,
+    max_active_jobs: int | None = None,
+) -> list[Dataset]:
+    """Every file is read and checked before anything is stored (one bad file: a 4xx naming it,
+    nothing stored). The featurizations are queued (the caller submits them after committing);
+    together they count as one job against the user's limit when the upload is made."""
+    collection = valid_name(name)
+    if not files:
+        raise InvalidInput("a collection needs at least one image file")
+    total = sum(f.size for f in files)
+    if total > max_bytes:
+        raise PayloadTooLarge(f"the files have {total:,} bytes; the limit is {max_bytes:,} bytes")
+    images: list[tuple[str, ParsedImage, str]] = []
+    for file in files:
+        if file.size == 0:
+            raise InvalidInput(f"{file.filename!r} is empty")
+        for place, image in parse_collection_file(file.stream, file.filename):
+            images.append((_image_name(file.filename, place), image, file.filename))
+            if len(images) > MAX_COLLECTION_IMAGES:
+                raise InvalidInput(
+                    f"the files hold more than {MAX_COLLECTION_IMAGES:,} images; upload them "
+                    "as several collections"
+                )
+    check_active_jobs(session, user, max_active_jobs)
+    return [
+        create_image_dataset(
+            session=session,
+            project=project,
+            user=user,
+            name=image_name,
+            image=image,
+            source_filename=filename,
+            chunk_rows=chunk_rows,
+            collection=collection,
+        )
+        for image_name, image, filename in images
+    ]
+
+
+def _image_name(filename: str, place: str) -> str:
+    """``cells.tif`` for a file of one image, ``cells.tif · Z 3`` for a plane of a stack."""
+    base = filename or "image"
+    return (f"{base} · {place}" if place else base)[:200]
