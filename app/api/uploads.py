@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from app.api.deps import ProjectAccess
 from app.config import Settings
 from app.db.models import Dataset
-from app.services import datasets
+from app.services import collections, datasets
 
 
 def upload_size(file: UploadFile) -> int:
@@ -54,5 +54,25 @@ def import_uploaded_file(
         id_column=id_column or None,
         ground_truth_column=ground_truth_column or None,
         ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
+        max_active_jobs=settings.max_active_jobs_per_user,
+    )
+
+
+def import_collection(
+    session: Session,
+    settings: Settings,
+    access: ProjectAccess,
+    files: list[UploadFile],
+    name: str,
+) -> list[Dataset]:
+    """Several image files (the form's or the API's) through the collection use case."""
+    return collections.create_collection(
+        session=session,
+        project=access.project,
+        user=access.user,
+        name=name,
+        files=[collections.UploadedFile(f.file, f.filename or "", upload_size(f)) for f in files],
+        max_bytes=settings.max_upload_bytes,
+        chunk_rows=settings.chunk_rows,
         max_active_jobs=settings.max_active_jobs_per_user,
     )

@@ -16,7 +16,7 @@ from app.api.deps import (
     client_of,
 )
 from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
-from app.api.uploads import UploadForm, import_uploaded_file
+from app.api.uploads import UploadForm, import_collection, import_uploaded_file
 from app.db.models import Role
 from app.services import accounts, datasets, projects
 from app.services.errors import ServiceError, TooManyRequests
@@ -237,6 +237,30 @@ def upload_dataset(
     session.commit()
     featurization_queued(request.app.state, dataset.id, dataset.status)
     return RedirectResponse(f"/datasets/{dataset.id}", status_code=303)
+
+
+@router.post("/projects/{project_id}/collections", response_model=None)
+def upload_collection(
+    project_id: int,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    access: EditorAccess,
+    files: Annotated[list[UploadFile], File()],
+    collection_name: Annotated[str, Form()] = "",
+) -> Response:
+    """Several images (or a TIFF stack's planes) as one collection, back to the project page."""
+    try:
+        made = import_collection(session, settings, access, files, collection_name)
+    except ServiceError as exc:
+        typed = {"collection_name": collection_name}
+        return _project_page_refusing(
+            request, session, access, collection_error=exc.detail, form=typed
+        )
+    session.commit()
+    for dataset in made:
+        featurization_queued(request.app.state, dataset.id, dataset.status)
+    return RedirectResponse(f"/projects/{project_id}", status_code=303)
 
 
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse)

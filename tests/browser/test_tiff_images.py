@@ -136,3 +136,32 @@ def test_upload_paint_run_and_apply_a_16_bit_ome_tiff(
         assert len(names) == 2 and all(n.endswith(("well_b2.png", "well_b3.png")) for n in names)
         mask = np.asarray(Image.open(io.BytesIO(zipped.read(names[0]))))
     assert mask.shape == (SIZE, SIZE) and mask[50, 10] != mask[50, 85]
+
+
+def test_a_stack_and_a_photo_upload_as_one_collection(page: Page, tmp_path: Path) -> None:
+    stack = tmp_path / "stack.ome.tif"
+    buffer = io.BytesIO()
+    planes = np.stack([two_halves()[:2] for _ in range(3)])  # Z, C, Y, X
+    tifffile.imwrite(buffer, planes, ome=True, metadata={"axes": "ZCYX"})
+    stack.write_bytes(buffer.getvalue())
+    photo = tmp_path / "photo.png"
+    Image.fromarray(np.zeros((20, 30, 3), np.uint8)).save(photo)
+    broken = tmp_path / "broken.tif"
+    broken.write_bytes(buffer.getvalue()[:-300])
+
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    form = page.get_by_test_id("collection-form")
+    # One damaged file: the reason, nothing stored, the typed name kept.
+    form.locator("input[type=file]").set_input_files([str(photo), str(broken)])
+    form.locator("input[name=collection_name]").fill("plate 9")
+    form.get_by_role("button", name="Create the collection").click()
+    expect(page.get_by_test_id("collection-error")).to_contain_text("'broken.tif'")
+    expect(page.get_by_test_id("datasets")).not_to_contain_text("plate 9")
+    expect(form.locator("input[name=collection_name]")).to_have_value("plate 9")
+
+    form.locator("input[type=file]").set_input_files([str(stack), str(photo)])
+    form.get_by_role("button", name="Create the collection").click()
+    table = page.get_by_test_id("datasets")
+    for name in ("stack.ome.tif · Z 1", "stack.ome.tif · Z 2", "stack.ome.tif · Z 3", "photo.png"):
+        expect(table.get_by_role("row").filter(has_text=name)).to_contain_text("plate 9")

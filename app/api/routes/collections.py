@@ -9,8 +9,7 @@ from app.api.deps import EditorAccess, SessionDep, SettingsDep
 from app.api.job_signals import featurization_queued
 from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id
 from app.api.schemas.datasets import DatasetRead
-from app.api.uploads import upload_size
-from app.services import collections
+from app.api.uploads import import_collection
 
 MAX_COLLECTION_FILES = 1000
 
@@ -51,16 +50,7 @@ def create_collection(
     its plane for a stack: `cells.tif · Z 3`), each with `meta.collection` = `name`, each
     featurized in the background. Every file is checked before anything is stored. Segment
     them all with a fitted run: `POST /runs/{id}/apply` with `dataset_ids`."""
-    made = collections.create_collection(
-        session=session,
-        project=access.project,
-        user=access.user,
-        name=name,
-        files=[collections.UploadedFile(f.file, f.filename or "", upload_size(f)) for f in files],
-        max_bytes=settings.max_upload_bytes,
-        chunk_rows=settings.chunk_rows,
-        max_active_jobs=settings.max_active_jobs_per_user,
-    )
+    made = import_collection(session, settings, access, files, name)
     session.commit()
     for dataset in made:
         featurization_queued(request.app.state, dataset.id, dataset.status)
