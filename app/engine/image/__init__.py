@@ -1,6 +1,7 @@
 """Images as items: featurization (pixels or superpixels), scribble strokes onto items,
 continuity links (pixel grid or superpixel adjacency), label masks and their scores."""
 
+from app.engine.image.channels import Multichannel
 from app.engine.image.featurize import (
     Featurization,
     FittedReduction,
@@ -9,6 +10,7 @@ from app.engine.image.featurize import (
     featurize,
 )
 from app.engine.image.grid_links import grid_links, grid_neighbour_pairs, neighbour_disagreement
+from app.engine.image.image_file import ImageFileError, decode, decode_planes, read_header
 from app.engine.image.item_regions import ANSWER_RADIUS, ItemRegion, item_regions
 from app.engine.image.masks import decode_index_png, encode_png, item_labels_to_mask, mean_iou
 from app.engine.image.region_links import region_adjacency, region_links
@@ -18,10 +20,14 @@ __all__ = [
     "ANSWER_RADIUS",
     "Featurization",
     "FittedReduction",
+    "ImageFileError",
     "ItemRegion",
+    "Multichannel",
     "Recipe",
     "apply_featurization",
+    "decode",
     "decode_index_png",
+    "decode_planes",
     "encode_png",
     "featurize",
     "grid_links",
@@ -32,6 +38,7 @@ __all__ = [
     "mean_iou",
     "neighbour_disagreement",
     "rasterize_strokes",
+    "read_header",
     "region_adjacency",
     "region_links",
 ]
