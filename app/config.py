@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     array_store: str = ""
     array_store_options: dict[str, object] = Field(default_factory=dict)
     max_upload_bytes: int = Field(default=1024**3, gt=0)
+    # Largest image (width x height) an upload may hold: it is decoded whole at upload and while
+    # featurized (in blocks above 16.7 MP, but its channels are held in memory).
+    image_max_pixels: int = Field(default=50_000_000, gt=0)
     chunk_rows: int = Field(default=65_536, gt=0)
 
     jobs_executor: Literal["inline", "dask"] = "inline"

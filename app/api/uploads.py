@@ -55,6 +55,7 @@ def import_uploaded_file(
         ground_truth_column=ground_truth_column or None,
         ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
         max_active_jobs=settings.max_active_jobs_per_user,
+        max_image_pixels=settings.image_max_pixels,
     )
 
 
@@ -75,4 +76,5 @@ def import_collection(
         max_bytes=settings.max_upload_bytes,
         chunk_rows=settings.chunk_rows,
         max_active_jobs=settings.max_active_jobs_per_user,
+        max_image_pixels=settings.image_max_pixels,
     )

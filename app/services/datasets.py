@@ -24,7 +24,7 @@ from app.services.errors import (
 )
 from app.services.ingest.csv_table import csv_blocks, plan_csv
 from app.services.ingest.detect import detect_format
-from app.services.ingest.image_file import parse_image
+from app.services.ingest.image_file import MAX_PIXELS, parse_image
 from app.services.ingest.npy_array import npy_blocks, plan_npy
 from app.services.ingest.parquet_table import open_parquet, parquet_blocks
 from app.services.ingest.parsed import ParsedImage, ParsedTable
@@ -57,6 +57,7 @@ def import_upload(
     ground_truth_column: str | None = None,
     ground_truth_image: bytes | None = None,
     max_active_jobs: int | None = None,
+    max_image_pixels: int = MAX_PIXELS,
 ) -> Dataset:
     """Validate and store an upload. An image may come with `ground_truth_image`, a PNG index
     image of the same size (pixel value = class; 255 = unknown); its featurization counts
@@ -72,7 +73,7 @@ def import_upload(
         case "image":
             if id_column or ground_truth_column:
                 raise InvalidInput("id_column and ground_truth_column apply to tables, not images")
-            image = parse_image(stream, filename)
+            image = parse_image(stream, filename, max_image_pixels)
             check_active_jobs(session, user, max_active_jobs)
             return create_image_dataset(
                 session=session,

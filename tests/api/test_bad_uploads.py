@@ -212,3 +212,42 @@ def test_bad_paging_parameters_get_422(
     )
     assert response.status_code == 422
     assert "limit" in response.json()["detail"]
+
+
+@pytest.fixture
+def small_image_client(db_engine: Engine, settings: Settings) -> Iterator[TestClient]:
+    app = create_app(settings.model_copy(update={"image_max_pixels": 1000}))
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def test_the_image_size_limit_is_a_setting(
+    small_image_client: TestClient, session: Session
+) -> None:
+    """IMAGE_MAX_PIXELS: over it, single uploads and collections get 422 naming the limit."""
+    client = small_image_client
+    headers = token_headers(client, "admin", ADMIN_PASSWORD)
+    project_id = client.post("/api/v1/projects", json={"name": "L"}, headers=headers).json()["id"]
+    before = row_counts(session)
+    single = client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": ("big.png", _png((40, 30)), "image/png")},
+        headers=headers,
+    )
+    assert single.status_code == 422 and "at most 1,000" in single.json()["detail"]
+    assert "IMAGE_MAX_PIXELS" in single.json()["detail"]
+    stack = _tiff(np.zeros((2, 30, 40), np.uint16), metadata={"axes": "ZYX"})
+    collection = client.post(
+        f"/api/v1/projects/{project_id}/collections",
+        files=[("files", ("z.tif", stack, "image/tiff"))],
+        data={"name": "c"},
+        headers=headers,
+    )
+    assert collection.status_code == 422 and "at most 1,000" in collection.json()["detail"]
+    small = client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": ("small.png", _png((20, 30)), "image/png")},
+        headers=headers,
+    )
+    assert small.status_code == 201, small.text
+    assert row_counts(session)["datasets"] == before["datasets"] + 1

@@ -21,7 +21,7 @@ from app.engine.image.image_file import (
 from app.services.errors import InvalidInput, UnsupportedMediaType
 from app.services.ingest.parsed import ParsedImage
 
-MAX_PIXELS = 50_000_000
+MAX_PIXELS = 50_000_000  # the default of the IMAGE_MAX_PIXELS setting
 # Decoded pixels held in memory while an upload is checked and featurized.
 MAX_DECODED_BYTES = 2 * 1024**3
 MAX_PLANES_PER_FILE = 1000
@@ -29,14 +29,14 @@ MAX_PLANES_PER_FILE = 1000
 MIN_SIDE = 2
 
 
-def parse_image(stream: BinaryIO, filename: str) -> ParsedImage:
+def parse_image(stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS) -> ParsedImage:
     stream.seek(0)
     data = stream.read()
     if file_format(data[:8]) is None:
         raise UnsupportedMediaType(f"{filename!r} is not a PNG, JPEG or TIFF image")
     try:
         header = read_header(data)
-        _check_size(header.width, header.height, header.decoded_bytes)
+        _check_size(header.width, header.height, header.decoded_bytes, max_pixels)
         pixels = decode(data)
     except ImageFileError as exc:
         raise InvalidInput(str(exc)) from None
@@ -56,7 +56,9 @@ def parse_image(stream: BinaryIO, filename: str) -> ParsedImage:
     )
 
 
-def parse_collection_file(stream: BinaryIO, filename: str) -> list[tuple[str, ParsedImage]]:
+def parse_collection_file(
+    stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS
+) -> list[tuple[str, ParsedImage]]:
     """Every image a file holds, with its place in it (``""`` for a file of one image, kept
     byte for byte; ``Z 3``, ``image 2``... for a stack's planes or a file's images, each stored
     as its own lossless TIFF with its channel names)."""
@@ -67,18 +69,21 @@ def parse_collection_file(stream: BinaryIO, filename: str) -> list[tuple[str, Pa
     try:
         headers = collection_headers(data)
         for header, _ in headers:
-            _check_size(header.width, header.height, header.decoded_bytes)
+            _check_size(header.width, header.height, header.decoded_bytes, max_pixels)
         if sum(n for _, n in headers) > MAX_PLANES_PER_FILE:
             raise InvalidInput(
                 f"{filename!r} holds {sum(n for _, n in headers):,} images; at most "
                 f"{MAX_PLANES_PER_FILE:,} per file are accepted"
             )
         if len(headers) == 1 and headers[0][1] == 1:
-            return [("", parse_image(io.BytesIO(data), filename))]
+            return [("", parse_image(io.BytesIO(data), filename, max_pixels))]
         planes = decode_planes(data)
     except ImageFileError as exc:
         raise InvalidInput(f"{filename!r}: {exc}") from None
-    return [(place, parse_image(io.BytesIO(_tiff(pixels)), filename)) for place, pixels in planes]
+    return [
+        (place, parse_image(io.BytesIO(_tiff(pixels)), filename, max_pixels))
+        for place, pixels in planes
+    ]
 
 
 def _tiff(pixels: Pixels) -> bytes:
@@ -93,15 +98,16 @@ def _tiff(pixels: Pixels) -> bytes:
     return out.getvalue()
 
 
-def _check_size(width: int, height: int, decoded_bytes: int) -> None:
+def _check_size(width: int, height: int, decoded_bytes: int, max_pixels: int) -> None:
     if width < MIN_SIDE or height < MIN_SIDE:
         raise InvalidInput(
             f"the image has {width}x{height} pixels; at least {MIN_SIDE}x{MIN_SIDE} are "
             "needed to segment it"
         )
-    if width * height > MAX_PIXELS:
+    if width * height > max_pixels:
         raise InvalidInput(
-            f"the image has {width}x{height} pixels; at most {MAX_PIXELS:,} are accepted"
+            f"the image has {width}x{height} pixels; at most {max_pixels:,} are accepted "
+            "(IMAGE_MAX_PIXELS)"
         )
     if decoded_bytes > MAX_DECODED_BYTES:
         raise InvalidInput(
