@@ -1,0 +1,214 @@
+"""A fitted run applied to a collection of 16-bit multichannel images through the live server,
+beside scikit-image's trainable segmenter on the same images (printed, never asserted).
+
+    .venv/bin/python -m benchmarks.bench_collection [--images 100] [--size 1024] [--seed 0]
+
+Images: generated fluorescence-like fields, ``--size`` pixels a side, three 16-bit channels
+(DAPI marks nuclei a few hundred levels above its background; GFP rings them; a third channel
+is noise), two classes (nucleus, background), as OME-TIFF with channel names.
+
+* ours: scribbles drawn from the first image's truth (``image_tasks.scribbles``) POSTed as
+  annotations, PPC with ``params: {}``; the other images uploaded as one collection
+  (``POST /projects/{id}/collections``) and featurized; then the run applied to all of them at
+  once (``POST /runs/{id}/apply`` with ``dataset_ids``), timed from the request until the last
+  apply finished (``GET /runs/{id}/applied``); the masks read from ``applied/masks.zip``.
+* peer: ``skimage.feature.multiscale_basic_features`` (intensity and texture, sigma 1..16, the
+  image scaled by ``img_as_float``) + ``RandomForestClassifier(n_estimators=50, n_jobs=-1,
+  max_depth=10, max_samples=0.05)`` fitted on the same scribbled pixels of the first image
+  (``fit_segmenter``), then features + ``predict_segmenter`` on every other image, timed.
+
+Target (issue 40): images per second at least 0.8x the forest's, mean mIoU at least its.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import time
+import zipfile
+
+import numpy as np
+import tifffile
+from PIL import Image
+from scipy import ndimage as ndi
+from skimage import draw, feature
+from skimage.future import trainable_segmentation
+from skimage.util import img_as_float
+from sklearn.ensemble import RandomForestClassifier
+
+from app.engine.image.masks import mean_iou
+from benchmarks._server import live_server
+from benchmarks.bench_image import Api, code_state, label_mask
+from benchmarks.image_tasks import scribbles
+
+CLASSES = ("background", "nucleus")
+CHANNELS = ["DAPI", "GFP", "Cy5"]
+UPLOAD_BATCH = 20  # images per collection request
+
+
+def cells(seed: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(3, size, size) uint16 channels and the truth (1 = nucleus)."""
+    rng = np.random.default_rng(seed)
+    truth = np.zeros((size, size), dtype=np.int32)
+    for _ in range(int(60 * (size / 1024) ** 2) + 2):
+        centre = rng.uniform(30, size - 30, size=2)
+        rr, cc = draw.ellipse(
+            centre[0],
+            centre[1],
+            rng.uniform(12, 28),
+            rng.uniform(12, 28),
+            shape=truth.shape,
+            rotation=rng.uniform(0, np.pi),
+        )
+        truth[rr, cc] = 1
+    nucleus = truth.astype(float)
+    ring = ndi.binary_dilation(truth, iterations=6) & ~truth.astype(bool)
+    dapi = 300 + 350 * ndi.gaussian_filter(nucleus, 1.5) + rng.normal(0, 60, truth.shape)
+    gfp = (
+        2_000
+        + 9_000 * ndi.gaussian_filter(ring.astype(float), 2)
+        + rng.normal(0, 2_500, truth.shape)
+    )
+    cy5 = 10_000 + rng.normal(0, 3_000, truth.shape)
+    planes = np.stack([dapi, gfp, cy5])
+    return np.clip(planes, 0, 65_535).astype(np.uint16), truth
+
+
+def ome_tiff(planes: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    tifffile.imwrite(
+        out,
+        planes,
+        ome=True,
+        compression="zlib",
+        metadata={"axes": "CYX", "Channel": {"Name": CHANNELS}},
+    )
+    return out.getvalue()
+
+
+def forest_features(planes: np.ndarray) -> np.ndarray:
+    return feature.multiscale_basic_features(
+        img_as_float(np.moveaxis(planes, 0, 2)),
+        intensity=True,
+        edges=False,
+        texture=True,
+        sigma_min=1,
+        sigma_max=16,
+        channel_axis=-1,
+    )
+
+
+def peer(
+    first: np.ndarray, seeds: np.ndarray, images: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[float, float, float]:
+    """(fit seconds, apply seconds for all images, mean mIoU)."""
+    started = time.perf_counter()
+    forest = RandomForestClassifier(
+        n_estimators=50, n_jobs=-1, max_depth=10, max_samples=0.05, random_state=0
+    )
+    forest = trainable_segmentation.fit_segmenter(seeds, forest_features(first), forest)
+    fit_s = time.perf_counter() - started
+    started = time.perf_counter()
+    scores = []
+    for planes, truth in images:
+        predicted = trainable_segmentation.predict_segmenter(forest_features(planes), forest)
+        scores.append(mean_iou(truth, predicted - 1))
+    return fit_s, time.perf_counter() - started, float(np.mean(scores))
+
+
+def ours(
+    api: Api,
+    first: np.ndarray,
+    truth: np.ndarray,
+    images: list[tuple[np.ndarray, np.ndarray]],
+    seed: int,
+) -> tuple[float, float, float, int]:
+    """(fit seconds, apply seconds for all images, mean mIoU, images segmented)."""
+    files = {"file": ("first.ome.tif", ome_tiff(first), "image/tiff")}
+    dataset = api.post(f"/projects/{api.project}/datasets", files=files)["id"]
+    api.wait_ready(dataset)
+    strokes, _ = scribbles(truth, len(CLASSES), seed)
+    for name, class_strokes in zip(CLASSES, strokes, strict=True):
+        api.post(
+            f"/datasets/{dataset}/annotations",
+            json={"kind": "scribble", "label": name, "strokes": class_strokes},
+        )
+    result, fit_s = api.run_to_result(
+        "/runs", {"dataset_id": dataset, "algorithm": "ppc", "params": {}}
+    )
+    run_id, names = result["run_id"], result["cluster_labels"]
+    ids: list[int] = []
+    for start in range(0, len(images), UPLOAD_BATCH):
+        batch = images[start : start + UPLOAD_BATCH]
+        made = api.post(
+            f"/projects/{api.project}/collections",
+            files=[
+                ("files", (f"well-{start + k}.ome.tif", ome_tiff(planes), "image/tiff"))
+                for k, (planes, _) in enumerate(batch)
+            ],
+            data={"name": "bench"},
+        )
+        ids += [d["id"] for d in made["items"]]
+    for dataset_id in ids:  # their own featurizations done, so the apply is timed alone
+        api.wait_ready(dataset_id)
+    started = time.perf_counter()
+    api.post(f"/runs/{run_id}/apply", json={"dataset_ids": ids})
+    while True:
+        runs = api.get(f"/runs/{run_id}/applied")["items"]
+        if all(r["status"] not in ("queued", "running") for r in runs):
+            break
+        time.sleep(0.2)
+    apply_s = time.perf_counter() - started
+    response = api.client.get(f"/runs/{run_id}/applied/masks.zip")
+    response.raise_for_status()
+    archive = response.content
+    scores = []
+    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+        by_id = {int(n.split("-", 1)[0]): n for n in zipped.namelist()}
+        for dataset_id, (_, image_truth) in zip(ids, images, strict=True):
+            if dataset_id not in by_id:
+                continue
+            mask = np.asarray(Image.open(io.BytesIO(zipped.read(by_id[dataset_id]))))
+            scores.append(mean_iou(image_truth, label_mask(mask, names, CLASSES)))
+    return fit_s, apply_s, float(np.mean(scores)), len(scores)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=100, help="images in the collection")
+    parser.add_argument("--size", type=int, default=1024, help="pixels a side")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(
+        f"bench_collection {time.strftime('%Y-%m-%d %H:%M')}; {code_state()}; "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
+        f"{args.images} images of {args.size} x {args.size} x 3 channels, 16-bit"
+    )
+    first, truth = cells(args.seed, args.size)
+    images = [cells(args.seed + 1 + k, args.size) for k in range(args.images)]
+    _, seeds = scribbles(truth, len(CLASSES), args.seed)
+    with live_server() as server:
+        api = Api(server)
+        our_fit, our_apply, our_miou, done = ours(api, first, truth, images, args.seed)
+    peer_fit, peer_apply, peer_miou = peer(first, seeds, images)
+    ours_rate, peer_rate = args.images / our_apply, args.images / peer_apply
+    print()
+    print("| method | fit on the first image | images / s applied | mean mIoU |")
+    print("|---|---|---|---|")
+    print(
+        f"| ours: PPC, run applied to the collection | {our_fit:.1f} s | {ours_rate:.2f} "
+        f"({done} of {args.images} segmented) | {our_miou:.3f} |"
+    )
+    print(
+        f"| scikit-image trainable segmenter (forest) | {peer_fit:.1f} s | {peer_rate:.2f} "
+        f"| {peer_miou:.3f} |"
+    )
+    print(
+        f"\nimages/s ours / forest: {ours_rate / peer_rate:.2f} (target at least 0.80); "
+        f"mIoU ours - forest: {our_miou - peer_miou:+.3f} (target at least 0)"
+    )
+
+
+if __name__ == "__main__":
+    main()
