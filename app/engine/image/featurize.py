@@ -347,9 +347,7 @@ def _run(
         meter.advance(0.25 * groups)
         raw = _aggregate(meter.counted(maps()), item_of_pixel.ravel(), n_items, recipe)
         if fitted is None:
-            mean, scale = standardiser(raw.mean(axis=0), raw.std(axis=0))
-            scale = scale * family_divisors(names, recipe.family_balance)
-            fitted = fit_pca(raw, mean, scale, recipe.n_components)
+            fitted = _reduction(raw, raw.mean(axis=0), raw.std(axis=0), names, recipe)
         features = fitted.transform_rows(raw)
     else:
         n_pixels = height * width
@@ -440,6 +438,18 @@ def _fit_on_pixels(
         ]
         rows[:, start:stop] = group[:, sample].T
         start = stop
+    return _reduction(rows, mean, std, names, recipe)
+
+
+def _reduction(
+    rows: NDArray[np.floating],
+    mean: NDArray[np.float64],
+    std: NDArray[np.float64],
+    names: list[str],
+    recipe: Recipe,
+) -> FittedReduction:
+    """Standardise every raw map by its ``mean`` and ``std``, weigh families by the recipe's
+    balance, and fit the PCA on ``rows`` (all items, or the pixels' sample)."""
     mean, scale = standardiser(mean, std)
     scale = scale * family_divisors(names, recipe.family_balance)
     return fit_pca(rows, mean, scale, recipe.n_components)
@@ -483,9 +493,7 @@ def _run_in_blocks(
             blocks, slic_input, recipe.superpixel_std, meter.advance
         )
         if fitted is None:
-            mean, scale = standardiser(raw.mean(axis=0), raw.std(axis=0))
-            scale = scale * family_divisors(picture.names, recipe.family_balance)
-            fitted = fit_pca(raw, mean, scale, recipe.n_components)
+            fitted = _reduction(raw, raw.mean(axis=0), raw.std(axis=0), picture.names, recipe)
         features = fitted.transform_rows(raw)
     else:
         n_pixels = height * width
@@ -493,9 +501,7 @@ def _run_in_blocks(
         if fitted is None:
             sample = _pca_sample(n_pixels)
             moments, rows = pixel_statistics(blocks, len(picture.names), sample, meter.advance)
-            mean, scale = standardiser(moments.mean, moments.std)
-            scale = scale * family_divisors(picture.names, recipe.family_balance)
-            fitted = fit_pca(rows, mean, scale, recipe.n_components)
+            fitted = _reduction(rows, moments.mean, moments.std, picture.names, recipe)
         features = pixel_features(blocks, fitted, meter.advance)
         item_of_pixel = np.arange(n_pixels, dtype=np.int32).reshape(height, width)
     if progress is not None:

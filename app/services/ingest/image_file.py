@@ -29,11 +29,17 @@ MAX_PLANES_PER_FILE = 1000
 MIN_SIDE = 2
 
 
-def parse_image(stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS) -> ParsedImage:
+def _image_bytes(stream: BinaryIO, filename: str) -> bytes:
+    """The whole upload, refused (415) unless it starts as an image file does."""
     stream.seek(0)
     data = stream.read()
     if file_format(data[:8]) is None:
         raise UnsupportedMediaType(f"{filename!r} is not a PNG, JPEG or TIFF image")
+    return data
+
+
+def parse_image(stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS) -> ParsedImage:
+    data = _image_bytes(stream, filename)
     try:
         header = read_header(data)
         _check_size(header.width, header.height, header.decoded_bytes, max_pixels)
@@ -62,10 +68,7 @@ def parse_collection_file(
     """Every image a file holds, with its place in it (``""`` for a file of one image, kept
     byte for byte; ``Z 3``, ``image 2``... for a stack's planes or a file's images, each stored
     as its own lossless TIFF with its channel names)."""
-    stream.seek(0)
-    data = stream.read()
-    if file_format(data[:8]) is None:
-        raise UnsupportedMediaType(f"{filename!r} is not a PNG, JPEG or TIFF image")
+    data = _image_bytes(stream, filename)
     try:
         headers = collection_headers(data)
         for header, _ in headers:
@@ -80,10 +83,33 @@ def parse_collection_file(
         planes = decode_planes(data)
     except ImageFileError as exc:
         raise InvalidInput(f"{filename!r}: {exc}") from None
-    return [
-        (place, parse_image(io.BytesIO(_tiff(pixels)), filename, max_pixels))
-        for place, pixels in planes
-    ]
+    return [(place, _plane(pixels)) for place, pixels in planes]
+
+
+def _plane(pixels: Pixels) -> ParsedImage:
+    """A decoded plane as its own TIFF, described from its pixels (not decoded again)."""
+    if isinstance(pixels, Multichannel):
+        height, width = pixels.shape
+        dtype = pixels.planes.dtype.name
+        return ParsedImage(
+            data=_tiff(pixels),
+            format="TIFF",
+            width=width,
+            height=height,
+            mode=f"{len(pixels.names)} x {dtype}",
+            dtype=dtype,
+            channel_names=list(pixels.names),
+            display=_png(pixels.composite()),
+        )
+    height, width = pixels.shape[:2]
+    return ParsedImage(
+        data=_tiff(pixels),
+        format="TIFF",
+        width=width,
+        height=height,
+        mode="RGB" if pixels.ndim == 3 else "L",
+        display=_png(pixels),
+    )
 
 
 def _tiff(pixels: Pixels) -> bytes:
