@@ -69,6 +69,7 @@ def _remove(session: Session, paths: list[str], why: str) -> None:
         return
     store = store_of(session)
     for path in reversed(paths):
+        log.debug("removing %s (%s) from the array store", path, why)
         try:
             store.delete(path)
         except StoreUnavailable as exc:  # swept at the next start-up
