@@ -25,9 +25,9 @@ log = logging.getLogger(__name__)
 # waits for (the image page's PPC, say) starts at once, whatever its place here.
 WARM_ORDER = ["cec-ib", "c4s", "c3l", "ppc", "cec", "smic"]
 # Kernel groups (`app/engine/core/precompile.py`) a helper child compiles beside a method's own
-# child, started right after it: numba compiles one function at a time, so a cold CEC-IB fit
-# alone takes 16 s, with the helper compiling its insertion kernels on the other core 12 s.
-HELPERS = {"cec-ib": "kernels:insertion"}
+# child, started right after it: numba compiles one function at a time, so a cold CEC-IB
+# child takes 17 s alone, 12 s with the helper compiling its sweep on the other core.
+HELPERS = {"cec-ib": "kernels:sweep"}
 # Child processes compiling at once: numba compiles one function at a time per process, and a
 # 2-core machine compiles two methods in about the time of the longer (bench_cold_start).
 WARM_PROCESSES = 2

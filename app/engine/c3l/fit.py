@@ -146,8 +146,8 @@ def reinsert_orphans(
         none = minus_one()  # not the literal -1: one compiled specialisation, not two
         point_move_deltas(X, i, none, none, state, family, n_total, 0.0, math.inf, no_clock, none,
                           delta, u)  # fmt: skip
-        add_side_deltas(S[i, 0], -1, state, side, q, ridge, n_total, delta)
-        b = -1
+        add_side_deltas(S[i, 0], none, state, side, q, ridge, n_total, delta)
+        b = minus_one()
         for j in range(delta.shape[0]):
             if state.alive[j] and (b < 0 or delta[j] < delta[b]):
                 b = j

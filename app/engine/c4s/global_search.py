@@ -200,7 +200,7 @@ def dissolve_clusters(
             sc.no_clock,
             minus_one(),
         )
-        b = -1
+        b = minus_one()  # not the literal -1: insert_item compiled once, not twice
         for j in range(sc.delta.shape[0]):
             if (
                 state.alive[j]

@@ -184,23 +184,32 @@ def recompute_state(
 
 
 @numba.njit(nogil=True, cache=True)
+def _copy_into(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` for arrays of one shape, element by element: numba's slice copy
+    compiles a shape-mismatch error path (string formatting) per dimension count, 5 s of a
+    cold C4s start."""
+    for i in range(src.size):
+        dst.flat[i] = src.flat[i]
+
+
+@numba.njit(nogil=True, cache=True)
 def copy_state(src: ClusterState, dst: ClusterState) -> None:
     """Copy every statistic of ``src`` into ``dst`` (same shapes): a snapshot to roll back to."""
-    dst.size[:] = src.size
-    dst.mean[:] = src.mean
-    dst.cov[:] = src.cov
-    dst.chol[:] = src.chol
-    dst.chol_inv[:] = src.chol_inv
-    dst.entropy[:] = src.entropy
-    dst.alive[:] = src.alive
-    dst.label_counts[:] = src.label_counts
-    dst.labeled[:] = src.labeled
-    dst.label_xlogx[:] = src.label_xlogx
-    dst.energy[:] = src.energy
-    dst.label_h[:] = src.label_h
-    dst.join_const[:] = src.join_const
-    dst.leave_const[:] = src.leave_const
-    dst.spread[:] = src.spread
+    _copy_into(dst.size, src.size)
+    _copy_into(dst.mean, src.mean)
+    _copy_into(dst.cov, src.cov)
+    _copy_into(dst.chol, src.chol)
+    _copy_into(dst.chol_inv, src.chol_inv)
+    _copy_into(dst.entropy, src.entropy)
+    _copy_into(dst.alive, src.alive)
+    _copy_into(dst.label_counts, src.label_counts)
+    _copy_into(dst.labeled, src.labeled)
+    _copy_into(dst.label_xlogx, src.label_xlogx)
+    _copy_into(dst.energy, src.energy)
+    _copy_into(dst.label_h, src.label_h)
+    _copy_into(dst.join_const, src.join_const)
+    _copy_into(dst.leave_const, src.leave_const)
+    _copy_into(dst.spread, src.spread)
 
 
 def total_energy(state: ClusterState) -> float:

@@ -241,7 +241,7 @@ def best_insertion(
         X, i, category, minus_one(), state, family, n_total, beta, math.inf,
         np.empty(0, np.int64), minus_one(), delta, u,
     )  # fmt: skip
-    best = -1
+    best = minus_one()  # an int64 from the start: callers compile one specialisation
     for j in range(delta.shape[0]):
         if state.alive[j] and (best < 0 or delta[j] < delta[best]):
             best = j

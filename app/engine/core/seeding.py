@@ -68,9 +68,11 @@ def kmeanspp_seeds(X: FloatArray, uniforms: FloatArray, seeds: IntArray) -> int:
             if potential < best_potential:
                 best_potential = potential
                 best_seed = chosen
-                best[:] = candidate
+                # Swapped, not copied: an array-to-slice copy compiles numba's shape-mismatch
+                # error path (string formatting), 2 s of a cold start.
+                best, candidate = candidate, best
         seeds[c] = best_seed
-        dist[:] = best
+        dist, best = best, dist
         found += 1
     return found
 
