@@ -108,7 +108,7 @@ def main() -> None:
         if args.only:
             warm_cache.warm_numba_cache(args.only)
         else:
-            warm_children.warm_in_processes(max(args.processes, 1))
+            warm_children.warm_in_processes(max(args.processes, 1), helpers=False)
         return
     if args.command == "create-user":
         sys.exit(create_user(args.username, args.admin, args.password_stdin))

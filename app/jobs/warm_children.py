@@ -38,9 +38,14 @@ def warm_order() -> list[str]:
     return list(WARM_ORDER)
 
 
-def _jobs() -> list[str]:
-    """warm_order with each method's helper right after it."""
-    return [job for a in warm_order() for job in (a, HELPERS.get(a)) if job is not None]
+def _jobs(helpers: bool) -> list[str]:
+    """warm_order, with each method's helper right after it when ``helpers``."""
+    return [
+        job
+        for a in warm_order()
+        for job in (a, HELPERS.get(a) if helpers else None)
+        if job is not None
+    ]
 
 
 def _is_helper(job: str) -> bool:
@@ -84,14 +89,18 @@ def warm_in_processes(
     courteous: bool = False,
     launch: Callable[[str], Child] = _compile_in_child,
     stop: threading.Event | None = None,
+    helpers: bool = True,
 ) -> dict[str, float]:
     """Compile every method's kernels in child processes, ``processes`` at a time, into
     numba's cache; wall seconds per method (and helper). A method a run waits for starts first
     (even past ``processes``); with ``courteous`` no other starts while runs fit
     (engine_state). Only methods are tracked in engine_state: a run waits for its method's own
     child, which compiles whatever its helper has not cached yet. When ``stop`` is set, the
-    children are terminated and nothing more starts (the server shutting down)."""
-    pending = _jobs()
+    children are terminated and nothing more starts (the server shutting down). Helpers cut
+    the wait for a first run and cost CPU time compiling what their method's child would
+    compile too: without a run waiting (`workbench warm-cache`, the Docker build) they are
+    left out with ``helpers=False``."""
+    pending = _jobs(helpers)
     running: dict[str, tuple[Child, float]] = {}
     seconds: dict[str, float] = {}
     with engine_state.warming():

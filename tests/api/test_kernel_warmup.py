@@ -143,6 +143,22 @@ def test_children_compile_two_at_a_time_and_a_waiting_run_goes_first() -> None:
     engine_state.reset()
 
 
+def test_without_helpers_only_the_methods_compile_in_warm_order() -> None:
+    """`workbench warm-cache` (no run waiting) leaves the helpers out: they only shorten a
+    first run's wait, and compile again what their method's child compiles."""
+    engine_state.reset(tracking=True)
+    started: list[str] = []
+
+    def launch(algorithm_id: str) -> FakeChild:
+        child = FakeChild(algorithm_id, started)
+        child.code = 0  # ends at once
+        return child
+
+    warm_children.warm_in_processes(launch=launch, helpers=False)
+    assert started == warm_children.WARM_ORDER
+    engine_state.reset()
+
+
 def test_no_run_waits_without_a_warm_up() -> None:
     engine_state.reset(tracking=True)
     with engine_state.fitting("c3l"):
