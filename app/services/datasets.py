@@ -16,6 +16,7 @@ from app.engine.image.featurize import Recipe
 from app.engine.image.masks import decode_index_png
 from app.jobs.featurizer import queue_featurization
 from app.jobs.recipe import RecipeParams
+from app.services import deep_zoom
 from app.services.errors import (
     Conflict,
     InvalidInput,
@@ -264,6 +265,7 @@ def create_image_dataset(
         chunks.write_blob(
             session=session, dataset_id=dataset.id, kind=DISPLAY_IMAGE, data=image.display
         )
+    deep_zoom.add_picture_pyramid(session=session, dataset=dataset, shown=image.shown)
     if truth is not None:
         chunks.write_array(
             session=session,

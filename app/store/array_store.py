@@ -152,6 +152,35 @@ class ArrayStore:
         writer.append(array)
         return writer.close()
 
+    def write_tiled(self, key: str, image: NDArray, *, tile: int) -> StoredInfo:
+        """A whole 2-D or 3-D array (an image's rows, columns and channels) in ``tile`` x
+        ``tile`` chunks, so a region reads only the chunks under it (`read_region`)."""
+        image = np.ascontiguousarray(image)
+        chunks = (tile, tile, *image.shape[2:])
+        zarr_store, _, _ = self._open()
+        try:
+            array = zarr.create_array(
+                store=zarr_store,
+                name=key,
+                shape=image.shape,
+                chunks=chunks,
+                dtype=image.dtype,
+                compressors=compressors_for(image.dtype),
+                fill_value=0,
+                overwrite=True,
+            )
+            array[...] = image
+        except Exception as exc:
+            raise StoreUnavailable(f"writing {key!r} to the array store failed: {exc}") from exc
+        return StoredInfo(
+            key=key,
+            shape=tuple(int(s) for s in image.shape),
+            dtype=image.dtype.name,
+            chunk_rows=tile,
+            content_hash=hashlib.blake2b(image.data.cast("B"), digest_size=16).hexdigest(),
+            nbytes=int(image.nbytes),
+        )
+
     def write_bytes(self, key: str, data: bytes) -> StoredInfo:
         return self.write(key, np.frombuffer(data, dtype=np.uint8), chunk_rows=BYTES_CHUNK)
 
@@ -187,6 +216,11 @@ class ArrayStore:
         """Rows [start, stop): only the chunks that overlap them are read."""
         array = self._array(key)
         return np.asarray(array[start:stop])
+
+    def read_region(self, key: str, rows: tuple[int, int], columns: tuple[int, int]) -> NDArray:
+        """Rows [rows) x columns [columns) of a 2-D or 3-D array (all channels)."""
+        array = self._array(key)
+        return np.asarray(array[rows[0] : rows[1], columns[0] : columns[1]])
 
     def dask_array(self, key: str, rows_per_task: int) -> Any:
         """The array as a lazy ``dask.array.Array`` whose tasks read their rows from the store

@@ -138,6 +138,37 @@ def write_array(
     )
 
 
+def write_tiled(
+    *,
+    session: Session,
+    dataset_id: int | None,
+    kind: str,
+    image: np.ndarray,
+    tile: int,
+    run_id: int | None = None,
+) -> None:
+    """An image-shaped array (rows, columns[, channels]) in square chunks of ``tile``."""
+    key = _key(session, dataset_id, kind, run_id)
+    written(session, key)
+    _record(session, dataset_id, run_id, kind, store_of(session).write_tiled(key, image, tile=tile))
+
+
+def read_region(
+    *,
+    session: Session,
+    dataset_id: int | None,
+    kind: str,
+    rows: tuple[int, int],
+    columns: tuple[int, int],
+    run_id: int | None = None,
+) -> np.ndarray | None:
+    """A region of a tiled array, or None when the owner has no array of that kind."""
+    row = _row(session, dataset_id, kind, run_id)
+    if row is None:
+        return None
+    return store_of(session).read_region(row.key, rows, columns)
+
+
 def write_strings(
     *,
     session: Session,

@@ -26,8 +26,8 @@ pytestmark = pytest.mark.db
 
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 PACKAGE = "workbench_client"
-# NPY and PNG have no standard media type the generator knows: read them as bytes, the
-# generator's documented override (docs/api.md, "Generated clients").
+# NPY, PNG and Deep Zoom's XML have no standard media type the generator knows: read them as
+# bytes, the generator's documented override (docs/api.md, "Generated clients").
 GENERATE_ARGS = ["--path", "openapi.json", "--config", "config.yml", "--meta", "none"]
 GENERATE_ARGS += ["--output-path", PACKAGE]
 CONFIG = f"""\
@@ -40,6 +40,7 @@ content_type_overrides:
   image/jpeg: application/octet-stream
   image/tiff: application/octet-stream
   application/zip: application/octet-stream
+  application/xml: application/octet-stream
 """
 
 

@@ -46,10 +46,8 @@ def parse_image(stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS) -
         pixels = decode(data)
     except ImageFileError as exc:
         raise InvalidInput(str(exc)) from None
-    if isinstance(pixels, np.ndarray):
-        display = None if header.format != "TIFF" else _png(pixels)
-    else:
-        display = _png(pixels.composite())
+    shown = pixels if isinstance(pixels, np.ndarray) else pixels.composite()
+    display = None if isinstance(pixels, np.ndarray) and header.format != "TIFF" else _png(shown)
     return ParsedImage(
         data=data,
         format=header.format,
@@ -59,6 +57,7 @@ def parse_image(stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS) -
         dtype=header.dtype,
         channel_names=list(header.channel_names),
         display=display,
+        shown=shown,
     )
 
 
@@ -91,6 +90,7 @@ def _plane(pixels: Pixels) -> ParsedImage:
     if isinstance(pixels, Multichannel):
         height, width = pixels.shape
         dtype = pixels.planes.dtype.name
+        shown = pixels.composite()
         return ParsedImage(
             data=_tiff(pixels),
             format="TIFF",
@@ -99,7 +99,8 @@ def _plane(pixels: Pixels) -> ParsedImage:
             mode=f"{len(pixels.names)} x {dtype}",
             dtype=dtype,
             channel_names=list(pixels.names),
-            display=_png(pixels.composite()),
+            display=_png(shown),
+            shown=shown,
         )
     height, width = pixels.shape[:2]
     return ParsedImage(
@@ -109,6 +110,7 @@ def _plane(pixels: Pixels) -> ParsedImage:
         height=height,
         mode="RGB" if pixels.ndim == 3 else "L",
         display=_png(pixels),
+        shown=pixels,
     )
 
 

@@ -34,3 +34,6 @@ class ParsedImage:
     dtype: str = "uint8"  # of the decoded pixels
     channel_names: list[str] = field(default_factory=list)  # measured channels; [] for a photo
     display: bytes | None = None  # a PNG the browser shows when the file itself will not do
+    # What the browser shows, decoded (H x W or H x W x 3 uint8): the tiled viewer's pyramid
+    # is made from it at upload. None: decoded again from the stored file when needed.
+    shown: NDArray[np.uint8] | None = field(default=None, repr=False, compare=False)

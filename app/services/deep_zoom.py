@@ -1,0 +1,204 @@
+"""Deep Zoom for a tiled viewer: an image dataset's picture and a run's cluster mask as a `.dzi`
+descriptor and PNG tiles, read from pyramids in the array store (`app/store/pyramids.py`).
+
+A picture's pyramid is built at upload (`add_picture_pyramid`); an image uploaded before
+pyramids existed, and every run's mask, get theirs on the first request that needs it, once
+(a lock per owner in this process; a second server building the same pyramid at the same time
+only wastes the work: the later write replaces the earlier)."""
+
+import io
+import re
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, Run, RunResult
+from app.engine.image.deep_zoom import DeepZoom, coloured, levels
+from app.engine.image.image_file import ImageFileError, decode
+from app.engine.image.masks import decode_index_png
+from app.services.errors import Conflict, InvalidInput, NotFound
+from app.store import chunks, pyramids
+from app.store.dataset_arrays import DISPLAY_IMAGE, IMAGE
+
+# The workspace's cluster colours (app/static/js/workspace/palette.js), for a mask's tiles
+# when the viewer names none.
+PALETTE = (
+    "4e79a7", "f28e2b", "59a14f", "e15759", "b07aa1", "76b7b2", "edc948", "ff9da7",
+    "9c755f", "79706e", "1f77b4", "17becf", "bcbd22", "8c564b", "d62728", "2ca02c",
+)  # fmt: skip
+MAX_COLOURS = 1024
+_HEX = re.compile(r"^[0-9a-fA-F]{6}$")
+_TILE = re.compile(r"^(\d{1,6})_(\d{1,6})\.png$")
+
+_locks: dict[tuple[str, int], threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock(owner: tuple[str, int]) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(owner, threading.Lock())
+
+
+# -- the picture --------------------------------------------------------------------------
+
+
+def picture_zoom(dataset: Dataset) -> DeepZoom:
+    if dataset.kind != "image":
+        raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
+    image = dataset.meta["image"]
+    return DeepZoom(int(image["width"]), int(image["height"]))
+
+
+def _shown_pixels(session: Session, dataset: Dataset) -> NDArray[np.uint8]:
+    """What a browser shows of the image (`GET /datasets/{id}/image`), decoded."""
+    data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=DISPLAY_IMAGE)
+    if data is None:
+        data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=IMAGE)
+    if data is None:
+        raise NotFound(f"dataset {dataset.id}'s image is missing from the array store")
+    try:
+        pixels = decode(data)
+    except ImageFileError as exc:  # stored at upload after a full decode: not expected
+        raise InvalidInput(f"dataset {dataset.id}'s image cannot be read: {exc}") from None
+    if not isinstance(pixels, np.ndarray):  # measured channels have a display PNG
+        pixels = pixels.composite()
+    return pixels
+
+
+def add_picture_pyramid(
+    *, session: Session, dataset: Dataset, shown: NDArray[np.uint8] | None = None
+) -> None:
+    """Write the picture's pyramid in the caller's transaction (an upload's); ``shown``: the
+    pixels a browser shows, when the caller has them decoded already."""
+    pixels = shown if shown is not None else _shown_pixels(session, dataset)
+    pyramids.write_levels(session=session, dataset_id=dataset.id, levels=levels(pixels))
+
+
+def _ensure_picture_pyramid(session: Session, dataset: Dataset) -> None:
+    if pyramids.has_levels(session=session, dataset_id=dataset.id):
+        return
+    with _lock(("dataset", dataset.id)):
+        session.commit()  # a fresh look: another request may have built it meanwhile
+        if not pyramids.has_levels(session=session, dataset_id=dataset.id):
+            add_picture_pyramid(session=session, dataset=dataset)
+            session.commit()
+
+
+def picture_descriptor(*, session: Session, dataset: Dataset) -> str:
+    zoom = picture_zoom(dataset)
+    _ensure_picture_pyramid(session, dataset)
+    return zoom.descriptor()
+
+
+def picture_tile(*, session: Session, dataset: Dataset, level: int, tile: str) -> bytes:
+    """One tile of the picture as PNG; 404 for a tile the pyramid does not have."""
+    zoom = picture_zoom(dataset)
+    box = _tile_box(zoom, level, tile)
+    _ensure_picture_pyramid(session, dataset)
+    pixels = _region(session, level, box, dataset_id=dataset.id)
+    return _png(pixels)
+
+
+# -- a run's mask ---------------------------------------------------------------------------
+
+
+def _mask_zoom(session: Session, run: Run) -> tuple[DeepZoom, bytes]:
+    result = session.get(RunResult, run.id)
+    if result is None:
+        raise Conflict(f"run {run.id} is {run.status}; it has no result")
+    if result.mask is None:
+        raise Conflict(f"run {run.id} is on a table; only runs on images have a mask")
+    dataset = session.get(Dataset, run.dataset_id)
+    if dataset is None:
+        raise NotFound(f"run {run.id}'s dataset is gone")
+    return picture_zoom(dataset), result.mask
+
+
+def _ensure_mask_pyramid(session: Session, run: Run, mask_png: bytes, zoom: DeepZoom) -> None:
+    if pyramids.has_levels(session=session, run_id=run.id):
+        return
+    with _lock(("run", run.id)):
+        session.commit()
+        if not pyramids.has_levels(session=session, run_id=run.id):
+            mask = decode_index_png(mask_png, (zoom.height, zoom.width))
+            pyramids.write_levels(session=session, run_id=run.id, levels=levels(mask, mask=True))
+            session.commit()
+
+
+def mask_descriptor(*, session: Session, run: Run) -> str:
+    zoom, mask = _mask_zoom(session, run)
+    _ensure_mask_pyramid(session, run, mask, zoom)
+    return zoom.descriptor()
+
+
+def mask_tile(
+    *, session: Session, run: Run, level: int, tile: str, colours: Sequence[str] | None
+) -> bytes:
+    """One tile of the run's cluster mask, cluster c coloured ``colours[c]`` (hex RGB, cycled;
+    the workspace's palette when None), as PNG."""
+    palette = _palette(colours)
+    zoom, mask = _mask_zoom(session, run)
+    box = _tile_box(zoom, level, tile)
+    _ensure_mask_pyramid(session, run, mask, zoom)
+    return _png(coloured(_region(session, level, box, run_id=run.id), palette))
+
+
+def _palette(colours: Sequence[str] | None) -> NDArray[np.uint8]:
+    chosen = list(colours) if colours else list(PALETTE)
+    if len(chosen) > MAX_COLOURS:
+        raise InvalidInput(f"colours: at most {MAX_COLOURS} colours, got {len(chosen)}")
+    wrong = [c for c in chosen if not _HEX.match(c)]
+    if wrong:
+        raise InvalidInput(
+            f"colours: each colour is six hex digits (RRGGBB), not {', '.join(wrong[:3])}"
+        )
+    return np.array([[int(c[i : i + 2], 16) for i in (0, 2, 4)] for c in chosen], dtype=np.uint8)
+
+
+# -- tiles --------------------------------------------------------------------------------
+
+
+def _tile_box(zoom: DeepZoom, level: int, tile: str) -> tuple[int, int, int, int]:
+    match = _TILE.match(tile)
+    if match is None:
+        raise NotFound(f"no tile {tile!r}: tiles are named <column>_<row>.png")
+    try:
+        return zoom.tile_box(level, int(match.group(1)), int(match.group(2)))
+    except ValueError as exc:
+        raise NotFound(f"no tile {level}/{tile}: {exc}") from None
+
+
+def _region(
+    session: Session,
+    level: int,
+    box: tuple[int, int, int, int],
+    *,
+    dataset_id: int | None = None,
+    run_id: int | None = None,
+) -> NDArray[np.integer]:
+    x0, y0, x1, y1 = box
+    pixels = pyramids.read_level_region(
+        session=session,
+        level=level,
+        rows=(y0, y1),
+        columns=(x0, x1),
+        dataset_id=dataset_id,
+        run_id=run_id,
+    )
+    if pixels is None:
+        raise NotFound(f"level {level} of the pyramid is missing from the array store")
+    return pixels
+
+
+def _png(pixels: NDArray[np.integer]) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8)).save(
+        buffer,
+        format="PNG",
+        compress_level=1,  # tiles are many and small: speed over size
+    )
+    return buffer.getvalue()
