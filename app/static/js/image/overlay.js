@@ -1,9 +1,12 @@
 // A run's result over the image: the full-resolution cluster mask coloured per cluster (by the
 // colour of the scribble label the cluster carries, `cluster_labels`, or by cluster number),
-// shown with an opacity and a toggle; and the two mask downloads.
+// shown with an opacity and a toggle; and the two mask downloads. A large picture's overlay is
+// drawn from the run's Deep Zoom tiles instead (coloured by the server in the same colours),
+// so no canvas of the image's full size is made.
 import { apiBinary } from '../workspace/api.js';
 import { colourAt, renderLegend } from '../workspace/palette.js';
 import { decodeGreyPng } from './png.js';
+import { createTiles } from './tiles.js';
 
 // The mask of a run: { width, height, ids } with one cluster id per pixel.
 export async function loadMask(runId) {
@@ -21,13 +24,15 @@ export function createOverlay(width, height) {
   canvas.width = width;
   canvas.height = height;
   const ctx = canvas.getContext('2d');
+  let tiles = null; // drawing from the runs' Deep Zoom tiles (useTiles)
   const layer = {
     canvas,
     alpha: 0.5,
     visible: false,
     shown: null, // { runId, mask, clusterLabels }
-    draw(target, r) {
-      target.drawImage(canvas, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0);
+    draw(target, r, view) {
+      if (tiles) tiles.draw(target, r, view);
+      else target.drawImage(canvas, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0);
     },
   };
 
@@ -43,8 +48,13 @@ export function createOverlay(width, height) {
   }
 
   function paint(colourBy, labelColour) {
-    const { mask } = layer.shown;
+    const { mask, runId } = layer.shown;
     const colours = clusterColours(colourBy, labelColour);
+    if (tiles) {
+      const query = colours.map((c) => c.slice(1)).join(',');
+      tiles.setPath((level, column, row) => `/runs/${runId}/result_files/${level}/${column}_${row}.png?colours=${query}`);
+      return colours;
+    }
     const lut = new Uint32Array(65536);
     for (let c = 0; c < lut.length; c += 1) lut[c] = rgba(colours[c] || colourAt(c));
     const image = ctx.createImageData(mask.width, mask.height);
@@ -64,6 +74,14 @@ export function createOverlay(width, height) {
 
   return {
     layer,
+    // From now on, draw from the runs' tiles (`descriptor`: the image's, tiles.js) instead of
+    // a canvas of the image's size; `onTile(rect)` redraws where a tile arrived.
+    useTiles(descriptor, onTile) {
+      tiles = createTiles(descriptor, () => '', onTile);
+      layer.tiles = tiles;
+      canvas.width = 1;
+      canvas.height = 1;
+    },
     show(runId, mask, clusterLabels, colourBy, labelColour) {
       layer.shown = { runId, mask, clusterLabels };
       layer.visible = true;

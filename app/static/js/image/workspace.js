@@ -9,6 +9,7 @@
 //   orientation.js  the picture in the server's pixel layout (EXIF-turned JPEGs)
 //   ask.js          "Ask me": the engine's questions ringed on the picture, answered as strokes
 //   collection.js   "Apply to other images": the run shown segments a collection, masks as a ZIP
+//   tiles.js        a large picture (and its overlay) drawn from Deep Zoom tiles
 // and from the scatterplot workspace the page-independent run panel, palette, keys and ui.
 import { api, apiBinary } from '../workspace/api.js';
 import { bindKeys } from '../workspace/keyboard.js';
@@ -23,6 +24,7 @@ import { createLinkLayer, strokeLinks } from './links.js';
 import { rawPicture } from './orientation.js';
 import { createOverlay, downloadClusterMask, downloadLabelMask, labelMaskBlob, loadMask } from './overlay.js';
 import { createScribbleLayer } from './strokes.js';
+import { createTiles, readDescriptor } from './tiles.js';
 import { createTools } from './tools.js';
 
 const root = $('#workspace');
@@ -33,11 +35,21 @@ const width = Number(root.dataset.width);
 const height = Number(root.dataset.height);
 const state = { dataset: null, algorithms: [], readParams: () => ({}), runs: [], shown: null, tool: null, linkKind: 'same' };
 
+// Pictures above TILED_ABOVE pixels are drawn from their Deep Zoom tiles (only what is in sight,
+// at the zoom's level) instead of being downloaded and decoded whole; `?tiles=1` or `?tiles=0`
+// on the page's address chooses either way for any picture.
+const TILED_ABOVE = 4096 * 4096;
+const tilesAsked = new URLSearchParams(window.location.search).get('tiles');
+const tiled = tilesAsked === null ? width * height > TILED_ABOVE : tilesAsked === '1';
+canvas.dataset.tiled = String(tiled);
+
 const view = createCanvasView(canvas, { width, height });
 const picture = view.addLayer({
   image: null,
-  draw(ctx, r) {
-    if (this.image) ctx.drawImage(this.image, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0);
+  tiles: null,
+  draw(ctx, r, v) {
+    if (this.tiles) this.tiles.draw(ctx, r, v);
+    else if (this.image) ctx.drawImage(this.image, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0);
   },
 });
 const overlay = createOverlay(width, height);
@@ -252,8 +264,19 @@ async function followFeaturization() {
   }
 }
 
+async function showPicture() {
+  if (!tiled) {
+    picture.image = await rawPicture(await apiBinary(`/datasets/${datasetId}/image`), width, height);
+    return;
+  }
+  const descriptor = await readDescriptor(`/datasets/${datasetId}/image.dzi`);
+  const redraw = (r) => view.invalidate(r);
+  picture.tiles = createTiles(descriptor, (level, column, row) => `/datasets/${datasetId}/image_files/${level}/${column}_${row}.png`, redraw);
+  overlay.useTiles(descriptor, redraw);
+}
+
 async function main() {
-  picture.image = await rawPicture(await apiBinary(`/datasets/${datasetId}/image`), width, height);
+  await showPicture();
   const [dataset] = await Promise.all([
     api(`/datasets/${datasetId}`), annotations.load(), runPanel.loadAlgorithms(),
   ]);

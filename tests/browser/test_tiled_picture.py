@@ -1,0 +1,146 @@
+"""The image workspace drawing its picture and the result overlay from Deep Zoom tiles (what a
+picture above 16 megapixels gets; `?tiles=1` asks for it on a small one): zoomed with the
+wheel, the screen shows the picture's own pixels; painting and the overlay work on top."""
+
+import io
+import math
+import time
+from collections.abc import Iterator
+
+import httpx
+import numpy as np
+import pytest
+from PIL import Image
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import ADMIN_PASSWORD, sign_in
+from tests.browser.test_image_workspace import client_point, label_colour, near, paint, screen_pixel
+
+WIDTH, HEIGHT = 600, 460
+
+
+@pytest.fixture(scope="module")
+def api(live_server: str) -> Iterator[httpx.Client]:
+    token = httpx.post(
+        f"{live_server}/api/v1/auth/token",
+        data={"username": "admin", "password": ADMIN_PASSWORD},
+    ).json()["access_token"]
+    with httpx.Client(
+        base_url=f"{live_server}/api/v1",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    ) as client:
+        yield client
+
+
+def picture() -> np.ndarray:
+    """Dark blue left, yellow right, each pixel shifted by its position modulo 7 and 5, so a
+    tile drawn one pixel off shows."""
+    rows, cols = np.mgrid[:HEIGHT, :WIDTH]
+    pixels = np.where((cols < WIDTH // 2)[..., None], [30, 60, 120], [200, 180, 40])
+    pixels[..., 0] += (cols % 7) * 6
+    pixels[..., 1] += (rows % 5) * 8
+    return pixels.astype(np.uint8)
+
+
+def uploaded(api: httpx.Client, pixels: np.ndarray) -> int:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    response = api.post(
+        "/projects/1/datasets", files={"file": ("tiled.png", buffer.getvalue(), "image/png")}
+    )
+    response.raise_for_status()
+    dataset_id = int(response.json()["id"])
+    deadline = time.monotonic() + 120
+    while api.get(f"/datasets/{dataset_id}").json()["status"] != "ready":
+        assert time.monotonic() < deadline, "featurization did not finish"
+        time.sleep(0.5)
+    return dataset_id
+
+
+def settles(page: Page, check, seconds: float = 15) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``check()`` holds within ``seconds`` (tiles arrive asynchronously)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        page.wait_for_timeout(200)
+    return bool(check())
+
+
+def requested(page: Page, layer: str) -> list[str]:
+    return list(page.evaluate(f"() => window.imageWorkspace.{layer}.tiles.requested"))
+
+
+def test_zoom_paint_and_run_on_a_tiled_picture(page: Page, api: httpx.Client) -> None:
+    pixels = picture()
+    dataset_id = uploaded(api, pixels)
+    sign_in(page)
+    page.goto(f"/datasets/{dataset_id}/workspace?tiles=1")
+    workspace = page.locator("#workspace")
+    expect(workspace).to_have_attribute("data-ready", "true", timeout=30_000)
+    canvas = page.get_by_test_id("image-canvas")
+    expect(canvas).to_have_attribute("data-tiled", "true")
+    top = math.ceil(math.log2(max(WIDTH, HEIGHT)))  # 10; the overview (150 x 115) is level 8
+
+    # Zoomed in with the wheel far enough that level `top` is drawn pixel for pixel.
+    page.mouse.move(*client_point(page, 150, 100))
+    while float(canvas.get_attribute("data-zoom") or 0) < 3:
+        page.mouse.wheel(0, -400)
+        page.wait_for_timeout(100)
+    # Tiles meet at x = 254 (with one pixel of overlap each side): either side of the seam too.
+    points = [(150, 100), (151, 100), (153, 102), (149, 97), (253, 100), (254, 100), (255, 100)]
+    assert settles(
+        page,
+        lambda: all(near(screen_pixel(page, x, y)[:3], pixels[y, x].tolist()) for x, y in points),
+    ), [(screen_pixel(page, x, y)[:3], pixels[y, x].tolist()) for x, y in points]
+    levels = {
+        int(path.split("/image_files/")[1].split("/")[0]) for path in requested(page, "picture")
+    }
+    assert {top - 2, top} <= levels, levels
+    # Zoomed in on the right half, the tiles there arrive too.
+    page.keyboard.press("f")
+    page.mouse.move(*client_point(page, 500, 300))
+    while float(canvas.get_attribute("data-zoom") or 0) < 3:
+        page.mouse.wheel(0, -400)
+        page.wait_for_timeout(100)
+    points = [(500, 300), (507, 300), (508, 300), (509, 300), (500, 253), (500, 254), (500, 255)]
+    assert settles(
+        page,
+        lambda: all(near(screen_pixel(page, x, y)[:3], pixels[y, x].tolist()) for x, y in points),
+    ), [(screen_pixel(page, x, y)[:3], pixels[y, x].tolist()) for x, y in points]
+
+    # Painting works on top of the tiles, as on any picture.
+    page.keyboard.press("f")
+    paint(page, [(60, 100), (120, 200), (80, 300)])
+    expect(canvas).to_have_attribute("data-strokes", "1")
+    page.keyboard.press("2")
+    paint(page, [(420, 100), (500, 200), (460, 350)])
+    expect(canvas).to_have_attribute("data-strokes", "2")
+    expect(canvas).to_have_attribute("data-pending", "0")
+
+    # The run's overlay comes as tiles in the labels' colours; no image-sized canvas is made.
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_test_id("progress")).to_have_attribute(
+        "data-status", "succeeded", timeout=120_000
+    )
+    expect(canvas).to_have_attribute("data-overlay", "on", timeout=30_000)
+    page.fill("#overlay-opacity", "100")
+    left, right = label_colour(page, "foreground"), label_colour(page, "background")
+    assert settles(
+        page,
+        lambda: (
+            near(screen_pixel(page, 100, 150)[:3], left)
+            and near(screen_pixel(page, 480, 250)[:3], right)
+        ),
+    ), (screen_pixel(page, 100, 150), left, screen_pixel(page, 480, 250), right)
+    overlay_paths = requested(page, "overlay.layer")
+    assert overlay_paths and all("/result_files/" in p and "colours=" in p for p in overlay_paths)
+    assert page.evaluate("() => window.imageWorkspace.overlay.layer.canvas.width") == 1
+    # Hidden with O, the picture shows again.
+    page.locator("#image").hover()
+    page.keyboard.press("o")
+    expect(canvas).to_have_attribute("data-overlay", "off")
+    assert settles(
+        page, lambda: near(screen_pixel(page, 100, 150)[:3], pixels[150, 100].tolist(), 12)
+    )
