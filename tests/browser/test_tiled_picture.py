@@ -137,6 +137,13 @@ def test_zoom_paint_and_run_on_a_tiled_picture(page: Page, api: httpx.Client) ->
     overlay_paths = requested(page, "overlay.layer")
     assert overlay_paths and all("/result_files/" in p and "colours=" in p for p in overlay_paths)
     assert page.evaluate("() => window.imageWorkspace.overlay.layer.canvas.width") == 1
+    # The label mask export reads the mask it needs (the page holds none of its own).
+    assert page.evaluate("() => window.imageWorkspace.state.shown.mask") is None
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Label mask (PNG)").click()
+    label_mask = np.asarray(Image.open(download.value.path()).convert("L"))
+    assert label_mask.shape == (HEIGHT, WIDTH)
+    assert label_mask[400, 200] == 1 and label_mask[50, 550] == 2
     # Hidden with O, the picture shows again.
     page.locator("#image").hover()
     page.keyboard.press("o")

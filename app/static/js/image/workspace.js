@@ -175,7 +175,8 @@ const runPanel = createRunPanel({
       + 'fits Gaussian clusters to the whole picture, and a cluster may spread over similar '
       + 'colour and texture the scribbles did not cover (a cup taking in the table).',
   },
-  loadLabels: loadMask, // the full-resolution mask: items may be superpixels
+  // The full-resolution mask (items may be superpixels); drawn from tiles, none is needed.
+  loadLabels: (runId) => (tiled ? Promise.resolve(null) : loadMask(runId)),
   // Asked once per run, not after every stroke: the answer lists the scribbled items.
   conflicts: async () => (await api(`/datasets/${datasetId}/side-information`)).conflicts,
   onBlocked: showConflicts,
@@ -206,9 +207,13 @@ function bindControls() {
   });
   bind('#overlay-colour', 'change', showOverlayColours);
   bind('#export-clusters', 'click', () => state.shown && downloadClusterMask(state.shown.run.id));
-  bind('#export-labels', 'click', () => state.shown && downloadLabelMask(
-    state.shown.run.id, state.shown.mask, state.shown.result.cluster_labels || [], labels.names,
-  ));
+  bind('#export-labels', 'click', async () => {
+    if (!state.shown) return;
+    const { run, result } = state.shown;
+    // Drawn from tiles, the page holds no mask of its own: it is read for the export.
+    const mask = state.shown.mask || await loadMask(run.id).catch(report);
+    if (mask) await downloadLabelMask(run.id, mask, result.cluster_labels || [], labels.names);
+  });
   labels.bindControls();
   runPanel.bindControls();
   asker?.bind();
