@@ -51,6 +51,9 @@ def test_demo_picture_is_shown(page: Page) -> None:
     page.get_by_role("link", name="coffee").click()
     image = page.get_by_test_id("image-preview")
     expect(image).to_be_visible()
+    # Visible (laid out) comes before loaded: wait for the decoded picture (a CI run on a busy
+    # machine read naturalWidth 0 right after the element showed).
+    page.wait_for_function("el => el.complete && el.naturalWidth > 0", arg=image.element_handle())
     assert page.evaluate("el => el.naturalWidth", image.element_handle()) == 600
 
 

@@ -23,7 +23,7 @@ import { createLabels } from './labels.js';
 import { createLinkLayer, strokeLinks } from './links.js';
 import { rawPicture } from './orientation.js';
 import { createOverlay, downloadClusterMask, downloadLabelMask, labelMaskBlob, loadMask } from './overlay.js';
-import { createScribbleLayer } from './strokes.js';
+import { createScribbleLayer, createTiledScribbleLayer } from './strokes.js';
 import { createTiles, readDescriptor } from './tiles.js';
 import { createTools } from './tools.js';
 
@@ -54,7 +54,7 @@ const picture = view.addLayer({
 });
 const overlay = createOverlay(width, height);
 view.addLayer(overlay.layer);
-const scribbles = view.addLayer(createScribbleLayer(width, height));
+const scribbles = view.addLayer(tiled ? createTiledScribbleLayer(width, height) : createScribbleLayer(width, height));
 const linkLayer = view.addLayer(createLinkLayer());
 
 const annotations = createAnnotations(datasetId, {
