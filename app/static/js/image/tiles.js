@@ -117,13 +117,23 @@ export function createTiles({ width, height, tileSize, overlap }, tilePath, onTi
 
   return {
     requested,
+    get loading() { return loading.size; }, // tiles asked for and not here yet (benchmarks)
     // The level drawn at this zoom: its pixels no smaller than the screen's.
     levelFor(view) {
       const screen = (window.devicePixelRatio || 1) * view.scale; // screen pixels per image pixel
       return Math.max(0, Math.min(maxLevel, maxLevel + Math.ceil(Math.log2(screen) - 1e-9)));
     },
-    // A layer's draw: the tiles over `region` (image coordinates) at the view's level.
-    draw(ctx, region, view) {
+    // A layer's draw: the tiles over `region` (image coordinates) at the view's level, and only
+    // those in sight: a whole-canvas redraw names the whole image as its region.
+    draw(ctx, whole, view) {
+      const dpr = window.devicePixelRatio || 1;
+      const region = {
+        x0: Math.max(whole.x0, -view.tx / view.scale),
+        y0: Math.max(whole.y0, -view.ty / view.scale),
+        x1: Math.min(whole.x1, (ctx.canvas.width / dpr - view.tx) / view.scale),
+        y1: Math.min(whole.y1, (ctx.canvas.height / dpr - view.ty) / view.scale),
+      };
+      if (region.x1 <= region.x0 || region.y1 <= region.y0) return;
       const level = this.levelFor(view);
       const first = `${overview}/0/0`;
       if (!cache.has(first) && !loading.has(first) && !failed.has(first)) fetchTile(overview, 0, 0, first).catch(() => {});
