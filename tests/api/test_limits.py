@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db.models import Dataset, LoginThrottle, Role, User
+from app.jobs import executors
 from app.main import create_app
 from app.services import login_throttle
 from app.services.errors import TooManyRequests
@@ -198,7 +199,13 @@ def test_featurizations_count_toward_the_same_limit_as_runs(
     session: Session,
     settings: Settings,
     make_user,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Featurizations queued below stay active until released: the waiting datasets have no
+    # image, and a featurization failing at once freed its slot before the 429 was asked for
+    # (a race seen in CI).
+    release = threading.Event()
+    monkeypatch.setattr(executors, "execute_featurization", lambda *_a, **_k: release.wait(60))
     iris = load_iris()
     table = upload_csv(client, project_id, admin_headers, iris.data, iris.target, "iris")
     admin = session.scalars(select(User).where(User.username == "admin")).one()
@@ -228,6 +235,7 @@ def test_featurizations_count_toward_the_same_limit_as_runs(
     others = _featurizing_for(session, project_id, other_id, "theirs")
     refused = client.post(f"/api/v1/datasets/{others}/featurize", json={}, headers=admin_headers)
     assert refused.status_code == 429, refused.text
+    release.set()
 
     # A featurization that ends frees its slot.
     waiting = session.get(Dataset, queued[1])
