@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Run, RunResult
@@ -106,32 +107,36 @@ def picture_tile(*, session: Session, dataset: Dataset, level: int, tile: str) -
 # -- a run's mask ---------------------------------------------------------------------------
 
 
-def _mask_zoom(session: Session, run: Run) -> tuple[DeepZoom, bytes]:
-    result = session.get(RunResult, run.id)
-    if result is None:
+def _mask_zoom(session: Session, run: Run) -> DeepZoom:
+    """The mask's levels and tiles (the image's), checking only that it has one: its PNG,
+    megabytes for a large image, is read once, to build the pyramid, not on every tile."""
+    has_mask = session.scalar(select(RunResult.mask.is_not(None)).where(RunResult.run_id == run.id))
+    if has_mask is None:
         raise Conflict(f"run {run.id} is {run.status}; it has no result")
-    if result.mask is None:
+    if not has_mask:
         raise Conflict(f"run {run.id} is on a table; only runs on images have a mask")
     dataset = session.get(Dataset, run.dataset_id)
     if dataset is None:
         raise NotFound(f"run {run.id}'s dataset is gone")
-    return picture_zoom(dataset), result.mask
+    return picture_zoom(dataset)
 
 
-def _ensure_mask_pyramid(session: Session, run: Run, mask_png: bytes, zoom: DeepZoom) -> None:
+def _ensure_mask_pyramid(session: Session, run: Run, zoom: DeepZoom) -> None:
     if pyramids.has_levels(session=session, run_id=run.id):
         return
     with _lock(("run", run.id)):
         session.commit()
         if not pyramids.has_levels(session=session, run_id=run.id):
+            mask_png = session.scalar(select(RunResult.mask).where(RunResult.run_id == run.id))
+            assert mask_png is not None  # checked by _mask_zoom; results are never edited
             mask = decode_index_png(mask_png, (zoom.height, zoom.width))
             pyramids.write_levels(session=session, run_id=run.id, levels=levels(mask, mask=True))
             session.commit()
 
 
 def mask_descriptor(*, session: Session, run: Run) -> str:
-    zoom, mask = _mask_zoom(session, run)
-    _ensure_mask_pyramid(session, run, mask, zoom)
+    zoom = _mask_zoom(session, run)
+    _ensure_mask_pyramid(session, run, zoom)
     return zoom.descriptor()
 
 
@@ -141,9 +146,9 @@ def mask_tile(
     """One tile of the run's cluster mask, cluster c coloured ``colours[c]`` (hex RGB, cycled;
     the workspace's palette when None), as PNG."""
     palette = _palette(colours)
-    zoom, mask = _mask_zoom(session, run)
+    zoom = _mask_zoom(session, run)
     box = _tile_box(zoom, level, tile)
-    _ensure_mask_pyramid(session, run, mask, zoom)
+    _ensure_mask_pyramid(session, run, zoom)
     return _png(coloured(_region(session, level, box, run_id=run.id), palette))
 
 
