@@ -99,8 +99,10 @@ def picture_tile(*, session: Session, dataset: Dataset, level: int, tile: str) -
     """One tile of the picture as PNG; 404 for a tile the pyramid does not have."""
     zoom = picture_zoom(dataset)
     box = _tile_box(zoom, level, tile)
-    _ensure_picture_pyramid(session, dataset)
-    pixels = _region(session, level, box, dataset_id=dataset.id)
+    pixels = _read(session, level, box, dataset_id=dataset.id)
+    if pixels is None:  # read first, build on a miss: one query per tile once built
+        _ensure_picture_pyramid(session, dataset)
+        pixels = _region(session, level, box, dataset_id=dataset.id)
     return _png(pixels)
 
 
@@ -148,8 +150,11 @@ def mask_tile(
     palette = _palette(colours)
     zoom = _mask_zoom(session, run)
     box = _tile_box(zoom, level, tile)
-    _ensure_mask_pyramid(session, run, zoom)
-    return _png(coloured(_region(session, level, box, run_id=run.id), palette))
+    mask = _read(session, level, box, run_id=run.id)
+    if mask is None:
+        _ensure_mask_pyramid(session, run, zoom)
+        mask = _region(session, level, box, run_id=run.id)
+    return _png(coloured(mask, palette))
 
 
 def _palette(colours: Sequence[str] | None) -> NDArray[np.uint8]:
@@ -177,6 +182,26 @@ def _tile_box(zoom: DeepZoom, level: int, tile: str) -> tuple[int, int, int, int
         raise NotFound(f"no tile {level}/{tile}: {exc}") from None
 
 
+def _read(
+    session: Session,
+    level: int,
+    box: tuple[int, int, int, int],
+    *,
+    dataset_id: int | None = None,
+    run_id: int | None = None,
+) -> NDArray[np.integer] | None:
+    """The box of a pyramid level; None when the level is not stored (yet)."""
+    x0, y0, x1, y1 = box
+    return pyramids.read_level_region(
+        session=session,
+        level=level,
+        rows=(y0, y1),
+        columns=(x0, x1),
+        dataset_id=dataset_id,
+        run_id=run_id,
+    )
+
+
 def _region(
     session: Session,
     level: int,
@@ -185,15 +210,7 @@ def _region(
     dataset_id: int | None = None,
     run_id: int | None = None,
 ) -> NDArray[np.integer]:
-    x0, y0, x1, y1 = box
-    pixels = pyramids.read_level_region(
-        session=session,
-        level=level,
-        rows=(y0, y1),
-        columns=(x0, x1),
-        dataset_id=dataset_id,
-        run_id=run_id,
-    )
+    pixels = _read(session, level, box, dataset_id=dataset_id, run_id=run_id)
     if pixels is None:
         raise NotFound(f"level {level} of the pyramid is missing from the array store")
     return pixels
