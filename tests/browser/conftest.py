@@ -99,6 +99,21 @@ def page(browser: Browser, live_server: str) -> Iterator[Page]:
     assert errors == [], f"JavaScript console errors: {errors}"
 
 
+@pytest.fixture(scope="module")
+def api(live_server: str) -> Iterator[httpx.Client]:
+    """The live server's REST API, signed in as the admin."""
+    token = httpx.post(
+        f"{live_server}/api/v1/auth/token",
+        data={"username": "admin", "password": ADMIN_PASSWORD},
+    ).json()["access_token"]
+    with httpx.Client(
+        base_url=f"{live_server}/api/v1",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    ) as client:
+        yield client
+
+
 def upload_table(live_server: str, name: str, rows: list[list[float]]) -> int:
     """A dataset of a test module's own (the live server and its demo data are shared); rows of
     two features a, b."""

@@ -183,3 +183,52 @@ def test_pan_zoom_hover_and_click(page: Page, grid_dataset: int) -> None:
     empty = (before[0] + before[13]) / 2  # between two grid points
     page.mouse.dblclick(*empty)
     expect(page.get_by_test_id("selection-count")).to_have_text("0")
+
+
+# Random polygons (self-intersecting, 3 to 400 vertices) and points, half of them on a 1/32
+# grid that the vertices share, so many points lie exactly at a vertex's height or on an edge.
+_BANDED_AGAINST_EVERY_EDGE = """async () => {
+  const { inside, lassoSelection } = await import('/static/js/workspace/raster-scatterplot.js');
+  let seed = 12345;
+  const rand = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const snap = (v) => Math.round(v * 32) / 32;
+  let mismatches = 0;
+  let selected = 0;
+  for (let trial = 0; trial < 150; trial += 1) {
+    const vertices = 3 + Math.floor(rand() * 398);
+    const polygon = [];
+    for (let v = 0; v < vertices; v += 1) {
+      const [x, y] = [rand() * 2 - 1, rand() * 2 - 1];
+      polygon.push(trial % 2 ? snap(x) : x, trial % 2 ? snap(y) : y);
+    }
+    const xs = new Float32Array(3000);
+    const ys = new Float32Array(3000);
+    for (let i = 0; i < xs.length; i += 1) {
+      xs[i] = i % 2 ? snap(rand() * 2.2 - 1.1) : rand() * 2.2 - 1.1;
+      ys[i] = i % 2 ? snap(rand() * 2.2 - 1.1) : rand() * 2.2 - 1.1;
+    }
+    let [xMin, yMin, xMax, yMax] = [Infinity, Infinity, -Infinity, -Infinity];
+    for (let v = 0; v < polygon.length; v += 2) {
+      xMin = Math.min(xMin, polygon[v]); xMax = Math.max(xMax, polygon[v]);
+      yMin = Math.min(yMin, polygon[v + 1]); yMax = Math.max(yMax, polygon[v + 1]);
+    }
+    const expected = [];
+    for (let i = 0; i < xs.length; i += 1) {
+      const inBox = xs[i] >= xMin && xs[i] <= xMax && ys[i] >= yMin && ys[i] <= yMax;
+      if (inBox && inside(polygon, xs[i], ys[i])) expected.push(i);
+    }
+    const got = lassoSelection(xs, ys, polygon);
+    selected += got.length;
+    if (got.length !== expected.length || got.some((v, k) => v !== expected[k])) mismatches += 1;
+  }
+  return { mismatches, selected };
+}"""
+
+
+def test_banded_lasso_equals_the_even_odd_rule_over_every_edge(page: Page) -> None:
+    """The lasso tests each point against the edges of its height band only; the selection
+    must be exactly the plain test's over every edge."""
+    page.goto("/login")
+    result = page.evaluate(_BANDED_AGAINST_EVERY_EDGE)
+    assert result["selected"] > 10_000  # the polygons do select points
+    assert result["mismatches"] == 0

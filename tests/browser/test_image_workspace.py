@@ -3,7 +3,6 @@ strokes, labels, zoom and pan, run, the overlay, the mask exports."""
 
 import io
 import re
-from collections.abc import Iterator
 
 import httpx
 import numpy as np
@@ -11,25 +10,11 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import ADMIN_PASSWORD, screenshot, sign_in
+from tests.browser.conftest import screenshot, sign_in
 
 pytestmark = pytest.mark.browser
 
 Point = tuple[float, float]
-
-
-@pytest.fixture(scope="module")
-def api(live_server: str) -> Iterator[httpx.Client]:
-    token = httpx.post(
-        f"{live_server}/api/v1/auth/token",
-        data={"username": "admin", "password": ADMIN_PASSWORD},
-    ).json()["access_token"]
-    with httpx.Client(
-        base_url=f"{live_server}/api/v1",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=60,
-    ) as client:
-        yield client
 
 
 def upload_image(api: httpx.Client, name: str, size: int = 128) -> int:

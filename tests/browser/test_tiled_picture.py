@@ -5,32 +5,16 @@ wheel, the screen shows the picture's own pixels; painting and the overlay work 
 import io
 import math
 import time
-from collections.abc import Iterator
 
 import httpx
 import numpy as np
-import pytest
 from PIL import Image
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import ADMIN_PASSWORD, sign_in
+from tests.browser.conftest import sign_in
 from tests.browser.test_image_workspace import client_point, label_colour, near, paint, screen_pixel
 
 WIDTH, HEIGHT = 1300, 460  # wider than one scribble tile (1,024 px)
-
-
-@pytest.fixture(scope="module")
-def api(live_server: str) -> Iterator[httpx.Client]:
-    token = httpx.post(
-        f"{live_server}/api/v1/auth/token",
-        data={"username": "admin", "password": ADMIN_PASSWORD},
-    ).json()["access_token"]
-    with httpx.Client(
-        base_url=f"{live_server}/api/v1",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=60,
-    ) as client:
-        yield client
 
 
 def picture() -> np.ndarray:

@@ -37,20 +37,54 @@ function fade(rgb, background, amount) {
   return rgb.map((v, i) => Math.round(v + (background[i] - v) * amount));
 }
 
-// Even-odd rule (crossing number) for the point (x, y) and the polygon [x0, y0, x1, y1, ...].
-function inside(polygon, x, y) {
+// Even-odd rule (crossing number) for the point (x, y) and the polygon [x0, y0, x1, y1, ...]:
+// edge (i, j) toggles when its y-range [min, max) holds y and the point lies left of it.
+function crosses(polygon, i, j, x, y) {
+  const yi = polygon[i + 1];
+  const yj = polygon[j + 1];
+  if ((yi > y) === (yj > y)) return false;
+  return x < polygon[i] + ((y - yi) / (yj - yi)) * (polygon[j] - polygon[i]);
+}
+
+export function inside(polygon, x, y) {
   let hit = false;
   for (let i = 0, j = polygon.length - 2; i < polygon.length; j = i, i += 2) {
-    const yi = polygon[i + 1];
-    const yj = polygon[j + 1];
-    if ((yi > y) !== (yj > y)) {
-      const xCross = polygon[i] + ((y - yi) / (yj - yi)) * (polygon[j] - polygon[i]);
-      if (x < xCross) hit = !hit;
-    }
+    if (crosses(polygon, i, j, x, y)) hit = !hit;
   }
   return hit;
 }
 
+// The polygon's edges bucketed by horizontal bands of its height, as compressed rows: band b's
+// edges (the index i of each edge's first vertex; the other is the one before it) are
+// edges[starts[b]] .. edges[starts[b + 1] - 1]. An edge goes into every band its y-range
+// touches (bandOf is monotone, so none is missed): a point tests the few edges of its own band
+// and gets the same answer as testing all of them, which a mouse lasso has hundreds of.
+function edgeBands(polygon, yMin, yMax) {
+  const vertices = polygon.length / 2;
+  const bands = Math.max(1, Math.min(1024, vertices));
+  const scale = bands / (yMax - yMin);
+  const bandOf = (y) => Math.min(bands - 1, Math.max(0, Math.floor((y - yMin) * scale)));
+  const span = (i, j) => {
+    const a = polygon[i + 1];
+    const b = polygon[j + 1];
+    return [bandOf(Math.min(a, b)), bandOf(Math.max(a, b))];
+  };
+  const starts = new Int32Array(bands + 1);
+  for (let i = 0, j = polygon.length - 2; i < polygon.length; j = i, i += 2) {
+    const [lo, hi] = span(i, j);
+    for (let b = lo; b <= hi; b += 1) starts[b + 1] += 1;
+  }
+  for (let b = 0; b < bands; b += 1) starts[b + 1] += starts[b];
+  const edges = new Int32Array(starts[bands]);
+  const next = starts.slice(0, bands);
+  for (let i = 0, j = polygon.length - 2; i < polygon.length; j = i, i += 2) {
+    const [lo, hi] = span(i, j);
+    for (let b = lo; b <= hi; b += 1) edges[next[b]++] = i;
+  }
+  return { bandOf, starts, edges };
+}
+
+// The indices (ascending) of the points (xs[i], ys[i]) inside the polygon, by the even-odd rule.
 export function lassoSelection(xs, ys, polygon) {
   let [xMin, yMin, xMax, yMax] = [Infinity, Infinity, -Infinity, -Infinity];
   for (let i = 0; i < polygon.length; i += 2) {
@@ -60,10 +94,20 @@ export function lassoSelection(xs, ys, polygon) {
     yMax = Math.max(yMax, polygon[i + 1]);
   }
   const points = [];
+  if (!(yMax > yMin)) return points; // a flat polygon: no edge spans any y
+  const { bandOf, starts, edges } = edgeBands(polygon, yMin, yMax);
+  const last = polygon.length - 2;
   for (let i = 0; i < xs.length; i += 1) {
     const x = xs[i];
     const y = ys[i];
-    if (x >= xMin && x <= xMax && y >= yMin && y <= yMax && inside(polygon, x, y)) points.push(i);
+    if (!(x >= xMin && x <= xMax && y >= yMin && y <= yMax)) continue;
+    const band = bandOf(y);
+    let hit = false;
+    for (let e = starts[band]; e < starts[band + 1]; e += 1) {
+      const v = edges[e];
+      if (crosses(polygon, v, v === 0 ? last : v - 2, x, y)) hit = !hit;
+    }
+    if (hit) points.push(i);
   }
   return points;
 }
