@@ -45,73 +45,140 @@ def assign_chunk(
     assign: IntArray,
     min_precision: FloatArray,
 ) -> None:
-    """``assign[i]``: the live cluster of least cost for row i (first on ties).
+    """``assign[i]``: the live cluster of least cost for row i (first on ties; -1 when no
+    cluster lives).
 
     ``const[c]`` = -ln p_c + (d/2) ln 2 pi + (1/2) ln det S_c; ``factor`` the (k, d, d)
     lower-triangular precision factors; ``label_cost`` (k, m) the cost of a labeled item of
     each category (ignored for unlabeled rows, ``categories[i] < 0``); ``min_precision[c]``
     at most the smallest eigenvalue of S_c^-1.
+    """
+    n, d = X.shape
+    k = const.shape[0]
+    scratch = np.empty((4, max(k, d)))
+    means_t = np.ascontiguousarray(means.T)  # the inner loop runs over clusters (SIMD)
+    for i in range(n):
+        assign[i] = _cheapest(
+            X, i, categories[i], const, means, means_t, factor, label_cost, alive,
+            min_precision, scratch,
+        )  # fmt: skip
+
+
+@numba.njit(nogil=True, cache=True)
+def pass_rows(
+    X: FloatArray,
+    categories: IntArray,
+    const: FloatArray,
+    means: FloatArray,
+    factor: FloatArray,
+    label_cost: FloatArray,
+    alive: BoolArray,
+    min_precision: FloatArray,
+    labeled_weight: float,
+    assign: IntArray,
+    count: FloatArray,
+    s1: FloatArray,
+    s2: FloatArray,
+    label_counts: FloatArray,
+) -> None:
+    """``assign_chunk`` and ``accumulate_chunk`` (centred on the frozen ``means``) in one
+    sweep over the rows, each row read once while it is in cache; X float32 or float64 (a
+    chunk of a float32 store is not copied to float64 first)."""
+    n, d = X.shape
+    k = const.shape[0]
+    scratch = np.empty((4, max(k, d)))
+    means_t = np.ascontiguousarray(means.T)
+    u = np.empty(d)
+    for i in range(n):
+        z = categories[i]
+        c = _cheapest(
+            X, i, z, const, means, means_t, factor, label_cost, alive, min_precision, scratch
+        )
+        assign[i] = c
+        if c < 0:
+            continue
+        w = labeled_weight if z >= 0 else 1.0
+        count[c] += w
+        if z >= 0:
+            label_counts[c, z] += w
+        for t in range(d):
+            u[t] = X[i, t] - means[c, t]
+            s1[c, t] += w * u[t]
+        for t in range(d):
+            wu = w * u[t]
+            for s in range(t + 1):
+                s2[c, t, s] += wu * u[s]
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _cheapest(
+    X: FloatArray,
+    i: int,
+    z: int,
+    const: FloatArray,
+    means: FloatArray,
+    means_t: FloatArray,
+    factor: FloatArray,
+    label_cost: FloatArray,
+    alive: BoolArray,
+    min_precision: FloatArray,
+    scratch: FloatArray,
+) -> int:
+    """Row i's live cluster of least cost (first on ties), -1 when none lives.
 
     A lower bound of every cluster's cost, ``base + |u|^2 min_precision / 2`` (O(d), against
     O(d^2) for the exact cost), decides which exact costs to compute: the least bound's
     first, then every cluster whose bound can still beat the best cost found (usually one or
-    two exact costs per row, not k).
+    two exact costs per row, not k). ``scratch``: (4, max(k, d)) work space.
     """
-    n, d = X.shape
+    d = X.shape[1]
     k = const.shape[0]
-    u = np.empty(d)
-    lower = np.empty(k)
-    base = np.empty(k)
-    norm2 = np.empty(k)
-    means_t = np.ascontiguousarray(means.T)  # the inner loop runs over clusters (SIMD)
-    for i in range(n):
-        z = categories[i]
+    u, lower, base, norm2 = scratch[0], scratch[1], scratch[2], scratch[3]
+    for c in range(k):
+        norm2[c] = 0.0
+    for t in range(d):
+        x = X[i, t]
         for c in range(k):
-            norm2[c] = 0.0
-        for t in range(d):
-            x = X[i, t]
-            for c in range(k):
-                diff = x - means_t[t, c]
-                norm2[c] += diff * diff
-        for c in range(k):
-            if not alive[c]:
-                lower[c] = math.inf
-                continue
-            b = const[c]
-            if z >= 0:
-                b += label_cost[c, z]
-            base[c] = b
-            lower[c] = b + 0.5 * norm2[c] * min_precision[c]
-        first = 0
-        for c in range(1, k):
-            if lower[c] < lower[first]:
-                first = c
-        best = math.inf
-        best_c = -1
-        if lower[first] == math.inf:
-            assign[i] = -1
+            diff = x - means_t[t, c]
+            norm2[c] += diff * diff
+    for c in range(k):
+        if not alive[c]:
+            lower[c] = math.inf
             continue
-        # The cluster of least bound first, then every other whose bound can still win.
-        for step in range(k + 1):
-            c = first if step == 0 else step - 1
-            if (step > 0 and c == first) or not lower[c] <= best:
-                continue
-            b = base[c]
-            for t in range(d):
-                u[t] = X[i, t] - means[c, t]
-            q = 0.0
-            for t in range(d):
-                acc = 0.0
-                for s in range(t + 1):
-                    acc += factor[c, t, s] * u[s]
-                q += acc * acc
-                if b + 0.5 * q > best:  # partial sums only grow: this one cannot win
-                    break
-            cost = b + 0.5 * q
-            if cost < best or (cost == best and c < best_c):
-                best = cost
-                best_c = c
-        assign[i] = best_c
+        b = const[c]
+        if z >= 0:
+            b += label_cost[c, z]
+        base[c] = b
+        lower[c] = b + 0.5 * norm2[c] * min_precision[c]
+    first = 0
+    for c in range(1, k):
+        if lower[c] < lower[first]:
+            first = c
+    if lower[first] == math.inf:
+        return -1
+    best = math.inf
+    best_c = -1
+    # The cluster of least bound first, then every other whose bound can still win.
+    for step in range(k + 1):
+        c = first if step == 0 else step - 1
+        if (step > 0 and c == first) or not lower[c] <= best:
+            continue
+        b = base[c]
+        for t in range(d):
+            u[t] = X[i, t] - means[c, t]
+        q = 0.0
+        for t in range(d):
+            acc = 0.0
+            for s in range(t + 1):
+                acc += factor[c, t, s] * u[s]
+            q += acc * acc
+            if b + 0.5 * q > best:  # partial sums only grow: this one cannot win
+                break
+        cost = b + 0.5 * q
+        if cost < best or (cost == best and c < best_c):
+            best = cost
+            best_c = c
+    return best_c
 
 
 @numba.njit(nogil=True, cache=True)

@@ -16,7 +16,12 @@ from numpy.typing import NDArray
 
 from app.engine.core.cec_state import ClusterState
 from app.engine.core.density import assign_by_density
-from app.engine.distributed.chunk_kernels import accumulate_chunk, assign_chunk, polish_chunk
+from app.engine.distributed.chunk_kernels import (
+    accumulate_chunk,
+    assign_chunk,
+    pass_rows,
+    polish_chunk,
+)
 from app.engine.distributed.cluster_totals import Frozen, Totals
 
 FloatArray = NDArray[np.float64]
@@ -62,6 +67,14 @@ class ChunkScan:
     sample_rows: IntArray  # the sampled rows' positions in the chunk
     mean: FloatArray  # per column, for the data's spread (merged by Chan's rule)
     m2: FloatArray  # per column, the sum of squared deviations from ``mean``
+
+
+def _floats(block: Any) -> NDArray[np.floating[Any]]:
+    """A chunk's rows as C-ordered float32 or float64, copied only when they are not."""
+    data = np.asarray(block)
+    if data.dtype not in (np.float32, np.float64):
+        data = data.astype(np.float64)
+    return np.ascontiguousarray(data)
 
 
 def rows_of(block: Any, projection: Any = None) -> FloatArray:
@@ -167,10 +180,31 @@ def pass_chunk(
     labeled_weight: float,
 ) -> Totals:
     """One pass over a chunk: place its rows under ``rule`` and sum their statistics."""
+    totals = Totals.zeros(rule.frozen.means, classes.shape[0])
+    if rule.polish is None and rule.projection is None:
+        # One sweep, each row read once, a float32 chunk as it is (no float64 copy).
+        data = _floats(block)
+        frozen = rule.frozen
+        pass_rows(
+            data,
+            _categories(y_block, classes, data.shape[0]),
+            frozen.const,
+            frozen.means,
+            frozen.factor,
+            frozen.label_cost,
+            frozen.alive,
+            frozen.min_precision,
+            labeled_weight,
+            np.empty(data.shape[0], dtype=np.int64),
+            totals.count,
+            totals.s1,
+            totals.s2,
+            totals.label_counts,
+        )
+        return totals
     data = rows_of(block, rule.projection)
     categories = _categories(y_block, classes, data.shape[0])
     assign = _place(data, categories, rule)
-    totals = Totals.zeros(rule.frozen.means, classes.shape[0])
     accumulate_chunk(
         data,
         categories,

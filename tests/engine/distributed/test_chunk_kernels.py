@@ -17,7 +17,12 @@ from scipy.stats import multivariate_normal
 
 from app.engine.core.cost import cec_ib_energy
 from app.engine.core.families import DIAGONAL, FAMILIES, FULL
-from app.engine.distributed.chunk_kernels import accumulate_chunk, assign_chunk, polish_chunk
+from app.engine.distributed.chunk_kernels import (
+    accumulate_chunk,
+    assign_chunk,
+    pass_rows,
+    polish_chunk,
+)
 from app.engine.distributed.cluster_totals import (
     Frozen,
     Totals,
@@ -283,6 +288,40 @@ def test_accumulate_moments_match_numpy_weighted(labeled_weight: float) -> None:
     assert totals.count[3] == 0
     np.testing.assert_array_equal(means[3], shift[3])
     np.testing.assert_array_equal(cov[3], 0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("labeled_weight", [1.0, 2.5])
+def test_pass_rows_is_assign_then_accumulate(dtype: type, labeled_weight: float) -> None:
+    """The fused sweep places and sums exactly as the two kernels one after the other on the
+    same values (float32 rows read as they are: the same doubles as a float64 copy), with
+    labels and a dead cluster."""
+    X, truth = _blobs([30, 25, 35], d=3, seed=11)
+    X = np.ascontiguousarray(X.astype(dtype))
+    wide = X.astype(np.float64)
+    categories = _categories(truth, seed=12)
+    rng = np.random.default_rng(13)
+    k = 4
+    means = np.vstack([wide[truth == c].mean(axis=0) for c in range(3)] + [wide.mean(axis=0)])
+    covs = np.stack([_random_spd(rng, 3) for _ in range(k)])
+    counts = rng.integers(0, 5, size=(k, 3)).astype(np.float64)
+    alive = np.array([True, True, False, True])
+    weights = np.full(k, 0.25)
+    frozen = freeze(weights, means, covs, alive, counts, weights * 90, FULL, 1.0)
+
+    expected_assign = _assign(wide, categories, frozen)
+    expected = _totals(wide, categories, expected_assign, frozen.means, 3, labeled_weight)
+    got = Totals.zeros(frozen.means, 3)
+    assign = np.full(X.shape[0], -7, dtype=np.int64)
+    pass_rows(
+        X, categories, frozen.const, frozen.means, frozen.factor, frozen.label_cost,
+        frozen.alive, frozen.min_precision, labeled_weight, assign,
+        got.count, got.s1, got.s2, got.label_counts,
+    )  # fmt: skip
+    np.testing.assert_array_equal(assign, expected_assign)
+    assert not np.any(assign == 2)
+    for name in ("count", "s1", "s2", "label_counts"):
+        np.testing.assert_allclose(getattr(got, name), getattr(expected, name), rtol=1e-13)
 
 
 def test_totals_add_over_chunks_equals_one_chunk_and_shift_keeps_digits() -> None:
