@@ -18,6 +18,7 @@ global statistics, as the sequential engine's sweep does against the whole data 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
@@ -29,6 +30,7 @@ from app.engine.core.hartigan import extract_point, insert_point, point_move_del
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
+RowsArray = NDArray[np.floating[Any]]  # a chunk's rows: float64, or float32 as stored
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -66,7 +68,7 @@ def assign_chunk(
 
 @numba.njit(nogil=True, cache=True)
 def pass_rows(
-    X: FloatArray,
+    X: RowsArray,
     categories: IntArray,
     const: FloatArray,
     means: FloatArray,
@@ -112,7 +114,7 @@ def pass_rows(
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def _cheapest(
-    X: FloatArray,
+    X: RowsArray,
     i: int,
     z: int,
     const: FloatArray,
