@@ -112,6 +112,15 @@ export function lassoSelection(xs, ys, polygon) {
   return points;
 }
 
+// The indices of the non-zero values, ascending.
+function nonZero(values) {
+  let count = 0;
+  for (let i = 0; i < values.length; i += 1) if (values[i] !== 0) count += 1;
+  const out = new Int32Array(count);
+  for (let i = 0, k = 0; i < values.length; i += 1) if (values[i] !== 0) out[k++] = i;
+  return out;
+}
+
 export function createRasterScatterplot({
   canvas, width, height, pointSize = 2, backgroundColor = '#ffffff', lassoColor = [0.18, 0.42, 0.87, 1],
 }) {
@@ -127,6 +136,7 @@ export function createRasterScatterplot({
   let xs = new Float32Array(0);
   let ys = new Float32Array(0);
   let categories = new Int32Array(0);
+  let labeledPoints = new Int32Array(0); // the points whose category is not 0
   let colours = [[0, 0, 0, 255]];
   let selected = [];
   let isSelected = new Uint8Array(0);
@@ -199,9 +209,9 @@ export function createRasterScatterplot({
     const ox = W / 2 - camera.cx * kx;
     const oy = H / 2 + camera.cy * ky;
     const s = Math.max(1, Math.round(pointSize * ratio));
-    // `labeled`: 0 draws the unlabeled points (category 0), 1 the others; selected points are
-    // drawn last, from the selection's own list (a lasso over half of a million points would
-    // otherwise be a third full pass). No per-point callbacks: this loop is the frame's cost.
+    // The unlabeled points (category 0) first, then the labeled ones over them (from their own
+    // list: a second full pass would cost as much as the first), then the selected points, from
+    // the selection's own list. These loops are the frame's cost.
     const square = (i, colour, side) => {
       const px = Math.floor(xs[i] * kx + ox);
       const py = Math.floor(oy - ys[i] * ky);
@@ -211,15 +221,32 @@ export function createRasterScatterplot({
         for (let dx = Math.max(0, -px); dx < side && px + dx < W; dx += 1) pixels[row + px + dx] = colour;
       }
     };
-    const palette = anySelected ? faded : solid;
-    for (let labeled = 0; labeled < 2; labeled += 1) {
-      for (let i = 0; i < xs.length; i += 1) {
-        const category = categories[i];
-        if ((category !== 0) !== (labeled === 1) || isSelected[i]) continue;
-        square(i, palette[category] ?? palette[0], s);
+    const palette = Uint32Array.from(anySelected ? faded : solid);
+    const strong = Uint32Array.from(solid);
+    const colourOf = (table, c) => (c >= 0 && c < table.length ? table[c] : table[0]);
+    const put = (i, colour, side) => {
+      const px = Math.floor(xs[i] * kx + ox);
+      const py = Math.floor(oy - ys[i] * ky);
+      if (px >= 0 && py >= 0 && px + side <= W && py + side <= H) {
+        // Wholly on the canvas, as nearly every point is: no clipping per pixel.
+        for (let dy = 0, row = py * W + px; dy < side; dy += 1, row += W) {
+          for (let dx = 0; dx < side; dx += 1) pixels[row + dx] = colour;
+        }
+      } else {
+        square(i, colour, side);
       }
+    };
+    for (let i = 0; i < xs.length; i += 1) {
+      if (categories[i] === 0 && !isSelected[i]) put(i, palette[0], s);
     }
-    for (const i of selected) square(i, solid[categories[i]] ?? solid[0], s + 1);
+    for (let i = 0; i < labeledPoints.length; i += 1) {
+      const p = labeledPoints[i];
+      if (!isSelected[p]) put(p, colourOf(palette, categories[p]), s);
+    }
+    for (let i = 0; i < selected.length; i += 1) {
+      const p = selected[i];
+      put(p, colourOf(strong, categories[p]), s + 1);
+    }
     pointsDirty = false;
   }
 
@@ -249,9 +276,14 @@ export function createRasterScatterplot({
 
   function select(points, { preventEvent = false } = {}) {
     const list = Array.from(points).filter((i) => Number.isInteger(i) && i >= 0 && i < xs.length);
+    return selectValid(list, preventEvent);
+  }
+
+  // `list`: indices known to be valid (a lasso's own), kept as they are: no copy, no check.
+  function selectValid(list, preventEvent = false) {
     if (!list.length) return deselect({ preventEvent });
     isSelected.fill(0);
-    for (const i of list) isSelected[i] = 1;
+    for (let k = 0; k < list.length; k += 1) isSelected[list[k]] = 1;
     selected = list;
     pointsDirty = true;
     requestFrame();
@@ -274,9 +306,7 @@ export function createRasterScatterplot({
     lasso = null;
     requestFrame();
     if (polygon.length < 6) return;
-    const points = lassoSelection(xs, ys, polygon);
-    if (points.length) select(points);
-    else deselect();
+    selectValid(lassoSelection(xs, ys, polygon));
     publish('lassoEnd', { coordinates: polygon });
   }
 
@@ -449,6 +479,7 @@ export function createRasterScatterplot({
       xs = x;
       ys = y;
       categories = valueA ? Int32Array.from(valueA) : new Int32Array(x.length);
+      labeledPoints = nonZero(categories);
       pointsDirty = true;
       render(); // at once: the caller awaits the drawn points
     },
