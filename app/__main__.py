@@ -113,6 +113,7 @@ def main() -> None:
     if args.command == "create-user":
         sys.exit(create_user(args.username, args.admin, args.password_stdin))
     settings = get_settings()
+    _limit_blas_threads(settings.blas_threads)
     if settings.jobs_executor == "inline" and settings.warm_kernels_on_start:
         # Before uvicorn imports the app (2 s): the compiling children gain those seconds.
         from app.jobs import warm_children
@@ -130,6 +131,14 @@ def main() -> None:
         proxy_headers=False,
     )
     _Server(config).run()
+
+
+def _limit_blas_threads(threads: int) -> None:
+    """BLAS_THREADS for the whole server process, from now on (not a context: every request
+    thread and job shares the library's one pool)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     # may hold at once (empty: all but one, so another user's job never waits behind a burst).
     inline_workers: int = Field(default=3, ge=1, le=64)
     inline_workers_per_user: int | None = Field(default=None, ge=1, le=64)
+    # Threads of the BLAS library (numpy's matrix products) in `workbench serve`. The server runs
+    # requests, runs and featurizations side by side on a few cores, where BLAS's own threads
+    # only spin-wait against the others: a 1M x 20 CSV upload took 15 s with OpenBLAS's 2
+    # threads and 8 s with 1 on a 2-core machine (Dask workers default to 1 for the same reason).
+    blas_threads: int = Field(default=1, ge=1, le=256)
     dask_scheduler: str = "tcp://127.0.0.1:8786"
     # With JOBS_EXECUTOR=dask, CEC, CEC-IB and PPC runs on tables of at least this many items fit
     # data-parallel over the store's chunks on all workers (app/engine/distributed); smaller
