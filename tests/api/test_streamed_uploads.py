@@ -37,6 +37,20 @@ def _store_dirs(settings: Settings) -> list[Path]:
     return [d for d in root.iterdir() if d.is_dir()] if root.exists() else []
 
 
+@pytest.fixture(params=["whole", "stream"])
+def csv_reading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways a CSV is read: parsed whole (up to WHOLE_FILE_BYTES) and handed on in
+    batches, or streamed block by block; small blocks and batches, so a file has several."""
+    from app.services.ingest import csv_table
+
+    if request.param == "stream":
+        monkeypatch.setattr(csv_table, "WHOLE_FILE_BYTES", 0)
+        monkeypatch.setattr(csv_table, "BLOCK_BYTES", 8192)
+    else:
+        monkeypatch.setattr(csv_table, "BATCH_ROWS", 500)
+    return str(request.param)
+
+
 def _csv(rows: int, bad_row: int | None = None, bad: str = "oops") -> bytes:
     lines = ["a,b,c"] + [f"{i},{i % 7}.5,{-i}" for i in range(rows)]
     if bad_row is not None:
@@ -62,6 +76,7 @@ def test_a_bad_row_deep_in_a_csv_is_named_and_nothing_is_stored(
     settings: Settings,
     bad: str,
     words: list[str],
+    csv_reading: str,
 ) -> None:
     before = row_counts(session)
     response = _post(client, project_id, admin_headers, "d.csv", _csv(ROWS, 2500, bad))
@@ -87,7 +102,7 @@ def test_duplicate_ids_far_apart_are_found(
 
 
 def test_what_comes_from_the_whole_table_equals_the_in_memory_answer(
-    client: TestClient, project_id: int, admin_headers: dict[str, str]
+    client: TestClient, project_id: int, admin_headers: dict[str, str], csv_reading: str
 ) -> None:
     rng = np.random.default_rng(3)
     X = rng.normal(size=(ROWS, 4)) * [1.0, 5.0, 0.1, 2.0] + [1e6, 0, 3, -7]

@@ -10,7 +10,7 @@ reading the failing column as text (a cell that is not a number).
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -23,6 +23,9 @@ from app.services.ingest.checks import arrow_floats, require_nonempty_shape
 
 SAMPLE_ROWS = 1000  # rows used to tell numeric columns from text columns
 BLOCK_BYTES = 8 << 20  # Arrow parses this much text per block (one block per core at a time)
+# A CSV up to this size is parsed whole, above it as a stream of blocks (bounded memory).
+WHOLE_FILE_BYTES = 256 << 20
+BATCH_ROWS = 65_536  # rows per block handed on from a file parsed whole
 
 
 @dataclass(frozen=True)
@@ -77,23 +80,32 @@ def csv_blocks(
     for i in (plan.id_index, plan.truth_index):
         if i is not None:
             types[names[i]] = pa.string()
+    read_options = pa_csv.ReadOptions(
+        column_names=names, skip_rows=1, block_size=BLOCK_BYTES, encoding="utf8"
+    )
+    convert_options = pa_csv.ConvertOptions(
+        column_types=types,
+        include_columns=list(types),
+        null_values=[""],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
+    size = stream.seek(0, io.SEEK_END)
     stream.seek(0)
     rows = 0
     try:
-        reader = pa_csv.open_csv(
-            stream,
-            read_options=pa_csv.ReadOptions(
-                column_names=names, skip_rows=1, block_size=BLOCK_BYTES, encoding="utf8"
-            ),
-            convert_options=pa_csv.ConvertOptions(
-                column_types=types,
-                include_columns=list(types),
-                null_values=[""],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-        for batch in reader:
+        if size <= WHOLE_FILE_BYTES:
+            # Parsed at once on every core (the streaming reader converts one block at a time:
+            # 2.2 s against 1.1 s for a 1M x 20 CSV); memory stays bounded by the threshold.
+            table = pa_csv.read_csv(
+                stream, read_options=read_options, convert_options=convert_options
+            )
+            batches: Iterable[pa.RecordBatch] = table.to_batches(max_chunksize=BATCH_ROWS)
+        else:
+            batches = pa_csv.open_csv(
+                stream, read_options=read_options, convert_options=convert_options
+            )
+        for batch in batches:
             features = np.column_stack(
                 [
                     arrow_floats(batch.column(names[i]), plan.header[i], rows)
