@@ -10,11 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import sign_in
-from tests.browser.test_image_workspace import (  # noqa: F401 (api is a fixture)
-    api,
-    open_workspace,
-    upload_image,
-)
+from tests.browser.test_image_workspace import open_workspace, upload_image
 
 pytestmark = pytest.mark.browser
 
@@ -55,7 +51,7 @@ def live(client: httpx.Client, dataset_id: int) -> list[dict]:  # type: ignore[t
 
 def test_ask_me_on_an_image_rings_the_items_and_answers_become_strokes(
     page: Page,
-    api: httpx.Client,  # noqa: F811 (the fixture)
+    api: httpx.Client,
 ) -> None:
     # Set up over the API: two scribbles and a finished PPC run, which the page shows on opening.
     dataset_id = upload_image(api, "asked")
