@@ -97,19 +97,8 @@ def pass_rows(
             X, i, z, const, means, means_t, factor, label_cost, alive, min_precision, scratch
         )
         assign[i] = c
-        if c < 0:
-            continue
-        w = labeled_weight if z >= 0 else 1.0
-        count[c] += w
-        if z >= 0:
-            label_counts[c, z] += w
-        for t in range(d):
-            u[t] = X[i, t] - means[c, t]
-            s1[c, t] += w * u[t]
-        for t in range(d):
-            wu = w * u[t]
-            for s in range(t + 1):
-                s2[c, t, s] += wu * u[s]
+        if c >= 0:
+            _add_row(X, i, c, z, labeled_weight, means, u, count, s1, s2, label_counts)
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -201,19 +190,37 @@ def accumulate_chunk(
     n, d = X.shape
     u = np.empty(d)
     for i in range(n):
-        c = assign[i]
-        z = categories[i]
-        w = labeled_weight if z >= 0 else 1.0
-        count[c] += w
-        if z >= 0:
-            label_counts[c, z] += w
-        for t in range(d):
-            u[t] = X[i, t] - shift[c, t]
-            s1[c, t] += w * u[t]
-        for t in range(d):
-            wu = w * u[t]
-            for s in range(t + 1):
-                s2[c, t, s] += wu * u[s]
+        _add_row(X, i, assign[i], categories[i], labeled_weight, shift, u, count, s1, s2,
+                 label_counts)  # fmt: skip
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _add_row(
+    X: RowsArray,
+    i: int,
+    c: int,
+    z: int,
+    labeled_weight: float,
+    shift: FloatArray,
+    u: FloatArray,
+    count: FloatArray,
+    s1: FloatArray,
+    s2: FloatArray,
+    label_counts: FloatArray,
+) -> None:
+    """Row i (category z, -1 unlabeled) into cluster c's sums, centred on ``shift[c]``."""
+    d = X.shape[1]
+    w = labeled_weight if z >= 0 else 1.0
+    count[c] += w
+    if z >= 0:
+        label_counts[c, z] += w
+    for t in range(d):
+        u[t] = X[i, t] - shift[c, t]
+        s1[c, t] += w * u[t]
+    for t in range(d):
+        wu = w * u[t]
+        for s in range(t + 1):
+            s2[c, t, s] += wu * u[s]
 
 
 @numba.njit(nogil=True, cache=True)
