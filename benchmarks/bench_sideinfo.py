@@ -3,6 +3,10 @@
 Target (issue 7): under 2 s. The annotations mix what experts make: single-pair links, small
 must-link sets, label strokes of a few hundred items, and a boundary in a 2-D view.
 
+Then the expert's next acts on top of them (issue 38): each a label on 5 items, compiled into the
+kept arrays (`CompiledAnnotations.add`, what a run does after an act) beside compiling every
+annotation again (what a run did before), with the same side information out of both.
+
     .venv/bin/python -m benchmarks.bench_sideinfo [--items 1000000 --annotations 100000]
 """
 
@@ -12,6 +16,7 @@ import time
 import numpy as np
 
 from app.sideinfo import AnnotationRecord, compile_side_information
+from app.sideinfo.compiled import CompiledAnnotations
 
 
 def make_records(n_items: int, n_annotations: int, seed: int = 0) -> list[AnnotationRecord]:
@@ -51,6 +56,30 @@ def make_records(n_items: int, n_annotations: int, seed: int = 0) -> list[Annota
     return records
 
 
+def consistent_records(n_items: int, n_annotations: int, seed: int = 0) -> list[AnnotationRecord]:
+    """What a session that can run looks like: the same mix, none contradicting another (8
+    classes by item range; labels and must-links inside one, cannot-links across two)."""
+    rng = np.random.default_rng(seed)
+    width = n_items // 8
+
+    def within(c: int, k: int) -> list[int]:
+        return (c * width + rng.choice(width, size=k, replace=False)).tolist()
+
+    records = []
+    kinds = rng.choice(["label", "must_link", "cannot_link"], size=n_annotations, p=[0.2, 0.4, 0.4])
+    for i, kind in enumerate(kinds):
+        c, d = rng.choice(8, size=2, replace=False).tolist()
+        if kind == "label":
+            records.append(AnnotationRecord(i, "label", {"items": within(c, 5), "label": f"L{c}"}))
+        elif kind == "must_link":
+            items = within(c, int(rng.integers(2, 6)))
+            records.append(AnnotationRecord(i, "must_link", {"items": items}))
+        else:
+            payload = {"items_a": within(c, 1), "items_b": within(d, 1)}
+            records.append(AnnotationRecord(i, "cannot_link", payload))
+    return records
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=1_000_000)
@@ -75,6 +104,43 @@ def main() -> None:
     print(
         f"| {best:.2f} | 2.0 | {best / 2:.2f} | {info.n_labeled:,} | {len(info.must_link):,} "
         f"| {len(info.cannot_link):,} | {info.n_chunklets:,} | {len(info.conflicts):,} |"
+    )
+    print()
+    print(f"an act (a label on 5 items) after {args.annotations:,} annotations, median of 5 acts")
+    print(
+        "| annotations | conflicts | kept, the act added (s) | compiled from nothing (s) "
+        "| ratio | same result |"
+    )
+    print("|---|---|---|---|---|---|")
+    acts(args.items, records, coords, "the mix above")
+    acts(args.items, consistent_records(args.items, args.annotations), coords, "none contradicting")
+
+
+def acts(n_items: int, records: list[AnnotationRecord], coords: np.ndarray, name: str) -> None:
+    """Five acts after `records`: kept and updated, against compiled from nothing."""
+    rng = np.random.default_rng(2)
+    compiled = CompiledAnnotations(n_items).add(records)
+    live = list(records)
+    kept, again = [], []
+    for act in range(5):
+        start = int(rng.integers(0, n_items // 8 - 5)) + act * (n_items // 8)
+        payload = {"items": list(range(start, start + 5)), "label": f"L{act}"}  # class act's
+        record = AnnotationRecord(len(live) + 1, "label", payload)
+        live.append(record)
+        started = time.perf_counter()
+        compiled.add([record])
+        got = compiled.side_information(revision=act, view_coordinates=lambda _v: coords)
+        kept.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        want = compile_side_information(
+            n_items=n_items, revision=act, records=live, view_coordinates=lambda _v: coords
+        )
+        again.append(time.perf_counter() - started)
+        same = np.array_equal(got.labels, want.labels) and got.conflicts == want.conflicts
+    k, a = float(np.median(kept)), float(np.median(again))
+    print(
+        f"| {name} | {len(want.conflicts):,} | {k:.3f} | {a:.3f} | {k / a:.2f} "
+        f"| {'yes' if same else 'NO'} |"
     )
 
 

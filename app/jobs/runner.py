@@ -122,7 +122,11 @@ class ProgressRecorder:
             return self._record(iteration, cost)
 
     def _record(self, iteration: int, cost: float) -> bool:
-        self.history.append(float(cost))
+        # A negative iteration (the engine's ASK_ONLY) only asks whether to go on, from work
+        # before the fit proper (CEC-IB's labeled-weight search): no sweep to record or show.
+        asking = iteration < 0
+        if not asking:
+            self.history.append(float(cost))
         if self.stop_reason is not None:  # told already (maybe through another candidate)
             return False
         if self.token is not None and self.token.is_set():
@@ -134,21 +138,24 @@ class ProgressRecorder:
         self._last_write = now
         try:
             with session_scope(self.claim.factory) as session:
-                ours = self.claim.update(
+                ours = asking or self.claim.update(
                     session,
                     progress_iteration=_at_least_stored(int(iteration)),
                     progress_cost=float(cost) if math.isfinite(cost) else None,
                 )
-                cancel = session.scalar(
-                    select(Run.cancel_requested).where(Run.id == self.claim.run_id)
-                )
+                row = session.execute(
+                    select(Run.cancel_requested, Run.worker_key).where(Run.id == self.claim.run_id)
+                ).first()
+                ours = ours and row is not None and row.worker_key == self.claim.key
+                cancel = row is not None and row.cancel_requested
         except SQLAlchemyError:
             log.warning("run %s: progress not recorded", self.claim.run_id, exc_info=True)
             return True  # progress is best effort; the final write is retried
         if not ours:
             self.stop_reason = GONE
             return False
-        self.claim.notify(self.claim.run_id)
+        if not asking:
+            self.claim.notify(self.claim.run_id)
         if cancel:
             self.stop_reason = "cancelled"
             return False

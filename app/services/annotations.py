@@ -313,12 +313,29 @@ def edit_annotation(
     return new
 
 
-def live_records(*, session: Session, dataset: Dataset) -> list[AnnotationRecord]:
-    rows = session.execute(
-        select(Annotation.id, Annotation.kind, Annotation.payload, Annotation.confidence)
-        .where(Annotation.dataset_id == dataset.id, LIVE)
-        .order_by(Annotation.id)
+def live_ids(*, session: Session, dataset: Dataset) -> set[int]:
+    """The ids of the dataset's live annotations: what a compilation must hold."""
+    return set(
+        session.scalars(select(Annotation.id).where(Annotation.dataset_id == dataset.id, LIVE))
     )
+
+
+# More ids than this are not bound one by one (SQLite allows 32,766 parameters).
+IDS_PER_QUERY = 10_000
+
+
+def records(*, session: Session, dataset: Dataset, ids: set[int]) -> list[AnnotationRecord]:
+    """These annotations of the dataset, in id order (a payload never changes: an edit is a new
+    annotation). Many ids (a first compilation) are read as the live rows from the lowest on."""
+    wanted = sorted(ids)
+    columns = (Annotation.id, Annotation.kind, Annotation.payload, Annotation.confidence)
+    mine = Annotation.dataset_id == dataset.id
+    if len(wanted) > IDS_PER_QUERY:
+        query = select(*columns).where(mine, LIVE, Annotation.id >= wanted[0])
+        rows = [r for r in session.execute(query.order_by(Annotation.id)) if r.id in ids]
+    else:
+        query = select(*columns).where(mine, Annotation.id.in_(wanted))
+        rows = list(session.execute(query.order_by(Annotation.id)))
     return [
         AnnotationRecord(id=r.id, kind=r.kind, payload=r.payload, confidence=r.confidence)
         for r in rows

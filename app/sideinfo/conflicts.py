@@ -2,6 +2,8 @@
 while compiling labels). Each names the annotations that cause it. Grouping is done by sorting,
 so a report over a million items and many annotations stays fast."""
 
+from collections.abc import Mapping
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -53,33 +55,35 @@ def named(ids: list[int]) -> str:
 
 
 def must_link_inside_cannot_link(
-    cannot_records: list[AnnotationRecord],
+    cannot_records: Mapping[int, AnnotationRecord],
     cannot_pairs: NDArray[np.int64],
+    cannot_confidence: NDArray[np.float64],
     cannot_owners: NDArray[np.int64],
     sampled: set[int],
     must: MustLinkIndex,
     limit: int,
 ) -> tuple[list[Conflict], int]:
     """A hard cannot-link whose two sides share a chunklet. Checked on the expanded pairs, and
-    on the whole sets for the few cannot-links whose pairs were sampled."""
+    on the whole sets for the few cannot-links whose pairs were sampled. `cannot_records` maps
+    each cannot-link annotation's id to its record."""
     if must.empty:
         return [], 0
-    hard = {r.id: r for r in cannot_records if r.is_hard}
     chunklets = must.chunklets
     same = chunklets[cannot_pairs[:, 0]] == chunklets[cannot_pairs[:, 1]]
-    same &= np.isin(cannot_owners, list(hard))
+    same &= cannot_confidence >= 1.0
     offenders = set(np.unique(cannot_owners[same]).tolist())
     offenders |= {
         rid
-        for rid in sampled & set(hard)
-        if np.intersect1d(
-            chunklets[np.asarray(hard[rid].payload["items_a"])],
-            chunklets[np.asarray(hard[rid].payload["items_b"])],
+        for rid in sampled
+        if cannot_records[rid].is_hard
+        and np.intersect1d(
+            chunklets[np.asarray(cannot_records[rid].payload["items_a"])],
+            chunklets[np.asarray(cannot_records[rid].payload["items_b"])],
         ).size
     }
     conflicts = []
     for record_id in sorted(offenders)[:limit]:
-        record = hard[record_id]
+        record = cannot_records[record_id]
         a = np.asarray(record.payload["items_a"], dtype=np.int64)
         b = np.asarray(record.payload["items_b"], dtype=np.int64)
         shared = np.intersect1d(chunklets[a], chunklets[b])

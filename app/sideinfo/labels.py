@@ -1,65 +1,71 @@
 """Partial labels from label annotations; a later annotation's label wins, and an item given
 two different labels is reported as a conflict naming both annotations. An erasing record
 (`{"items", "erase": true}`, from an eraser scribble) unlabels its items: labels given before it
-neither hold nor clash with later ones."""
+neither hold nor clash with later ones.
 
-import itertools
+The annotations arrive as arrays (`LabelAnnotations`, kept between compilations by
+`app/sideinfo/compiled.py`), so deriving the labels costs no Python per annotation."""
 
 import numpy as np
 from numpy.typing import NDArray
 
-from app.sideinfo.model import (
-    ITEMS_PER_CONFLICT,
-    AnnotationRecord,
-    Conflict,
-)
+from app.sideinfo.model import ITEMS_PER_CONFLICT, Conflict
+
+ERASE = -1  # the name code of an erasing record
 
 
-def compile_labels(
-    n_items: int, records: list[AnnotationRecord]
+def derive_labels(
+    n_items: int,
+    *,
+    ids: NDArray[np.int64],
+    order: NDArray[np.int64],
+    codes: NDArray[np.int32],
+    name_table: list[str],
+    items: NDArray[np.int64],
+    record_of: NDArray[np.int64],
 ) -> tuple[NDArray[np.int32], list[str], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """Labels per item (-1 unlabeled), label names, the annotation that set each label (-1 for
-    none), and the clashes: (earlier, later) annotation id pairs with the item of each."""
-    names = sorted({str(r.payload["label"]) for r in records if not r.payload.get("erase")})
+    """Labels per item (-1 unlabeled), label names (sorted), the annotation that set each label
+    (-1 for none), and the clashes: (earlier, later) annotation id pairs with the item of each.
+
+    Per label record: its annotation `ids`, its place in creation `order` (distinct, increasing
+    with creation; an erase and a label under one id are ordered erase first), and its name's
+    code in `name_table` (`ERASE` for an erasing record). Per (item, record) entry: the item and
+    the record's index (`record_of`).
+    """
     labels = np.full(n_items, -1, dtype=np.int32)
     owner = np.full(n_items, -1, dtype=np.int64)
-    if not records:
-        return labels, names, owner, np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.int64)
-    code_of = {name: code for code, name in enumerate(names)}
-    sizes = np.fromiter((len(r.payload["items"]) for r in records), dtype=np.int64)
-    items = np.fromiter(
-        itertools.chain.from_iterable(r.payload["items"] for r in records),
-        dtype=np.int64,
-        count=int(sizes.sum()),
-    )
-    record_index = np.repeat(np.arange(len(records)), sizes)
-    record_codes = np.array(
-        [-1 if r.payload.get("erase") else code_of[str(r.payload["label"])] for r in records],
-        dtype=np.int32,
-    )
-    ids = np.array([r.id for r in records], dtype=np.int64)
+    if len(ids) == 0:
+        return labels, [], owner, np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.int64)
+    # Rank the records by creation: the newest record touching an item decides its label.
+    by_age = np.argsort(order, kind="stable")
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[by_age] = np.arange(len(ids))
+    aged_codes, aged_ids = codes[by_age], ids[by_age]
+    entry_rank = rank[record_of]
 
-    # The newest annotation touching an item decides its label (records are in creation order).
     newest = np.full(n_items, -1, dtype=np.int64)
-    np.maximum.at(newest, items, record_index)
+    np.maximum.at(newest, items, entry_rank)
     touched = newest >= 0
-    labels[touched] = record_codes[newest[touched]]
-    owner[touched] = np.where(labels[touched] >= 0, ids[newest[touched]], -1)
+    labels[touched] = aged_codes[newest[touched]]
+    owner[touched] = np.where(labels[touched] >= 0, aged_ids[newest[touched]], -1)
 
     # Only labels given after an item's last erasure still hold on it, so only they can clash.
+    entry_codes = aged_codes[entry_rank]
+    erasing = entry_codes == ERASE
     last_erase = np.full(n_items, -1, dtype=np.int64)
-    erasing = record_codes[record_index] < 0
-    np.maximum.at(last_erase, items[erasing], record_index[erasing])
-    live = ~erasing & (record_index > last_erase[items])
-    clash = live & (record_codes[record_index] != labels[items])
-    pairs = np.column_stack([ids[record_index[clash]], owner[items[clash]]])
-    # A label erased everywhere is no longer a category.
-    used = np.unique(labels[labels >= 0])
-    if len(used) < len(names):
-        recode = np.full(len(names), -1, dtype=np.int32)
-        recode[used] = np.arange(len(used), dtype=np.int32)
-        labels[labels >= 0] = recode[labels[labels >= 0]]
-        names = [names[c] for c in used.tolist()]
+    np.maximum.at(last_erase, items[erasing], entry_rank[erasing])
+    live = ~erasing & (entry_rank > last_erase[items])
+    clash = live & (entry_codes != labels[items])
+    pairs = np.column_stack([aged_ids[entry_rank[clash]], owner[items[clash]]])
+
+    # The names in use, sorted; a label erased everywhere is no longer a category.
+    used = np.unique(labels[touched & (labels >= 0)])
+    names = sorted(name_table[c] for c in used.tolist())
+    if len(used):
+        recode = np.full(len(name_table), -1, dtype=np.int32)
+        recode[used] = [names.index(name_table[c]) for c in used.tolist()]
+        labeled = labels >= 0
+        labels[labeled] = recode[labels[labeled]]
     return labels, names, owner, pairs, items[clash]
 
 

@@ -29,10 +29,11 @@ def must_link_pairs(
 
 
 def cannot_link_pairs(
-    records: list[AnnotationRecord], rng: np.random.Generator
+    records: list[AnnotationRecord], seed: int
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], set[int]]:
     """Pairs, their confidence, the owning annotation id per pair, and the ids of the
-    annotations whose pairs were sampled."""
+    annotations whose pairs were sampled. A sample depends on the seed and its annotation's id
+    only, so compiling annotations together or one act at a time samples the same pairs."""
     blocks: list[NDArray[np.int64]] = []
     owners: list[NDArray[np.int64]] = []
     confs: list[NDArray[np.float64]] = []
@@ -54,6 +55,7 @@ def cannot_link_pairs(
             pairs = np.column_stack([np.repeat(a, len(b)), np.tile(b, len(a))])
         else:
             k = MAX_PAIRS_PER_CANNOT_LINK
+            rng = np.random.default_rng((seed, record.id))
             pairs = np.column_stack([rng.choice(a, k), rng.choice(b, k)])
             sampled.add(record.id)
         blocks.append(pairs)

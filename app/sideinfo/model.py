@@ -68,6 +68,17 @@ def _empty_float() -> NDArray[np.float64]:
     return np.empty(0, dtype=np.float64)
 
 
+# SideInformation's per-item and per-pair arrays (side_scores, when a boundary is in force, too).
+ARRAY_FIELDS = (
+    "labels",
+    "must_link",
+    "must_link_confidence",
+    "cannot_link",
+    "cannot_link_confidence",
+    "chunklets",
+)
+
+
 @dataclass
 class SideInformation:
     n_items: int

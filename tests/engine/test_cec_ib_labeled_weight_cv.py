@@ -16,6 +16,7 @@ from app.engine.cec.labeled_weight_cv import (
     held_out_agreement,
     stratified_folds,
 )
+from app.engine.core.cec_fit import ASK_ONLY
 
 
 def test_folds_deal_every_labeled_item_once_and_split_each_category_evenly() -> None:
@@ -113,9 +114,10 @@ def test_auto_is_the_fit_at_the_chosen_weight_and_other_strings_are_refused() ->
         CECIB(3, labeled_weight="best").fit(x, labels)
 
 
-def test_a_cancelled_run_stops_at_the_final_fits_first_sweep() -> None:
-    """The held-out fits report no progress (the run's cost history is the final fit's); a
-    cancelled run is stopped by the final fit's first report."""
+def test_a_cancelled_run_leaves_the_search_within_a_sweep() -> None:
+    """The held-out fits report no sweep (the run's cost history is the final fit's) but ask
+    whether to go on (ASK_ONLY) after each of theirs: a run cancelled during the search stops
+    at the first question, and the final fit at its first sweep."""
     x, y = standardised(load_iris)
     calls: list[int] = []
 
@@ -125,8 +127,26 @@ def test_a_cancelled_run_stops_at_the_final_fits_first_sweep() -> None:
 
     model = CECIB(3, labeled_weight="auto", n_init=2, random_state=0, progress=progress)
     model.fit(x, ten_percent(y, 0))
-    assert calls == [1] and model.n_iter_ == 1
-    assert "chosen" in model.choice_
+    assert calls == [ASK_ONLY, 1] and model.n_iter_ == 1
+    assert model.labeled_weight_ == 1 and not hasattr(model, "choice_")
+
+
+def test_a_search_that_goes_on_asks_after_every_sweep_and_reports_none() -> None:
+    x, y = standardised(load_iris)
+    calls: list[int] = []
+
+    def progress(iteration: int, energy: float) -> bool:
+        calls.append(iteration)
+        return True
+
+    watched = CECIB(3, labeled_weight="auto", n_init=2, random_state=0, progress=progress)
+    watched.fit(x, ten_percent(y, 0))
+    asked = calls.count(ASK_ONLY)
+    assert asked >= 9  # 3 weights x 3 folds, a sweep or more each
+    assert calls[:asked] == [ASK_ONLY] * asked and ASK_ONLY not in calls[asked:]
+    quiet = CECIB(3, labeled_weight="auto", n_init=2, random_state=0).fit(x, ten_percent(y, 0))
+    np.testing.assert_array_equal(watched.labels_, quiet.labels_)
+    assert watched.choice_ == quiet.choice_
 
 
 def test_large_data_searches_on_a_sample_and_repeats_itself() -> None:

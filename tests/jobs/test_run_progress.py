@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.db.models import Run
+from app.engine.core.cec_fit import ASK_ONLY
 from app.engine.image import grid_links
 from app.engine.image.coherent_choice import MostCoherentFit
 from app.jobs import runner
@@ -89,6 +90,34 @@ def test_cancelling_stops_both_candidates_of_an_image_run() -> None:
     assert all(c.n_iter_ <= 2 for c in plan.estimator.candidates)  # each stopped at once
 
 
+def _running(
+    client: TestClient,
+    project_id: int,
+    headers: dict[str, str],
+    session: Session,
+    **fields: Any,
+) -> Run:
+    """A run on a small table, running under the claim "this-worker"."""
+    dataset_id = upload_csv(client, project_id, headers, np.arange(12.0).reshape(6, 2))
+    run = Run(
+        dataset_id=dataset_id,
+        algorithm="cec",
+        params={},
+        annotation_revision=0,
+        status="running",
+        worker_key="this-worker",
+        **fields,
+    )
+    session.add(run)
+    session.commit()
+    return run
+
+
+def _recorder(client: TestClient, run: Run) -> runner.ProgressRecorder:
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    return runner.ProgressRecorder(runner.Claim(factory, run.id, "this-worker", print), None)
+
+
 @pytest.mark.db
 def test_the_stored_sweep_never_goes_back(
     client: TestClient,
@@ -98,19 +127,8 @@ def test_the_stored_sweep_never_goes_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.0)  # every call writes
-    dataset_id = upload_csv(client, project_id, admin_headers, np.arange(12.0).reshape(6, 2))
-    run = Run(
-        dataset_id=dataset_id,
-        algorithm="cec",
-        params={},
-        annotation_revision=0,
-        status="running",
-        worker_key="this-worker",
-    )
-    session.add(run)
-    session.commit()
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
-    recorder = runner.ProgressRecorder(runner.Claim(factory, run.id, "this-worker", print), None)
+    run = _running(client, project_id, admin_headers, session)
+    recorder = _recorder(client, run)
     stored = []
     for iteration, cost in [(3, 5.0), (10, 4.0), (4, 6.0), (12, 3.0), (11, 2.5)]:
         assert recorder(iteration, cost) is True
@@ -120,6 +138,33 @@ def test_the_stored_sweep_never_goes_back(
         stored.append((row.progress_iteration, row.progress_cost))
     # The cost is the latest reported; the sweep the highest.
     assert stored == [(3, 5.0), (10, 4.0), (10, 6.0), (12, 3.0), (12, 2.5)]
+
+
+@pytest.mark.db
+def test_asking_whether_to_go_on_records_nothing_and_sees_a_cancel(
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    session: Session,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CEC-IB's weight search asks (ASK_ONLY) between its sweeps: no cost in the history, no
+    sweep on the bar, and a cancel requested meanwhile answers stop; another worker's claim
+    too."""
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.0)  # every call reads
+    run = _running(client, project_id, admin_headers, session, progress_iteration=2)
+    asking = _recorder(client, run)
+    assert asking(ASK_ONLY, math.nan) is True
+    assert asking.history == []
+    session.expire_all()
+    assert session.get(Run, run.id).progress_iteration == 2  # type: ignore[union-attr]
+    run.cancel_requested = True
+    session.commit()
+    assert asking(ASK_ONLY, math.nan) is False and asking.stop_reason == "cancelled"
+    run.cancel_requested, run.worker_key = False, "another-worker"
+    session.commit()
+    taken = _recorder(client, run)
+    assert taken(ASK_ONLY, math.nan) is False and taken.stop_reason == runner.GONE
 
 
 @pytest.mark.db

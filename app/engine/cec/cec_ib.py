@@ -17,6 +17,7 @@ w = 10). The job layer uses 10 on images (PPC's EM-lambda of 0.1 is the same wei
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -26,7 +27,7 @@ from sklearn.utils import check_random_state
 
 from app.engine.cec.estimator import LABELED_INITS, Progress, _CECBase
 from app.engine.cec.labeled_weight_cv import choose_labeled_weight
-from app.engine.core.cec_fit import agreement_share
+from app.engine.core.cec_fit import ASK_ONLY, agreement_share
 from app.engine.core.cec_shell import check_cec_settings
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.fresh_starts import FRESH_STARTS, check_agreement
@@ -43,6 +44,10 @@ CV_MAX_ITEMS = 2_000
 # kept while the labeled items have grown by less than this share since it was searched: a few
 # more labels rarely change it, and the search costs a third of a continued re-run at 100k.
 REUSE_GROWTH = 0.2
+
+
+class _SearchStopped(Exception):
+    """The run's progress said stop during the labeled-weight search."""
 
 
 class CECIB(_CECBase):
@@ -234,9 +239,17 @@ class CECIB(_CECBase):
             data, labels = data[rows], labels[rows]
         # One start per held-out fit (the categories' labeled means): the search only compares
         # weights, and 9 fits at the full n_init cost 9 times a fit (the live workspace waits).
-        # No progress: the run's cost history is the final fit's, and a cancelled run stops at
-        # the final fit's first sweep (the search costs about one fit).
-        settings = {**self.get_params(deep=False), "progress": None, "n_init": 1}
+        # Its sweeps are not the run's progress (the cost history is the final fit's), but each
+        # asks whether to go on: a cancelled run (a superseded Live re-run) leaves the search
+        # within a sweep, and the final fit stops at its first.
+        progress = self.progress
+
+        def ask(_iteration: int, _cost: float) -> bool:
+            if progress is not None and not progress(ASK_ONLY, math.nan):
+                raise _SearchStopped
+            return True
+
+        settings = {**self.get_params(deep=False), "progress": ask, "n_init": 1}
 
         def fit_labels(weight: int, given: NDArray[np.int64]) -> NDArray[np.int64]:
             model = CECIB(**{**settings, "labeled_weight": weight})
@@ -245,7 +258,10 @@ class CECIB(_CECBase):
                 model._fit_weighted(data, given, weight, beta)
             return model.labels_
 
-        weight, scores = choose_labeled_weight(fit_labels, labels, rng)
+        try:
+            weight, scores = choose_labeled_weight(fit_labels, labels, rng)
+        except _SearchStopped:
+            return 1
         if scores:  # (none: too few labels to hold any out)
             self.choice_ = {
                 "chosen": f"labeled_weight {weight}",

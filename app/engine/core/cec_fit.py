@@ -45,6 +45,9 @@ from app.engine.core.seeding import initial_partition
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 Progress = Callable[[int, float], object]
+# The iteration a caller passes to `progress` to ask only whether to go on (a falsy answer
+# stops), from work that has no sweep to show: CEC-IB's labeled-weight search.
+ASK_ONLY = -1
 
 # Smallest energy decrease that counts as an improving move (spec decision 7.10). Energies are
 # sums of terms of order 1; their rounding error is about 1e-15.
