@@ -22,8 +22,9 @@ from app.sideinfo import SideInformation
 from app.sideinfo.compiled import CompiledAnnotations
 from app.store.dataset_arrays import item_of_pixel_version, load_item_of_pixel
 
-# Datasets whose compiled annotations are kept; a few experts at work at once.
-KEPT_DATASETS = 8
+# Datasets whose compiled annotations are kept: a few experts at work at once. Arrays of about
+# 30 bytes per labeled item, 24 per link pair.
+KEPT_DATASETS = 4
 
 # (database, dataset id, its creation time, items, pixel map version) -> the compiled
 # annotations. Ids are never reused within a database; a new featurization of an image changes
@@ -62,6 +63,8 @@ def compile_for_dataset(*, session: Session, dataset: Dataset) -> SideInformatio
 
     info = compiled.side_information(revision=dataset.revision, view_coordinates=coordinates)
     with _lock:
+        for older in [k for k in _kept if k[:2] == key[:2]]:  # before a new featurization
+            del _kept[older]
         _kept[key] = compiled
         while len(_kept) > KEPT_DATASETS:
             _kept.popitem(last=False)
