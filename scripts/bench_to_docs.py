@@ -1,11 +1,14 @@
 """Benchmark tables in the docs come from the benchmark's own output, never by hand.
 
     .venv/bin/python scripts/bench_to_docs.py run benchmarks.bench_fair_share [args...]
+    .venv/bin/python scripts/bench_to_docs.py run --as benchmarks.bench_smic.selection \
+        benchmarks.bench_smic --part selection
     .venv/bin/python scripts/bench_to_docs.py sync
 
 `run` runs the benchmark and keeps what it printed, verbatim, in
-docs/benchmark-output/<module>.md, headed by the command, the date and the commit; then `sync`
-copies every such file into the documents between its markers:
+docs/benchmark-output/<module>.md (or <name>.md with `--as <name>`, for a benchmark shown with
+several sets of arguments), headed by the command, the date and the commit; then `sync` copies
+every such file into the documents between its markers:
 
     <!-- output: benchmarks.bench_fair_share -->
     ...replaced by the file's text...
@@ -17,6 +20,7 @@ not synced).
 
 import datetime
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -45,16 +49,16 @@ def synced(text: str) -> str:
     return REGION.sub(replace, text)
 
 
-def run(module: str, args: list[str]) -> None:
+def run(module: str, args: list[str], name: str | None = None) -> None:
     command = [sys.executable, "-m", module, *args]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    shown = " ".join([".venv/bin/python -m", module, *args])
+    shown = " ".join([".venv/bin/python -m", module, shlex.join(args)]).rstrip()
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     OUTPUTS.mkdir(parents=True, exist_ok=True)
-    output_file(module).write_text(
+    output_file(name or module).write_text(
         f"`{shown}` ({stamp}, commit {commit}) printed:\n\n{done.stdout.rstrip()}\n"
     )
 
@@ -67,7 +71,10 @@ def sync() -> None:
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["run"] and len(sys.argv) > 2:
+    if sys.argv[1:3] == ["run", "--as"] and len(sys.argv) > 4:
+        run(sys.argv[4], sys.argv[5:], name=sys.argv[3])
+        sync()
+    elif sys.argv[1:2] == ["run"] and len(sys.argv) > 2:
         run(sys.argv[2], sys.argv[3:])
         sync()
     elif sys.argv[1:] == ["sync"]:
