@@ -114,6 +114,7 @@ class ProgressRecorder:
         self.history: list[float] = []
         self.stop_reason: str | None = None
         self._last_write = 0.0
+        self._last_ask = 0.0
         # Candidate fits of one run may report from several threads (MostCoherentFit).
         self._lock = threading.Lock()
 
@@ -132,10 +133,15 @@ class ProgressRecorder:
         if self.token is not None and self.token.is_set():
             self.stop_reason = self.token.reason
             return False
+        # Questions and sweeps are throttled apart: a question just answered must not hold back
+        # the first sweep's write (a short fit would then store no progress at all).
         now = time.monotonic()
-        if now - self._last_write < PROGRESS_INTERVAL_S:
+        if now - (self._last_ask if asking else self._last_write) < PROGRESS_INTERVAL_S:
             return True
-        self._last_write = now
+        if asking:
+            self._last_ask = now
+        else:
+            self._last_write = now
         try:
             with session_scope(self.claim.factory) as session:
                 ours = asking or self.claim.update(

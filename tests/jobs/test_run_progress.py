@@ -168,6 +168,27 @@ def test_asking_whether_to_go_on_records_nothing_and_sees_a_cancel(
 
 
 @pytest.mark.db
+def test_a_question_does_not_hold_back_the_first_sweeps_write(
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    session: Session,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writes are throttled, but a fit that follows the weight search's questions within the
+    throttle's interval still stores its first sweep (a short fit stored none: found by CI)."""
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 60.0)
+    run = _running(client, project_id, admin_headers, session)
+    recorder = _recorder(client, run)
+    assert recorder(ASK_ONLY, math.nan) is True
+    assert recorder(ASK_ONLY, math.nan) is True  # within the interval: not even read
+    assert recorder(1, 4.5) is True
+    session.expire_all()
+    stored = session.get(Run, run.id)
+    assert stored is not None and (stored.progress_iteration, stored.progress_cost) == (1, 4.5)
+
+
+@pytest.mark.db
 def test_an_image_run_stores_a_sweep_that_never_goes_back(
     client: TestClient,
     project_id: int,
