@@ -6,8 +6,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.engine.core.cec_fit import ASK_ONLY
 from app.engine.image import grid_links
-from app.engine.image.coherent_choice import MostCoherentFit, stray_fraction
+from app.engine.image.coherent_choice import MostCoherentFit, SharedProgress, stray_fraction
 
 
 class FixedLabels:
@@ -246,3 +247,20 @@ def test_cancelling_through_one_candidate_stops_every_candidate(n_jobs: int) -> 
     chooser.fit(np.zeros((4, 1)))
     assert len(calls) == 3  # after the False, candidates are told to stop without asking again
     assert first.done + second.done <= 3 + 1  # each stopped at its next sweep
+
+
+def test_a_question_passes_through_the_shared_callback_as_a_question() -> None:
+    """ASK_ONLY (CEC-IB's weight search) is no sweep: the shared count does not move, the
+    question reaches the run's callback as it is, and a stop answers every candidate."""
+    received: list[int] = []
+
+    def progress(iteration: int, energy: float) -> bool:
+        received.append(iteration)
+        return iteration != ASK_ONLY or len(received) < 3
+
+    shared = SharedProgress(progress, 2)
+    first, second = shared.relay(0), shared.relay(1)
+    assert first(4, 1.0) and first(ASK_ONLY, float("nan"))
+    assert shared.sweeps == [4, 0] and received == [2, ASK_ONLY]
+    assert second(ASK_ONLY, float("nan")) is False  # the run said stop
+    assert first(5, 0.5) is False and received == [2, ASK_ONLY, ASK_ONLY]

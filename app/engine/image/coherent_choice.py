@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from app.engine.core.cec_fit import ASK_ONLY
+
 Progress = Callable[[int, float], object]
 
 
@@ -104,8 +106,11 @@ class SharedProgress:
             with self._lock:
                 if self.stopped:  # told to stop through another fit
                     return False
-                self.sweeps[slot] = max(self.sweeps[slot], int(iteration))
-                answer = self.progress(sum(self.sweeps) // len(self.sweeps), energy)
+                if iteration == ASK_ONLY:  # a question, not a sweep: passed on as it is
+                    answer = self.progress(ASK_ONLY, energy)
+                else:
+                    self.sweeps[slot] = max(self.sweeps[slot], int(iteration))
+                    answer = self.progress(sum(self.sweeps) // len(self.sweeps), energy)
                 if answer is not None and not answer:
                     self.stopped = True
                 return answer
