@@ -55,15 +55,12 @@ def assign_chunk(
     each category (ignored for unlabeled rows, ``categories[i] < 0``); ``min_precision[c]``
     at most the smallest eigenvalue of S_c^-1.
     """
-    n, d = X.shape
-    k = const.shape[0]
-    scratch = np.empty((4, max(k, d)))
-    means_t = np.ascontiguousarray(means.T)  # the inner loop runs over clusters (SIMD)
-    for i in range(n):
-        assign[i] = _cheapest(
-            X, i, categories[i], const, means, means_t, factor, label_cost, alive,
-            min_precision, scratch,
-        )  # fmt: skip
+    k, d = means.shape
+    m = label_cost.shape[1]
+    _sweep(
+        X, categories, const, means, factor, label_cost, alive, min_precision, 1.0, assign,
+        False, np.zeros(k), np.zeros((k, d)), np.zeros((k, d, d)), np.zeros((k, m)),
+    )  # fmt: skip
 
 
 @numba.njit(nogil=True, cache=True)
@@ -86,95 +83,105 @@ def pass_rows(
     """``assign_chunk`` and ``accumulate_chunk`` (centred on the frozen ``means``) in one
     sweep over the rows, each row read once while it is in cache; X float32 or float64 (a
     chunk of a float32 store is not copied to float64 first)."""
-    n, d = X.shape
-    k = const.shape[0]
-    scratch = np.empty((4, max(k, d)))
-    means_t = np.ascontiguousarray(means.T)
-    u = np.empty(d)
-    for i in range(n):
-        z = categories[i]
-        c = _cheapest(
-            X, i, z, const, means, means_t, factor, label_cost, alive, min_precision, scratch
-        )
-        assign[i] = c
-        if c >= 0:
-            _add_row(X, i, c, z, labeled_weight, means, u, count, s1, s2, label_counts)
+    _sweep(
+        X, categories, const, means, factor, label_cost, alive, min_precision, labeled_weight,
+        assign, True, count, s1, s2, label_counts,
+    )  # fmt: skip
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
-def _cheapest(
+@numba.njit(nogil=True, cache=True)
+def _sweep(
     X: RowsArray,
-    i: int,
-    z: int,
+    categories: IntArray,
     const: FloatArray,
     means: FloatArray,
-    means_t: FloatArray,
     factor: FloatArray,
     label_cost: FloatArray,
     alive: BoolArray,
     min_precision: FloatArray,
-    scratch: FloatArray,
-) -> int:
-    """Row i's live cluster of least cost (first on ties), -1 when none lives.
+    labeled_weight: float,
+    assign: IntArray,
+    accumulate: bool,
+    count: FloatArray,
+    s1: FloatArray,
+    s2: FloatArray,
+    label_counts: FloatArray,
+) -> None:
+    """Each row to its live cluster of least cost (first on ties, -1 when none lives), and
+    with ``accumulate`` into that cluster's sums (``accumulate_chunk``, centred on the frozen
+    means: a second sweep, as fast here as summing each row as it is placed).
 
-    A lower bound of every cluster's cost, ``base + |u|^2 min_precision / 2`` (O(d), against
-    O(d^2) for the exact cost), decides which exact costs to compute: the least bound's
-    first, then every cluster whose bound can still beat the best cost found (usually one or
-    two exact costs per row, not k). ``scratch``: (4, max(k, d)) work space.
+    A lower bound of every cluster's cost, ``base + |x - m_c|^2 min_precision / 2`` (O(d),
+    against O(d^2) for the exact cost), decides which exact costs to compute: the least
+    bound's first, then every cluster whose bound can still beat the best cost found (usually
+    one or two exact costs per row, not k).
+
+    One function with its work arrays allocated here, not a per-row helper given them: arrays
+    that arrive as arguments (or rows of one array) may alias, and the compiler then keeps
+    the distance loop over clusters scalar (measured: the assignment 1.8x slower).
     """
-    d = X.shape[1]
+    n, d = X.shape
     k = const.shape[0]
-    u, lower, base, norm2 = scratch[0], scratch[1], scratch[2], scratch[3]
-    for c in range(k):
-        norm2[c] = 0.0
-    for t in range(d):
-        x = X[i, t]
+    means_t = np.ascontiguousarray(means.T)  # the distance loop runs over clusters (SIMD)
+    norm2 = np.empty(k)
+    lower = np.empty(k)
+    base = np.empty(k)
+    u = np.empty(d)
+    for i in range(n):
+        z = categories[i]
         for c in range(k):
-            diff = x - means_t[t, c]
-            norm2[c] += diff * diff
-    for c in range(k):
-        if not alive[c]:
-            lower[c] = math.inf
-            continue
-        b = const[c]
-        if z >= 0:
-            b += label_cost[c, z]
-        base[c] = b
-        lower[c] = b + 0.5 * norm2[c] * min_precision[c]
-    first = 0
-    for c in range(1, k):
-        if lower[c] < lower[first]:
-            first = c
-    if lower[first] == math.inf:
-        return -1
-    best = math.inf
-    best_c = -1
-    # The cluster of least bound first, then every other whose bound can still win.
-    for step in range(k + 1):
-        c = first if step == 0 else step - 1
-        if (step > 0 and c == first) or not lower[c] <= best:
-            continue
-        b = base[c]
+            norm2[c] = 0.0
         for t in range(d):
-            u[t] = X[i, t] - means[c, t]
-        q = 0.0
-        for t in range(d):
-            acc = 0.0
-            for s in range(t + 1):
-                acc += factor[c, t, s] * u[s]
-            q += acc * acc
-            if b + 0.5 * q > best:  # partial sums only grow: this one cannot win
-                break
-        cost = b + 0.5 * q
-        if cost < best or (cost == best and c < best_c):
-            best = cost
-            best_c = c
-    return best_c
+            x = np.float64(X[i, t])
+            for c in range(k):
+                diff = x - means_t[t, c]
+                norm2[c] += diff * diff
+        first = -1
+        least = math.inf
+        for c in range(k):
+            if not alive[c]:
+                lower[c] = math.inf
+                continue
+            b = const[c]
+            if z >= 0:
+                b += label_cost[c, z]
+            base[c] = b
+            lower[c] = b + 0.5 * norm2[c] * min_precision[c]
+            if lower[c] < least:
+                least = lower[c]
+                first = c
+        best = math.inf
+        best_c = -1
+        # The cluster of least bound first, then every other whose bound can still win.
+        for step in range(k + 1 if first >= 0 else 0):
+            c = first if step == 0 else step - 1
+            if (step > 0 and c == first) or not lower[c] <= best:
+                continue
+            b = base[c]
+            for t in range(d):
+                u[t] = X[i, t] - means[c, t]
+            q = 0.0
+            for t in range(d):
+                acc = 0.0
+                for s in range(t + 1):
+                    acc += factor[c, t, s] * u[s]
+                q += acc * acc
+                if b + 0.5 * q > best:  # partial sums only grow: this one cannot win
+                    break
+            cost = b + 0.5 * q
+            if cost < best or (cost == best and c < best_c):
+                best = cost
+                best_c = c
+        assign[i] = best_c
+    if accumulate:
+        accumulate_chunk(
+            X, categories, labeled_weight, assign, means, count, s1, s2, label_counts
+        )  # fmt: skip
 
 
 @numba.njit(nogil=True, cache=True)
 def accumulate_chunk(
-    X: FloatArray,
+    X: RowsArray,
     categories: IntArray,
     labeled_weight: float,
     assign: IntArray,
@@ -185,42 +192,28 @@ def accumulate_chunk(
     label_counts: FloatArray,
 ) -> None:
     """Add the chunk's weighted statistics per cluster: weight, sum of (x - shift_c) and the
-    lower triangle of the sum of (x - shift_c)(x - shift_c)^T; labeled rows weigh
-    ``labeled_weight`` and add to ``label_counts[c, z]``."""
+    sum of (x - shift_c)(x - shift_c)^T (the whole square: a triangle's inner loop does not
+    vectorise); labeled rows weigh ``labeled_weight`` and add to ``label_counts[c, z]``; rows
+    with ``assign[i] < 0`` add nothing. ``u`` is allocated here for the same reason as
+    ``_sweep``'s work arrays (an argument may alias ``s2``: measured 3x slower)."""
     n, d = X.shape
     u = np.empty(d)
     for i in range(n):
-        _add_row(X, i, assign[i], categories[i], labeled_weight, shift, u, count, s1, s2,
-                 label_counts)  # fmt: skip
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
-def _add_row(
-    X: RowsArray,
-    i: int,
-    c: int,
-    z: int,
-    labeled_weight: float,
-    shift: FloatArray,
-    u: FloatArray,
-    count: FloatArray,
-    s1: FloatArray,
-    s2: FloatArray,
-    label_counts: FloatArray,
-) -> None:
-    """Row i (category z, -1 unlabeled) into cluster c's sums, centred on ``shift[c]``."""
-    d = X.shape[1]
-    w = labeled_weight if z >= 0 else 1.0
-    count[c] += w
-    if z >= 0:
-        label_counts[c, z] += w
-    for t in range(d):
-        u[t] = X[i, t] - shift[c, t]
-        s1[c, t] += w * u[t]
-    for t in range(d):
-        wu = w * u[t]
-        for s in range(t + 1):
-            s2[c, t, s] += wu * u[s]
+        c = assign[i]
+        if c < 0:
+            continue
+        z = categories[i]
+        w = labeled_weight if z >= 0 else 1.0
+        count[c] += w
+        if z >= 0:
+            label_counts[c, z] += w
+        for t in range(d):
+            u[t] = X[i, t] - shift[c, t]
+            s1[c, t] += w * u[t]
+        for t in range(d):
+            wu = w * u[t]
+            for s in range(d):
+                s2[c, t, s] += wu * u[s]
 
 
 @numba.njit(nogil=True, cache=True)

@@ -32,7 +32,7 @@ class Totals:
     shift: FloatArray
     count: FloatArray  # (k,)
     s1: FloatArray  # (k, d)
-    s2: FloatArray  # (k, d, d), lower triangle filled
+    s2: FloatArray  # (k, d, d); only the lower triangle is read (the kernels fill it all)
     label_counts: FloatArray  # (k, m), weighted
 
     @classmethod
