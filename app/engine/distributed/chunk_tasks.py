@@ -69,7 +69,7 @@ class ChunkScan:
     m2: FloatArray  # per column, the sum of squared deviations from ``mean``
 
 
-def _floats(block: Any) -> NDArray[np.floating[Any]]:
+def floats_of(block: Any) -> NDArray[np.floating[Any]]:
     """A chunk's rows as C-ordered float32 or float64, copied only when they are not."""
     data = np.asarray(block)
     if data.dtype not in (np.float32, np.float64):
@@ -183,7 +183,7 @@ def pass_chunk(
     totals = Totals.zeros(rule.frozen.means, classes.shape[0])
     if rule.polish is None and rule.projection is None:
         # One sweep, each row read once, a float32 chunk as it is (no float64 copy).
-        data = _floats(block)
+        data = floats_of(block)
         frozen = rule.frozen
         pass_rows(
             data,

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.engine.core.families import DIAGONAL, FULL
-from app.engine.distributed.chunk_tasks import rows_of
+from app.engine.distributed.chunk_tasks import floats_of, rows_of
 from app.engine.distributed.mixture_kernels import (
     log_constants,
     mixture_pass,
@@ -60,7 +60,7 @@ class MixtureRule:
         return log_gaussian(X, self.means, self.prec_chol, self.family) + np.log(self.weights)
 
     def kernel_pass(
-        self, X: FloatArray, labels: IntArray, stats: MixtureStats
+        self, X: NDArray[np.floating[Any]], labels: IntArray, stats: MixtureStats
     ) -> tuple[IntArray, float, int]:
         """``mixture_pass`` over rows ``X``: their modes, log partition and labeled agreement;
         the statistics are added to ``stats``."""
@@ -127,7 +127,7 @@ def _posterior(a: FloatArray, labels: IntArray) -> tuple[FloatArray, FloatArray]
 
 def chunk_estep(block: Any, y_block: Any, exclude: IntArray, rule: MixtureRule) -> ChunkEStep:
     """The E-step of a chunk's unrelated rows and their statistics for the M-step."""
-    X = rows_of(block)
+    X = floats_of(block)  # a float32 chunk as it is: the kernel reads it as doubles
     labels = _labels(y_block, X.shape[0])
     if exclude.shape[0]:
         keep = _free(X.shape[0], exclude)
@@ -166,7 +166,7 @@ def chunk_labels(
 ) -> IntArray:
     """A chunk's fitted labels: the conditioned posterior's mode, the related rows' (``fixed_at``)
     from their group's E-step (``fixed``)."""
-    X = rows_of(block)
+    X = floats_of(block)
     out, _, _ = rule.kernel_pass(
         X, _labels(y_block, X.shape[0]), MixtureStats.zeros(rule.means, rule.family)
     )

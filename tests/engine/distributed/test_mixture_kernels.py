@@ -58,20 +58,25 @@ def _dense(X, labels, rule: MixtureRule, shift, unlabeled_weight):
 @pytest.mark.parametrize("name", list(FAMILIES))
 @pytest.mark.parametrize("spread", [1.5, 40.0], ids=["overlapping", "separated"])
 @pytest.mark.parametrize("unlabeled_weight", [1.0, 0.3])
-def test_kernel_is_the_dense_e_step(name: str, spread: float, unlabeled_weight: float) -> None:
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernel_is_the_dense_e_step(
+    name: str, spread: float, unlabeled_weight: float, dtype: type
+) -> None:
+    """Float32 rows (a chunk of the array store, read as they are) give the dense E-step of
+    the same values as doubles."""
     rng = np.random.default_rng(3)
     family = FAMILIES[name]
     weights, means, cov = _mixture(family, spread, rng)
     m, d = means.shape
     truth = rng.integers(0, m, size=400)
-    X = means[truth] + rng.normal(size=(400, d))
+    stored = (means[truth] + rng.normal(size=(400, d))).astype(dtype)
     labels = np.where(rng.random(400) < 0.15, rng.integers(0, m, size=400), -1)
     rule = MixtureRule(weights, means, precision_cholesky(cov, family), family, unlabeled_weight)
     shift = means + 0.5
     stats = MixtureStats.zeros(shift, family)
-    mode, log_z, agree = rule.kernel_pass(X, labels, stats)
+    mode, log_z, agree = rule.kernel_pass(stored, labels, stats)
     dense_mode, dense_log_z, dense_agree, count, s1, s2 = _dense(
-        X, labels, rule, shift, unlabeled_weight
+        stored.astype(np.float64), labels, rule, shift, unlabeled_weight
     )
     np.testing.assert_array_equal(mode, dense_mode)
     assert log_z == pytest.approx(dense_log_z, rel=1e-12)
