@@ -31,6 +31,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 CUT = 45.0  # a posterior under e^-45 (relative to the best) is below float64 rounding
+SKIP = -2  # a row's label that leaves it out (a related row: its group's E-step places it)
 
 
 def smallest_precision(prec_chol: FloatArray, family: int, d: int) -> FloatArray:
@@ -74,7 +75,8 @@ def mixture_pass(
 ) -> tuple[float, int]:
     """Accumulate the chunk's statistics into ``count``, ``s1`` and ``s2full`` (full family) or
     ``s2diag``; write each row's conditioned posterior mode into ``mode``; return the summed
-    log partition and the labeled rows whose plain mode is their label."""
+    log partition and the labeled rows whose plain mode is their label. Rows labeled ``SKIP``
+    add nothing (mode -1): leaving them out by label costs no copy of the chunk."""
     n, d = X.shape
     m = means.shape[0]
     full = pfull.shape[1] > 0
@@ -88,6 +90,10 @@ def mixture_pass(
     log_z = 0.0
     agree = 0
     for i in range(n):
+        label = labels[i]
+        if label == SKIP:
+            mode[i] = -1
+            continue
         for k in range(m):
             bound[k] = 0.0
         for s in range(d):
@@ -100,7 +106,6 @@ def mixture_pass(
             bound[k] = const[k] - 0.5 * lam[k] * bound[k]
             if bound[k] > bound[first]:
                 first = k
-        label = labels[i]
         top = -math.inf
         best = first
         count_near = 0

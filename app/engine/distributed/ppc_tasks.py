@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from app.engine.core.families import DIAGONAL, FULL
 from app.engine.distributed.chunk_tasks import floats_of, rows_of
 from app.engine.distributed.mixture_kernels import (
+    SKIP,
     log_constants,
     mixture_pass,
     smallest_precision,
@@ -103,13 +104,7 @@ class GroupEStep:
 def _labels(y_block: Any, n: int) -> IntArray:
     if y_block is None:
         return np.full(n, -1, dtype=np.int64)
-    return np.asarray(y_block).astype(np.int64)
-
-
-def _free(n: int, exclude: IntArray) -> NDArray[np.bool_]:
-    keep = np.ones(n, dtype=np.bool_)
-    keep[exclude] = False
-    return keep
+    return np.asarray(y_block).astype(np.int64)  # always a copy: the caller may write it
 
 
 def _posterior(a: FloatArray, labels: IntArray) -> tuple[FloatArray, FloatArray]:
@@ -128,10 +123,8 @@ def _posterior(a: FloatArray, labels: IntArray) -> tuple[FloatArray, FloatArray]
 def chunk_estep(block: Any, y_block: Any, exclude: IntArray, rule: MixtureRule) -> ChunkEStep:
     """The E-step of a chunk's unrelated rows and their statistics for the M-step."""
     X = floats_of(block)  # a float32 chunk as it is: the kernel reads it as doubles
-    labels = _labels(y_block, X.shape[0])
-    if exclude.shape[0]:
-        keep = _free(X.shape[0], exclude)
-        X, labels = np.ascontiguousarray(X[keep]), labels[keep]
+    labels = _labels(y_block, X.shape[0])  # a copy
+    labels[exclude] = SKIP  # their groups' E-steps place the related rows
     stats = MixtureStats.zeros(rule.means, rule.family)
     _, _, agree = rule.kernel_pass(X, labels, stats)
     return ChunkEStep(stats, agree)

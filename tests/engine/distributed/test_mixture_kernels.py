@@ -11,7 +11,7 @@ import pytest
 from scipy.special import logsumexp
 
 from app.engine.core.families import DIAGONAL, FULL, SPHERICAL
-from app.engine.distributed.mixture_kernels import CUT
+from app.engine.distributed.mixture_kernels import CUT, SKIP
 from app.engine.distributed.mixture_stats import MixtureStats
 from app.engine.distributed.ppc_tasks import MixtureRule
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky
@@ -102,3 +102,27 @@ def test_the_bound_never_exceeds_the_exact_score() -> None:
     exact = -2.0 * (log_gaussian(X, means, rule.prec_chol, FULL) + np.log(weights) - rule.const)
     dist = ((X[:, np.newaxis, :] - means[np.newaxis]) ** 2).sum(axis=2)
     assert np.all(rule.lam * dist <= exact * (1.0 + 1e-12))
+
+
+def test_rows_labeled_skip_add_nothing() -> None:
+    """A related row (label SKIP) is left out as if the chunk did not hold it: the same
+    statistics, log partition and agreement as the kernel on the other rows alone."""
+    rng = np.random.default_rng(8)
+    weights, means, cov = _mixture(FULL, 3.0, rng)
+    m, d = means.shape
+    X = means[rng.integers(0, m, size=300)] + rng.normal(size=(300, d))
+    labels = np.where(rng.random(300) < 0.2, rng.integers(0, m, size=300), -1)
+    skipped = rng.random(300) < 0.3
+    rule = MixtureRule(weights, means, precision_cholesky(cov, FULL), FULL, 0.5)
+    marked = np.where(skipped, SKIP, labels)
+    with_skip = MixtureStats.zeros(means, FULL)
+    mode, log_z, agree = rule.kernel_pass(X, marked, with_skip)
+    alone = MixtureStats.zeros(means, FULL)
+    mode_alone, log_z_alone, agree_alone = rule.kernel_pass(
+        np.ascontiguousarray(X[~skipped]), labels[~skipped], alone
+    )
+    np.testing.assert_array_equal(mode[skipped], -1)
+    np.testing.assert_array_equal(mode[~skipped], mode_alone)
+    assert (log_z, agree) == (log_z_alone, agree_alone)
+    for name in ("count", "s1", "s2"):
+        np.testing.assert_array_equal(getattr(with_skip, name), getattr(alone, name))
