@@ -123,12 +123,19 @@ def _sweep(
     n, d = X.shape
     k = const.shape[0]
     means_t = np.ascontiguousarray(means.T)  # the distance loop runs over clusters (SIMD)
+    # base_of[z + 1, c]: a row of category z's cost in c before the distance term; +inf for
+    # a dead cluster, so the bounds need no branch.
+    base_of = np.empty((label_cost.shape[1] + 1, k))
+    for c in range(k):
+        base_of[0, c] = const[c] if alive[c] else math.inf
+        for z in range(label_cost.shape[1]):
+            base_of[z + 1, c] = const[c] + label_cost[c, z] if alive[c] else math.inf
     norm2 = np.empty(k)
     lower = np.empty(k)
-    base = np.empty(k)
     u = np.empty(d)
     for i in range(n):
         z = categories[i]
+        base = base_of[z + 1 if z >= 0 else 0]
         for c in range(k):
             norm2[c] = 0.0
         for t in range(d):
@@ -136,25 +143,26 @@ def _sweep(
             for c in range(k):
                 diff = x - means_t[t, c]
                 norm2[c] += diff * diff
+        for c in range(k):
+            lower[c] = base[c] + 0.5 * norm2[c] * min_precision[c]
         first = -1
         least = math.inf
+        second = math.inf  # the second least bound
         for c in range(k):
-            if not alive[c]:
-                lower[c] = math.inf
-                continue
-            b = const[c]
-            if z >= 0:
-                b += label_cost[c, z]
-            base[c] = b
-            lower[c] = b + 0.5 * norm2[c] * min_precision[c]
             if lower[c] < least:
+                second = least
                 least = lower[c]
                 first = c
+            elif lower[c] < second:
+                second = lower[c]
         best = math.inf
         best_c = -1
-        # The cluster of least bound first, then every other whose bound can still win.
+        # The cluster of least bound first, then (when the second least bound does not rule
+        # them all out) every other whose bound can still win.
         for step in range(k + 1 if first >= 0 else 0):
             c = first if step == 0 else step - 1
+            if step == 1 and second > best:
+                break
             if (step > 0 and c == first) or not lower[c] <= best:
                 continue
             b = base[c]
