@@ -46,6 +46,7 @@ def assign_chunk(
     alive: BoolArray,
     assign: IntArray,
     min_precision: FloatArray,
+    max_precision: FloatArray,
 ) -> None:
     """``assign[i]``: the live cluster of least cost for row i (first on ties; -1 when no
     cluster lives).
@@ -53,12 +54,13 @@ def assign_chunk(
     ``const[c]`` = -ln p_c + (d/2) ln 2 pi + (1/2) ln det S_c; ``factor`` the (k, d, d)
     lower-triangular precision factors; ``label_cost`` (k, m) the cost of a labeled item of
     each category (ignored for unlabeled rows, ``categories[i] < 0``); ``min_precision[c]``
-    at most the smallest eigenvalue of S_c^-1.
+    at most the smallest eigenvalue of S_c^-1 and ``max_precision[c]`` at least its largest.
     """
     k, d = means.shape
     m = label_cost.shape[1]
     _sweep(
-        X, categories, const, means, factor, label_cost, alive, min_precision, 1.0, assign,
+        X, categories, const, means, factor, label_cost, alive, min_precision, max_precision,
+        1.0, assign,
         False, np.zeros(k), np.zeros((k, d)), np.zeros((k, d, d)), np.zeros((k, m)),
     )  # fmt: skip
 
@@ -73,6 +75,7 @@ def pass_rows(
     label_cost: FloatArray,
     alive: BoolArray,
     min_precision: FloatArray,
+    max_precision: FloatArray,
     labeled_weight: float,
     assign: IntArray,
     count: FloatArray,
@@ -84,8 +87,8 @@ def pass_rows(
     sweep over the rows, each row read once while it is in cache; X float32 or float64 (a
     chunk of a float32 store is not copied to float64 first)."""
     _sweep(
-        X, categories, const, means, factor, label_cost, alive, min_precision, labeled_weight,
-        assign, True, count, s1, s2, label_counts,
+        X, categories, const, means, factor, label_cost, alive, min_precision, max_precision,
+        labeled_weight, assign, True, count, s1, s2, label_counts,
     )  # fmt: skip
 
 
@@ -99,6 +102,7 @@ def _sweep(
     label_cost: FloatArray,
     alive: BoolArray,
     min_precision: FloatArray,
+    max_precision: FloatArray,
     labeled_weight: float,
     assign: IntArray,
     accumulate: bool,
@@ -112,9 +116,11 @@ def _sweep(
     means: a second sweep, as fast here as summing each row as it is placed).
 
     A lower bound of every cluster's cost, ``base + |x - m_c|^2 min_precision / 2`` (O(d),
-    against O(d^2) for the exact cost), decides which exact costs to compute: the least
-    bound's first, then every cluster whose bound can still beat the best cost found (usually
-    one or two exact costs per row, not k).
+    against O(d^2) for the exact cost), decides which exact costs to compute: none when the
+    least bound's cluster is cheaper even at its upper bound (``max_precision`` for
+    ``min_precision``) than every other at its lower bound (most rows on separated clusters);
+    else the least bound's first, then every cluster whose bound can still beat the best cost
+    found (usually one or two exact costs per row, not k).
 
     One function with its work arrays allocated here, not a per-row helper given them: arrays
     that arrive as arguments (or rows of one array) may alias, and the compiler then keeps
@@ -155,6 +161,9 @@ def _sweep(
                 first = c
             elif lower[c] < second:
                 second = lower[c]
+        if first >= 0 and base[first] + 0.5 * norm2[first] * max_precision[first] < second:
+            assign[i] = first  # at its worst still cheaper than any other at its best
+            continue
         best = math.inf
         best_c = -1
         # The cluster of least bound first, then (when the second least bound does not rule

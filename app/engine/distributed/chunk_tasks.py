@@ -150,6 +150,7 @@ def _place(data: FloatArray, categories: IntArray, rule: ChunkRule) -> IntArray:
         frozen.alive,
         assign,
         frozen.min_precision,
+        frozen.max_precision,
     )
     polish = rule.polish
     if polish is not None:
@@ -194,6 +195,7 @@ def pass_chunk(
             frozen.label_cost,
             frozen.alive,
             frozen.min_precision,
+            frozen.max_precision,
             labeled_weight,
             np.empty(data.shape[0], dtype=np.int64),
             totals.count,

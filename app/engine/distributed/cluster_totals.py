@@ -103,20 +103,23 @@ class Frozen:
     means: FloatArray  # (k, d)
     factor: FloatArray  # (k, d, d) lower-triangular precision factors
     label_cost: FloatArray  # (k, m)
-    # (k,) at most the smallest eigenvalue of each S_c^-1 (a lower bound of the Mahalanobis
-    # term from the Euclidean distance, chunk_kernels.assign_chunk)
+    # (k,) at most the smallest and at least the largest eigenvalue of each S_c^-1 (lower and
+    # upper bounds of the Mahalanobis term from the Euclidean distance,
+    # chunk_kernels.assign_chunk)
     min_precision: FloatArray
+    max_precision: FloatArray
 
 
-# The Euclidean bound's precision is shrunk by this share, so rounding in the eigenvalue never
-# makes it exceed the exact cost.
+# The Euclidean bounds' precisions are shrunk (grown) by this share, so rounding in the
+# eigenvalues never makes a lower (upper) bound cross the exact cost.
 BOUND_SLACK = 1e-9
 
 
-def precision(family: int, cov: FloatArray) -> tuple[FloatArray, float, float] | None:
+def precision(family: int, cov: FloatArray) -> tuple[FloatArray, float, float, float] | None:
     """The family's lower-triangular precision factor P (|P u|^2 = u^T S_family^-1 u),
-    (1/2) ln det S_family and a lower bound of S_family^-1's smallest eigenvalue (1 / the
-    largest variance direction); None when singular."""
+    (1/2) ln det S_family, a lower bound of S_family^-1's smallest eigenvalue (1 / the
+    largest variance direction) and an upper bound of its largest (of P^T P's, P as computed:
+    the largest eigenvalue is the well-conditioned end); None when singular."""
     d = cov.shape[0]
     if family == FULL:
         try:
@@ -126,16 +129,24 @@ def precision(family: int, cov: FloatArray) -> tuple[FloatArray, float, float] |
         diag = np.diag(chol)
         if not np.all(diag > 0):
             return None
-        factor = np.linalg.solve(chol, np.eye(d))
+        factor = np.tril(np.linalg.solve(chol, np.eye(d)))
         largest = float(np.linalg.eigvalsh(cov)[-1])
-        return np.tril(factor), float(np.log(diag).sum()), (1 - BOUND_SLACK) / largest
+        top = float(np.linalg.eigvalsh(factor.T @ factor)[-1])
+        return (
+            factor,
+            float(np.log(diag).sum()),
+            (1 - BOUND_SLACK) / largest,
+            (1 + BOUND_SLACK) * top,
+        )
     variances = np.diag(cov).copy() if family == DIAGONAL else np.full(d, np.trace(cov) / d)
     if not np.all(variances > 0) or not np.all(np.isfinite(variances)):
         return None
+    roots = 1.0 / np.sqrt(variances)
     return (
-        np.diag(1.0 / np.sqrt(variances)),
+        np.diag(roots),
         0.5 * float(np.log(variances).sum()),
         (1 - BOUND_SLACK) / float(variances.max()),
+        (1 + BOUND_SLACK) * float((roots * roots).max()),
     )
 
 
@@ -161,12 +172,13 @@ def freeze(
     const = np.full(k, np.inf)
     factor = np.zeros((k, d, d))
     min_precision = np.zeros(k)
+    max_precision = np.zeros(k)
     for c in np.flatnonzero(live):
         found = precision(family, cov[c]) if weights[c] > 0 else None
         if found is None:
             live[c] = False
             continue
-        factor[c], half_logdet, min_precision[c] = found
+        factor[c], half_logdet, min_precision[c], max_precision[c] = found
         const[c] = -math.log(weights[c]) + 0.5 * d * LOG_2PI + half_logdet
     labeled = label_counts.sum(axis=1)
     label_cost = np.zeros(label_counts.shape)
@@ -174,7 +186,9 @@ def freeze(
         for c in np.flatnonzero(labeled > 0):
             shares = np.maximum(label_counts[c], 1.0) / (labeled[c] + 1.0)
             label_cost[c] = beta * (sizes[c] / labeled[c]) * -np.log(shares)
-    return Frozen(live, const, np.ascontiguousarray(means), factor, label_cost, min_precision)
+    return Frozen(
+        live, const, np.ascontiguousarray(means), factor, label_cost, min_precision, max_precision
+    )
 
 
 def polish_state(

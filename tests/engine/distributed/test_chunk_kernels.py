@@ -95,6 +95,7 @@ def _assign(X: np.ndarray, categories: np.ndarray, frozen: Frozen) -> np.ndarray
         frozen.alive,
         out,
         frozen.min_precision,
+        frozen.max_precision,
     )
     return out
 
@@ -130,12 +131,14 @@ def test_assign_chunk_full_matches_scipy_argmin() -> None:
     out = np.full(n, -7, dtype=np.int64)
     alive = np.ones(k, dtype=np.bool_)
     cost = _brute_cost(X, categories, weights, means, covs, label_cost)
-    # The Euclidean bound (1 / the largest eigenvalue) visits clusters nearest first; a zero
-    # bound visits all of them: both find the exact argmin.
+    # The Euclidean bounds (1 / the largest and the smallest eigenvalue) decide most rows
+    # without an exact cost and visit clusters nearest first; a zero lower bound and an
+    # infinite upper one compute every exact cost: all find the exact argmin.
     tight = np.array([(1 - 1e-9) / np.linalg.eigvalsh(s)[-1] for s in covs])
-    for min_precision in (tight, np.zeros(k)):
+    top = np.array([(1 + 1e-9) / np.linalg.eigvalsh(s)[0] for s in covs])
+    for low, high in ((tight, top), (tight, np.full(k, np.inf)), (np.zeros(k), top)):
         out[:] = -7
-        assign_chunk(X, categories, const, means, factor, label_cost, alive, out, min_precision)
+        assign_chunk(X, categories, const, means, factor, label_cost, alive, out, low, high)
         _check_argmin(out, cost)
     # The label cost matters here: without it some labeled rows go elsewhere.
     plain = _brute_cost(X, categories, weights, means, covs, np.zeros_like(label_cost))
@@ -219,6 +222,27 @@ def test_freeze_drops_singular_and_empty_clusters() -> None:
         assert np.isinf(frozen.const[~frozen.alive]).all()
     assert precision(FULL, np.zeros((d, d))) is None
     assert precision(DIAGONAL, np.diag([1.0, 0.0])) is None
+
+
+@pytest.mark.parametrize("covariance", COVARIANCES)
+def test_precision_bounds_hold_the_exact_mahalanobis_term(covariance: str) -> None:
+    """min_precision |u|^2 <= |P u|^2 <= max_precision |u|^2 with P as computed, for random
+    ill-conditioned covariances and directions (the extreme eigenvectors among them)."""
+    rng = np.random.default_rng(21)
+    family = FAMILIES[covariance]
+    for _ in range(20):
+        d = int(rng.integers(1, 7))
+        scales = 10.0 ** rng.uniform(-4, 4, size=d)
+        q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+        cov = _family_cov((q * scales) @ q.T, covariance)
+        found = precision(family, cov)
+        assert found is not None
+        factor, _, low, high = found
+        eigenvectors = np.linalg.eigh(cov)[1].T
+        for u in [*rng.normal(size=(50, d)) * 10.0 ** rng.uniform(-3, 3), *eigenvectors]:
+            term = float(np.sum((factor @ u) ** 2))
+            norm = float(u @ u)
+            assert low * norm <= term <= high * norm
 
 
 def test_freeze_label_cost() -> None:
@@ -315,7 +339,7 @@ def test_pass_rows_is_assign_then_accumulate(dtype: type, labeled_weight: float)
     assign = np.full(X.shape[0], -7, dtype=np.int64)
     pass_rows(
         X, categories, frozen.const, frozen.means, frozen.factor, frozen.label_cost,
-        frozen.alive, frozen.min_precision, labeled_weight, assign,
+        frozen.alive, frozen.min_precision, frozen.max_precision, labeled_weight, assign,
         got.count, got.s1, got.s2, got.label_counts,
     )  # fmt: skip
     np.testing.assert_array_equal(assign, expected_assign)
