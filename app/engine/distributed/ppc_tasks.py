@@ -19,6 +19,7 @@ from app.engine.core.families import DIAGONAL, FULL
 from app.engine.distributed.chunk_tasks import floats_of, rows_of
 from app.engine.distributed.mixture_kernels import (
     SKIP,
+    largest_precision,
     log_constants,
     mixture_pass,
     smallest_precision,
@@ -43,6 +44,7 @@ class MixtureRule:
     unlabeled_weight: float  # the M-step weight of an unlabeled row (EM-lambda); 1: plain EM
     const: FloatArray = field(init=False)
     lam: FloatArray = field(init=False)
+    lam_max: FloatArray = field(init=False)
 
     @classmethod
     def of(cls, params: Params, opts: Options) -> MixtureRule:
@@ -56,6 +58,7 @@ class MixtureRule:
             self, "const", log_constants(self.weights, self.prec_chol, self.family, d)
         )
         object.__setattr__(self, "lam", smallest_precision(self.prec_chol, self.family, d))
+        object.__setattr__(self, "lam_max", largest_precision(self.prec_chol, self.family, d))
 
     def log_scores(self, X: FloatArray) -> FloatArray:
         return log_gaussian(X, self.means, self.prec_chol, self.family) + np.log(self.weights)
@@ -77,7 +80,7 @@ class MixtureRule:
         s2diag = np.empty((m, 0)) if full else stats.s2
         mode = np.empty(X.shape[0], dtype=np.int64)
         log_z, agree = mixture_pass(
-            X, labels, self.const, self.means, pfull, pdiag, self.lam, stats.shift,
+            X, labels, self.const, self.means, pfull, pdiag, self.lam, self.lam_max, stats.shift,
             self.unlabeled_weight, stats.count, stats.s1, s2full, s2diag, mode,
         )  # fmt: skip
         if full:  # the kernel fills the lower triangles

@@ -94,7 +94,8 @@ def test_the_cut_is_below_float64_rounding() -> None:
 
 
 def test_the_bound_never_exceeds_the_exact_score() -> None:
-    """lam_k |x - m_k|^2 <= |P_k^T (x - m_k)|^2 for random full precisions and points."""
+    """lam_k |x - m_k|^2 <= |P_k^T (x - m_k)|^2 <= lam_max_k |x - m_k|^2 for random full
+    precisions and points."""
     rng = np.random.default_rng(5)
     weights, means, cov = _mixture(FULL, 5.0, rng, m=8, d=6)
     rule = MixtureRule(weights, means, precision_cholesky(cov, FULL), FULL, 1.0)
@@ -102,6 +103,10 @@ def test_the_bound_never_exceeds_the_exact_score() -> None:
     exact = -2.0 * (log_gaussian(X, means, rule.prec_chol, FULL) + np.log(weights) - rule.const)
     dist = ((X[:, np.newaxis, :] - means[np.newaxis]) ** 2).sum(axis=2)
     assert np.all(rule.lam * dist <= exact * (1.0 + 1e-12))
+    # and the largest eigenvalue bounds it from above (the rows decided without an exact score)
+    assert np.all(exact <= rule.lam_max * dist * (1.0 + 1e-12))
+    tightest = [np.linalg.eigvalsh(p @ p.T).max() for p in rule.prec_chol]
+    np.testing.assert_allclose(rule.lam_max, tightest, rtol=1e-8)  # a bound, not a blanket
 
 
 def test_rows_labeled_skip_add_nothing() -> None:
