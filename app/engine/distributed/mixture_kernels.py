@@ -37,16 +37,20 @@ CUT = 45.0  # a posterior under e^-45 (relative to the best) is below float64 ro
 SKIP = -2  # a row's label that leaves it out (a related row: its group's E-step places it)
 
 
-def smallest_precision(prec_chol: FloatArray, family: int, d: int) -> FloatArray:
-    """Per component, the smallest eigenvalue of its precision (shrunk a hair, so rounding can
-    never make a bound exceed the exact score)."""
+def precision_bounds(prec_chol: FloatArray, family: int, d: int) -> tuple[FloatArray, FloatArray]:
+    """Per component, at most the smallest and at least the largest eigenvalue of its
+    precision (each moved a hair outwards, so rounding can never make a bound cross the exact
+    score): they bracket the exact score between two O(d) bounds. One eigendecomposition per
+    component serves both."""
     if family == FULL:
-        lam = np.array([np.linalg.eigvalsh(p @ p.T).min() for p in prec_chol])
+        eigen = [np.linalg.eigvalsh(p @ p.T) for p in prec_chol]
+        low = np.array([e[0] for e in eigen])
+        high = np.array([e[-1] for e in eigen])
     elif family == DIAGONAL:
-        lam = (prec_chol**2).min(axis=1)
+        low, high = (prec_chol**2).min(axis=1), (prec_chol**2).max(axis=1)
     else:
-        lam = prec_chol**2
-    return np.asarray(np.maximum(lam, 0.0) * (1.0 - 1e-9))
+        low = high = prec_chol**2
+    return np.maximum(low, 0.0) * (1.0 - 1e-9), high * (1.0 + 1e-9)
 
 
 def log_constants(weights: FloatArray, prec_chol: FloatArray, family: int, d: int) -> FloatArray:
@@ -57,18 +61,6 @@ def log_constants(weights: FloatArray, prec_chol: FloatArray, family: int, d: in
     else:
         log_det = d * np.log(prec_chol)
     return np.asarray(np.log(weights) + log_det - 0.5 * d * math.log(2.0 * math.pi))
-
-
-def largest_precision(prec_chol: FloatArray, family: int, d: int) -> FloatArray:
-    """Per component, at least the largest eigenvalue of its precision (grown a hair): with
-    ``smallest_precision`` it brackets the exact score between two O(d) bounds."""
-    if family == FULL:
-        top = np.array([np.linalg.eigvalsh(p @ p.T).max() for p in prec_chol])
-    elif family == DIAGONAL:
-        top = (prec_chol**2).max(axis=1)
-    else:
-        top = prec_chol**2
-    return np.asarray(top * (1.0 + 1e-9))
 
 
 @numba.njit(nogil=True, cache=True)

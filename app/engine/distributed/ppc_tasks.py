@@ -19,10 +19,9 @@ from app.engine.core.families import DIAGONAL, FULL
 from app.engine.distributed.chunk_tasks import floats_of, rows_of
 from app.engine.distributed.mixture_kernels import (
     SKIP,
-    largest_precision,
     log_constants,
     mixture_pass,
-    smallest_precision,
+    precision_bounds,
 )
 from app.engine.distributed.mixture_stats import MixtureStats
 from app.engine.distributed.relation_groups import RelationGroup
@@ -57,8 +56,9 @@ class MixtureRule:
         object.__setattr__(
             self, "const", log_constants(self.weights, self.prec_chol, self.family, d)
         )
-        object.__setattr__(self, "lam", smallest_precision(self.prec_chol, self.family, d))
-        object.__setattr__(self, "lam_max", largest_precision(self.prec_chol, self.family, d))
+        lam, lam_max = precision_bounds(self.prec_chol, self.family, d)
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "lam_max", lam_max)
 
     def log_scores(self, X: FloatArray) -> FloatArray:
         return log_gaussian(X, self.means, self.prec_chol, self.family) + np.log(self.weights)
