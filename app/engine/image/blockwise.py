@@ -2,11 +2,11 @@
 (DESIGN.md Sec. 9 and 12).
 
 The channels are cut into blocks of about ``block`` x ``block`` pixels; each block is read
-with a halo of ``filter_reach(recipe)`` pixels on every side that has a neighbour
-(``dask.array.overlap`` with ``boundary='none'``: at the picture's own edges there is no halo,
-so every filter meets the same edge it meets on the whole picture). A filter's value at a pixel
-depends only on pixels within its reach, so each block's maps, cropped to the block, equal the
-whole picture's there (up to float rounding: scipy's box filter keeps a running sum).
+with a halo of ``filter_reach(recipe)`` pixels on every side that has a neighbour (at the
+picture's own edges there is no halo, so every filter meets the same edge it meets on the whole
+picture). A filter's value at a pixel depends only on pixels within its reach, so each block's
+maps, cropped to the block, equal the whole picture's there (up to float rounding: scipy's box
+filter keeps a running sum).
 
 Pixel items: pass 1 merges each block's per-map count, mean and squared deviations (Chan et al.)
 and takes the fixed PCA sample's rows that fall in it; pass 2 projects each block. The fitted
@@ -17,14 +17,19 @@ side that cuts about one superpixel in a hundred) on values scaled as on the who
 its compactness adjusted for SLIC's own rescaling of each input to 0..1; ids are numbered
 block after block. Each superpixel's mean and spread of every map are exact, since its pixels
 all lie in one block.
+
+Blocks run on a few local threads, or, when the featurization itself runs as a task on a Dask
+cluster (the Dask executor), as tasks spread over the cluster's workers (``Blocks.map``).
 """
 
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,9 +38,6 @@ from skimage.segmentation import slic
 
 from app.engine.image._filter_bank import Float32Array, map_groups
 from app.engine.image._reduction import FittedReduction
-
-if TYPE_CHECKING:  # dask is imported when a picture is cut into blocks: 0.6 s off start-up
-    import dask.array as da
 
 Int32Array = NDArray[np.int32]
 T = TypeVar("T")
@@ -112,61 +114,116 @@ def even_chunks(size: int, block: int) -> tuple[int, ...]:
     return tuple(int(d) for d in np.diff(edges))
 
 
+def _window_of(size: int, start: int, length: int, halo: int) -> tuple[int, int]:
+    """The rows (or columns) of a block's window: the block and up to ``halo`` beyond it on
+    each side, cut at the picture's edges (no padding: the edge is the picture's own)."""
+    return max(0, start - halo), min(size, start + length + halo)
+
+
 class Blocks:
-    """The picture's channels in halo'd blocks: (C, H, W) float32, numpy or dask."""
+    """The picture's channels (C, H, W) float32 in halo'd blocks.
 
-    def __init__(self, channels: NDArray[np.float32] | da.Array, maps: MapRecipe, block: int):
-        import dask.array as da
+    ``map`` runs a function on every block in block order: on a few local threads, or spread
+    over a Dask cluster when called from inside one of its tasks (a featurization job on the
+    Dask executor): each block's window is sent to a worker with the task, so the cluster
+    shares one picture's work. The function and its arguments must then pickle, so block work
+    is module-level and gets what it needs as arguments, never the whole picture."""
 
-        n_channels, height, width = channels.shape
+    def __init__(self, channels: NDArray[np.float32], maps: MapRecipe, block: int):
+        _, height, width = channels.shape
+        self.channels = channels
         self.maps = maps
         self.halo = maps.reach
         side = max(block, self.halo + 1)
-        chunks = ((n_channels,), even_chunks(height, side), even_chunks(width, side))
-        self.channels = (
-            channels.rechunk(chunks)
-            if isinstance(channels, da.Array)
-            else da.from_array(channels, chunks=chunks)
-        )
         self.shape = (height, width)
-        windows = da.overlap.overlap(
-            self.channels, depth={0: 0, 1: self.halo, 2: self.halo}, boundary="none"
-        )
-        delayed = windows.to_delayed()[0]
-        self.tasks: list[tuple[object, _Crop]] = []
+        self.crops: list[_Crop] = []
         row = 0
-        for i, h in enumerate(chunks[1]):
+        for h in even_chunks(height, side):
             col = 0
-            for j, w in enumerate(chunks[2]):
-                crop = _Crop(self.halo if i else 0, self.halo if j else 0, row, col, int(h), int(w))
-                self.tasks.append((delayed[i, j], crop))
-                col += int(w)
-            row += int(h)
+            for w in even_chunks(width, side):
+                top = row - _window_of(height, row, h, self.halo)[0]
+                left = col - _window_of(width, col, w, self.halo)[0]
+                self.crops.append(_Crop(top, left, row, col, h, w))
+                col += w
+            row += h
 
     def __len__(self) -> int:
-        return len(self.tasks)
+        return len(self.crops)
+
+    def window(self, crop: _Crop) -> Float32Array:
+        """The block with its halo."""
+        height, width = self.shape
+        top, bottom = _window_of(height, crop.row, crop.height, self.halo)
+        left, right = _window_of(width, crop.col, crop.width, self.halo)
+        return np.ascontiguousarray(self.channels[:, top:bottom, left:right], dtype=np.float32)
 
     def map(
         self,
-        work: Callable[[Float32Array, _Crop], T],
+        work: Callable[..., T],
+        arguments: Callable[[_Crop], tuple[object, ...]] = lambda crop: (),
         progress: Callable[[], None] | None = None,
-    ) -> list[T]:
-        """``work(window, crop)`` for every block, in block order; a few at a time (one per
-        core, at most 4) so memory holds that many windows, not the picture's maps."""
-        import dask
+    ) -> Iterator[T]:
+        """``work(window, crop, *arguments(crop))`` for every block, yielded in block order;
+        a few blocks ahead at a time, so memory holds that many windows and results, not the
+        picture's maps."""
+        cluster = _dask_client()
+        if cluster is not None:
+            with cluster as client:
 
+                def submit(fn: Callable[..., T], *args: object) -> Any:
+                    # Pixels go to a worker as data, not inside the task's description.
+                    sent = [client.scatter(a, hash=False) if _large(a) else a for a in args]
+                    return client.submit(fn, *sent, pure=False)
+
+                yield from self._map(submit, _cluster_width(client), work, arguments, progress)
+            return
         at_once = max(1, min(4, os.cpu_count() or 1))
-        out: list[T] = []
-        for start in range(0, len(self.tasks), at_once):
-            batch = [
-                dask.delayed(work)(window, crop)
-                for window, crop in self.tasks[start : start + at_once]
-            ]
-            out.extend(dask.compute(*batch, scheduler="threads", num_workers=at_once))
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            yield from self._map(pool.submit, at_once, work, arguments, progress)
+
+    def _map(
+        self,
+        submit: Callable[..., Any],
+        ahead: int,
+        work: Callable[..., T],
+        arguments: Callable[[_Crop], tuple[object, ...]],
+        progress: Callable[[], None] | None,
+    ) -> Iterator[T]:
+        pending: deque[Any] = deque()
+        queued = 0
+        for _ in self.crops:
+            while queued < len(self.crops) and len(pending) < ahead:
+                crop = self.crops[queued]
+                pending.append(submit(work, self.window(crop), crop, *arguments(crop)))
+                queued += 1
+            result = pending.popleft().result()
             if progress is not None:
-                for _ in batch:
-                    progress()
-        return out
+                progress()
+            yield result
+
+
+def _dask_client() -> Any:
+    """A client of the Dask cluster this code runs in (as a task on one of its workers), whose
+    use hands the task's thread back to the worker while it waits; None elsewhere."""
+    try:
+        from distributed import get_worker, worker_client
+    except ImportError:  # pragma: no cover - distributed ships with the app
+        return None
+    try:
+        get_worker()
+    except ValueError:  # not inside a worker's task
+        return None
+    return worker_client()
+
+
+def _large(value: object) -> bool:
+    return isinstance(value, np.ndarray) and value.nbytes > 1 << 20
+
+
+def _cluster_width(client: Any) -> int:
+    """Blocks in flight on a cluster: two per worker thread, so none waits for its next."""
+    threads = sum(client.nthreads().values()) or 1
+    return 2 * threads
 
 
 # --- Pixel items ---------------------------------------------------------------------------
@@ -196,6 +253,21 @@ class Moments:
         return np.sqrt(self.m2 / max(self.count, 1))
 
 
+def _block_statistics(
+    window: Float32Array, crop: _Crop, maps: MapRecipe, local: NDArray[np.intp]
+) -> tuple[Moments, Float32Array]:
+    """A block's moments of every raw map, and the rows of its sample pixels (``local``: their
+    raster indices in the block)."""
+    means, m2s, rows = [], [], []
+    for group in maps.cropped_groups(window, crop):
+        mean = group.mean(axis=1, dtype=np.float64)
+        means.append(mean)
+        m2s.append(np.square(group - mean[:, None]).sum(axis=1))
+        rows.append(group[:, local].T)
+    moments = Moments(crop.height * crop.width, np.concatenate(means), np.concatenate(m2s))
+    return moments, np.concatenate(rows, axis=1)
+
+
 def pixel_statistics(
     blocks: Blocks, n_raw: int, sample: NDArray[np.int64], progress: Callable[[], None]
 ) -> tuple[Moments, Float32Array]:
@@ -204,29 +276,32 @@ def pixel_statistics(
     _, width = blocks.shape
     sample_rows, sample_cols = np.divmod(sample, width)
 
-    def work(window: Float32Array, crop: _Crop) -> tuple[Moments, NDArray[np.intp], Float32Array]:
-        inside = np.flatnonzero(
+    def inside(crop: _Crop) -> NDArray[np.intp]:
+        return np.flatnonzero(
             (sample_rows >= crop.row)
             & (sample_rows < crop.row + crop.height)
             & (sample_cols >= crop.col)
             & (sample_cols < crop.col + crop.width)
         )
-        local = (sample_rows[inside] - crop.row) * crop.width + (sample_cols[inside] - crop.col)
-        means, m2s, rows = [], [], []
-        for group in blocks.maps.cropped_groups(window, crop):
-            mean = group.mean(axis=1, dtype=np.float64)
-            means.append(mean)
-            m2s.append(np.square(group - mean[:, None]).sum(axis=1))
-            rows.append(group[:, local].T)
-        moments = Moments(crop.height * crop.width, np.concatenate(means), np.concatenate(m2s))
-        return moments, inside, np.concatenate(rows, axis=1)
+
+    def arguments(crop: _Crop) -> tuple[object, ...]:
+        found = inside(crop)
+        local = (sample_rows[found] - crop.row) * crop.width + (sample_cols[found] - crop.col)
+        return blocks.maps, local
 
     total = Moments(0, np.zeros(n_raw), np.zeros(n_raw))
     picked = np.empty((sample.size, n_raw), dtype=np.float32)
-    for moments, inside, rows in blocks.map(work, progress):
+    results = blocks.map(_block_statistics, arguments, progress)
+    for crop, (moments, rows) in zip(blocks.crops, results, strict=True):
         total = total.merged(moments)
-        picked[inside] = rows
+        picked[inside(crop)] = rows
     return total, picked
+
+
+def _block_features(
+    window: Float32Array, crop: _Crop, maps: MapRecipe, fitted: FittedReduction
+) -> Float32Array:
+    return fitted.project_groups(maps.cropped_groups(window, crop), crop.height * crop.width)
 
 
 def pixel_features(
@@ -235,12 +310,8 @@ def pixel_features(
     """Pass 2: (H * W, n_components) float32 features in raster order."""
     height, width = blocks.shape
     out = np.empty((height, width, fitted.n_components), dtype=np.float32)
-
-    def work(window: Float32Array, crop: _Crop) -> tuple[_Crop, Float32Array]:
-        groups = blocks.maps.cropped_groups(window, crop)
-        return crop, fitted.project_groups(groups, crop.height * crop.width)
-
-    for crop, features in blocks.map(work, progress):
+    results = blocks.map(_block_features, lambda crop: (blocks.maps, fitted), progress)
+    for crop, features in zip(blocks.crops, results, strict=True):
         out[crop.in_picture()] = features.reshape(crop.height, crop.width, -1)
     return out.reshape(height * width, -1)
 
@@ -253,16 +324,25 @@ class SlicInput:
     """The values SLIC compares, for the whole picture: a photo's RGB (rescaled to 0..1 as SLIC
     does to a whole picture, then compared in Lab) or other channels (0..1)."""
 
-    values: NDArray[np.float32] | da.Array  # (C, H, W)
+    values: NDArray[np.float32]  # (C, H, W)
+    scale: SlicScale
+
+    def of(self, crop: _Crop) -> NDArray[np.float32]:
+        rows, cols = crop.in_picture()
+        return np.ascontiguousarray(self.values[:, rows, cols], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class SlicScale:
+    """How SLIC compares values on a block as it would on the whole picture."""
+
     lab: bool
     compactness: float  # in the units SLIC would use on the whole picture
     n_segments: int | None  # for the whole picture; None: one per ``pixels_per_item``
     pixels_per_item: int
 
-    def segments(self, crop: _Crop, picture_pixels: int) -> Int32Array:
-        """SLIC on one block, 0-based ids, with the whole picture's scale of values."""
-        rows, cols = crop.in_picture()
-        values = np.asarray(self.values[:, rows, cols], dtype=np.float32)
+    def segments(self, values: NDArray[np.float32], crop: _Crop, picture_pixels: int) -> Int32Array:
+        """SLIC on one block's ``values``, 0-based ids, with the whole picture's scale."""
         if self.lab:
             values = np.moveaxis(color.rgb2lab(np.moveaxis(values, 0, 2)), 2, 0)
         spread = float(values.max() - values.min())
@@ -288,6 +368,31 @@ class SlicInput:
         return inverse.reshape(crop.height, crop.width).astype(np.int32)
 
 
+def _block_superpixels(
+    window: Float32Array,
+    crop: _Crop,
+    maps: MapRecipe,
+    slic_values: NDArray[np.float32],
+    scale: SlicScale,
+    picture_pixels: int,
+    with_std: bool,
+) -> tuple[Int32Array, NDArray[np.float64]]:
+    """A block's superpixels and each one's mean (then spread) of every raw map."""
+    items = scale.segments(slic_values, crop, picture_pixels)
+    flat = items.ravel()
+    n_items = int(flat.max()) + 1
+    counts = np.bincount(flat, minlength=n_items).astype(np.float64)
+    means, stds = [], []
+    for group in maps.cropped_groups(window, crop):
+        for values in group:
+            mean = np.bincount(flat, weights=values, minlength=n_items) / counts
+            means.append(mean)
+            if with_std:
+                spread = np.bincount(flat, weights=(values - mean[flat]) ** 2, minlength=n_items)
+                stds.append(np.sqrt(spread / counts))
+    return items, np.stack(means + stds, axis=1)
+
+
 def superpixel_items(
     blocks: Blocks,
     slic_input: SlicInput,
@@ -297,26 +402,14 @@ def superpixel_items(
     """The item of every pixel (H, W) and each item's mean (then spread) of every raw map."""
     height, width = blocks.shape
 
-    def work(window: Float32Array, crop: _Crop) -> tuple[_Crop, Int32Array, NDArray[np.float64]]:
-        items = slic_input.segments(crop, height * width)
-        flat = items.ravel()
-        n_items = int(flat.max()) + 1
-        counts = np.bincount(flat, minlength=n_items).astype(np.float64)
-        means, stds = [], []
-        for group in blocks.maps.cropped_groups(window, crop):
-            for values in group:
-                mean = np.bincount(flat, weights=values, minlength=n_items) / counts
-                means.append(mean)
-                if with_std:
-                    spread = np.bincount(
-                        flat, weights=(values - mean[flat]) ** 2, minlength=n_items
-                    )
-                    stds.append(np.sqrt(spread / counts))
-        return crop, items, np.stack(means + stds, axis=1)
+    def arguments(crop: _Crop) -> tuple[object, ...]:
+        scale = slic_input.scale
+        return blocks.maps, slic_input.of(crop), scale, height * width, with_std
 
     item_of_pixel = np.empty((height, width), dtype=np.int32)
     rows, offset = [], 0
-    for crop, items, raw in blocks.map(work, progress):
+    results = blocks.map(_block_superpixels, arguments, progress)
+    for crop, (items, raw) in zip(blocks.crops, results, strict=True):
         item_of_pixel[crop.in_picture()] = items + offset
         offset += raw.shape[0]
         rows.append(raw)

@@ -64,6 +64,7 @@ from app.engine.image.blockwise import (
     Blocks,
     MapRecipe,
     SlicInput,
+    SlicScale,
     pixel_features,
     pixel_statistics,
     superpixel_items,
@@ -528,4 +529,4 @@ def _slic_input(picture: _Picture, recipe: Recipe) -> SlicInput:
         values, compactness = (colour - np.float32(low)) / np.float32(spread), recipe.compactness
     else:
         values, compactness = colour, recipe.compactness / 100.0 * spread
-    return SlicInput(values, lab, compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL)
+    return SlicInput(values, SlicScale(lab, compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL))

@@ -1,0 +1,71 @@
+"""A featurization that runs as a task on a Dask cluster (the Dask executor's featurization job)
+spreads its blocks over the cluster's workers (``Blocks.map``), with the same result as blocks on
+local threads: pixel items and superpixel items, on a real ``LocalCluster`` of two processes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.engine.image.featurize import Featurization, Recipe, featurize
+from tests.engine.test_image_blockwise import close, textured
+
+distributed = pytest.importorskip("distributed")
+
+BLOCK = 64
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit="1GiB",
+            dashboard_address=":0",
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        client.wait_for_workers(2, timeout=60)
+        yield client
+
+
+def _on_cluster(client: Any, photo: np.ndarray, recipe: Recipe) -> tuple[Featurization, set[str]]:
+    """The featurization run as one task, and the workers its blocks ran on."""
+    with distributed.get_task_stream(client) as stream:
+        result = client.submit(featurize, photo, recipe, None, BLOCK, pure=False).result()
+    workers = {task["worker"] for task in stream.data if task["key"].startswith("_block_")}
+    return result, workers
+
+
+def test_pixel_features_in_blocks_on_the_cluster(client: Any) -> None:
+    photo = textured(200, 230)
+    recipe = Recipe(sigmas=(1.0, 2.0), superpixels="never")
+    local = featurize(photo, recipe, block_size=BLOCK)
+    remote, workers = _on_cluster(client, photo, recipe)
+    assert len(workers) == 2, workers
+    close(remote.features, local.features)
+    np.testing.assert_array_equal(remote.item_of_pixel, local.item_of_pixel)
+    np.testing.assert_allclose(remote.fitted.scaler_mean, local.fitted.scaler_mean, rtol=1e-6)
+
+
+def test_superpixels_in_blocks_on_the_cluster(client: Any) -> None:
+    photo = textured(300, 260, seed=2)
+    recipe = Recipe(sigmas=(1.0, 3.0), superpixels="always", n_segments=300)
+    local = featurize(photo, recipe, block_size=BLOCK)
+    remote, workers = _on_cluster(client, photo, recipe)
+    assert len(workers) == 2, workers
+    np.testing.assert_array_equal(remote.item_of_pixel, local.item_of_pixel)
+    close(remote.features, local.features)
+
+
+def test_outside_a_cluster_blocks_stay_on_local_threads(client: Any) -> None:
+    """A featurization called in the client's process (not as a task) uses no worker."""
+    photo = textured(120, 140, seed=3)
+    with distributed.get_task_stream(client) as stream:
+        featurize(photo, Recipe(sigmas=(1.0,), superpixels="never"), block_size=BLOCK)
+    assert stream.data == []
