@@ -215,7 +215,10 @@ class DaskExecutor:
             if self.client is not None:
                 self.client.close()
                 self.client = None
+        from app.jobs.worker_heap import HeapForArrays
+
         client = Client(self.scheduler_address, set_as_default=False, timeout=f"{self.retry_s}s")
+        client.register_plugin(HeapForArrays())  # on every worker, now and later; by name, once
         with self.lock:
             self.client = client
         log.info("connected to the Dask scheduler at %s", self.scheduler_address)

@@ -20,6 +20,7 @@ from app.db.models import Run, RunResult
 from app.jobs import runner
 from app.jobs.dask_executor import KEY_PREFIX, LOST
 from app.jobs.runner import INTERRUPTED
+from app.jobs.worker_heap import HeapForArrays
 from app.main import create_app
 from tests.api.test_runs import start, upload_csv, wait
 from tests.conftest import ADMIN_PASSWORD, _empty_tables, token_headers
@@ -167,7 +168,9 @@ def test_the_app_starts_without_a_scheduler_and_runs_wait_for_one(
         jobs = health.json()["jobs"]
         assert (jobs["connected"], jobs["runs_waiting_for_scheduler"]) == (False, 1)
         assert client.get(f"/api/v1/runs/{run_id}", headers=headers).json()["status"] == "queued"
-        with _cluster(port):
+        with _cluster(port) as cluster:
             run = wait(client, headers, run_id, timeout=600)
             assert (run["status"], run["error"]) == ("succeeded", None)
             assert client.get("/api/v1/health").json()["jobs"]["connected"] is True
+            # Connecting put the executor's worker plugin on the cluster (test_worker_heap.py).
+            assert HeapForArrays.name in cluster.scheduler.worker_plugins

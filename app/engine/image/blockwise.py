@@ -24,6 +24,7 @@ cluster (the Dask executor), as tasks spread over the cluster's workers (``Block
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -169,10 +170,17 @@ class Blocks:
         cluster = _dask_client()
         if cluster is not None:
             with cluster as client:
+                workers = itertools.cycle(sorted(client.scheduler_info()["workers"]))
 
                 def submit(fn: Callable[..., T], *args: object) -> Any:
-                    # Pixels go to a worker as data, not inside the task's description.
-                    sent = [client.scatter(a, hash=False) if _large(a) else a for a in args]
+                    # A block's pixels go to a worker as data (not inside the task's
+                    # description), the workers in turn: a scatter left to itself puts every
+                    # block on the same worker, and its tasks follow their data.
+                    worker = [next(workers)]
+                    sent = [
+                        client.scatter(a, workers=worker, hash=False) if _large(a) else a
+                        for a in args
+                    ]
                     return client.submit(fn, *sent, pure=False)
 
                 yield from self._map(submit, _cluster_width(client), work, arguments, progress)
