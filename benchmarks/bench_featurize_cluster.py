@@ -9,10 +9,11 @@ fluorescence-like field), featurized with the default recipe in blocks of ``--bl
 * local: ``featurize`` called in this process, its blocks on local threads (one per core, at
   most 4), as the in-process executor runs a featurization job;
 * cluster: the same call submitted as one task to a ``LocalCluster`` of W worker processes with
-  one thread each, as the Dask executor runs a featurization job: its blocks become tasks on the
-  cluster's workers (``Blocks.map``). With the executor's worker plugin (``HeapForArrays``,
-  app/jobs/worker_heap.py: W = 1 and W = 2) and, for comparison, on workers as Dask starts
-  them (W = 2), whose allocator maps every large array afresh.
+  T threads each, as the Dask executor runs a featurization job: on a cluster with more threads
+  than the local ones its blocks become tasks on the cluster's workers, else they run on the
+  job's worker's threads (``Blocks.map``; the table says which). With the executor's worker
+  plugin (``HeapForArrays``, app/jobs/worker_heap.py) and, for comparison, on workers as Dask
+  starts them, whose allocator maps every large array afresh.
 
 Each timing is the median of ``--repeat`` calls after an untimed call on a small picture (numba,
 imports and the workers' first contact). The result must be the same: the item map equal, the
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import ndimage as ndi
 
+from app.engine.image.blockwise import LOCAL_THREADS
 from app.engine.image.channels import Multichannel
 from app.engine.image.featurize import Featurization, Recipe, featurize
 from app.jobs.worker_heap import HeapForArrays
@@ -62,26 +64,33 @@ def timed(
 
 
 def on_cluster(
-    workers: int, plugin: bool, image: Multichannel, block: int, repeat: int
-) -> tuple[float, Any]:
+    workers: int, threads: int, plugin: bool, image: Multichannel, block: int, repeat: int
+) -> tuple[float, Any, int]:
+    """Seconds, the result, and how many workers ran block tasks in the timed calls."""
     import distributed
 
     with (
         distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
         client.wait_for_workers(workers)
         if plugin:
             client.register_plugin(HeapForArrays())
+        ran_blocks: set[str] = set()
 
         def call(picture: Multichannel) -> Featurization:
             sent = client.scatter(picture)
-            task = client.submit(featurize, sent, Recipe(), None, block, pure=False)
-            return task.result()
+            with distributed.get_task_stream(client) as stream:
+                task = client.submit(featurize, sent, Recipe(), None, block, pure=False)
+                result = task.result()
+            if picture is not WARM_UP:
+                ran_blocks.update(t["worker"] for t in stream.data if "_block_" in t["key"])
+            return result
 
-        return timed(call, image, repeat)
+        seconds, result = timed(call, image, repeat)
+        return seconds, result, len(ran_blocks)
 
 
 def main() -> None:
@@ -99,19 +108,25 @@ def main() -> None:
     local_s, local = timed(
         lambda picture: featurize(picture, Recipe(), block_size=args.block), image, args.repeat
     )
-    rows = [("local threads (this process)", local_s, local)]
-    for workers, plugin in ((2, False), (1, True), (2, True)):
-        seconds, result = on_cluster(workers, plugin, image, args.block, args.repeat)
+    rows = [(f"this process, {LOCAL_THREADS} local threads", "-", local_s, local)]
+    for workers, threads, plugin in ((2, 1, False), (2, 1, True), (2, 2, True)):
+        seconds, result, spread = on_cluster(
+            workers, threads, plugin, image, args.block, args.repeat
+        )
         how = "with the executor's plugin" if plugin else "as Dask starts them"
-        rows.append((f"LocalCluster, {workers} x 1 thread, {how}", seconds, result))
-    print("| blocks ran on | s | s / MP | items | max feature difference / scale | speed-up |")
-    print("|---|---|---|---|---|---|")
+        where = f"{spread} workers" if spread else "the job's worker's threads"
+        rows.append((f"LocalCluster {workers} x {threads}, {how}", where, seconds, result))
+    print(
+        "| featurization ran in | blocks ran on | s | s / MP | items "
+        "| max feature difference / scale | speed-up |"
+    )
+    print("|---|---|---|---|---|---|---|")
     scale = float(np.abs(local.features).max())
-    for name, seconds, result in rows:
+    for name, where, seconds, result in rows:
         same_items = np.array_equal(result.item_of_pixel, local.item_of_pixel)
         diff = float(np.abs(result.features - local.features).max()) / scale if same_items else 1
         print(
-            f"| {name} | {seconds:.1f} | {seconds / megapixels:.2f} | {result.n_items:,}"
+            f"| {name} | {where} | {seconds:.1f} | {seconds / megapixels:.2f} | {result.n_items:,}"
             f"{'' if same_items else ' (item map differs)'} | {diff:.1e} | "
             f"{local_s / seconds:.2f}x |"
         )

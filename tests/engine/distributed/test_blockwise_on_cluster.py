@@ -1,6 +1,7 @@
 """A featurization that runs as a task on a Dask cluster (the Dask executor's featurization job)
-spreads its blocks over the cluster's workers (``Blocks.map``), with the same result as blocks on
-local threads: pixel items and superpixel items, on a real ``LocalCluster`` of two processes."""
+spreads its blocks over the cluster's workers when the cluster has more threads than the local
+ones (``Blocks.map``), with the same result as blocks on local threads: pixel items and
+superpixel items, on real ``LocalCluster``s of worker processes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.engine.image.blockwise import LOCAL_THREADS
 from app.engine.image.featurize import Featurization, Recipe, featurize
 from tests.engine.test_image_blockwise import close, textured
 
@@ -23,7 +25,8 @@ def client() -> Iterator[Any]:
     with (
         distributed.LocalCluster(
             n_workers=2,
-            threads_per_worker=1,
+            # More threads than any machine's local blocks at once (at most 4).
+            threads_per_worker=3,
             processes=True,
             memory_limit="1GiB",
             dashboard_address=":0",
@@ -69,3 +72,19 @@ def test_outside_a_cluster_blocks_stay_on_local_threads(client: Any) -> None:
     with distributed.get_task_stream(client) as stream:
         featurize(photo, Recipe(sigmas=(1.0,), superpixels="never"), block_size=BLOCK)
     assert stream.data == []
+
+
+def test_a_cluster_no_wider_than_this_machine_keeps_blocks_on_local_threads() -> None:
+    """One worker with one thread: the job's blocks run on its own threads, no block task."""
+    assert LOCAL_THREADS >= 1
+    photo = textured(150, 160, seed=5)
+    recipe = Recipe(sigmas=(1.0,), superpixels="never")
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        remote, workers = _on_cluster(client, photo, recipe)
+    assert workers == set()
+    close(remote.features, featurize(photo, recipe, block_size=BLOCK).features)
