@@ -257,6 +257,11 @@ def main() -> None:
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
     if not args.skip_c4s:
+        # numba compiles C4S's kernels on their first call: untimed fits of every setting on
+        # wine first, so no row's s/fit carries compilation.
+        for name in ("wine", "wine mod1 {1,3},{2}"):
+            for fraction, negative in SETTINGS:
+                run_c4s_setting(name, fraction, negative, draws=1, n_init=1)
         print(
             f"C4s protocol: {args.draws} teacher draws per setting, n_init = 10, ARI on all points"
         )

@@ -4,10 +4,10 @@ registers on every worker of its cluster, also on workers that join later.
 Dask's nanny starts each worker with ``MALLOC_TRIM_THRESHOLD_=65536``, so that freed memory goes
 back to the system. Setting any of glibc's malloc tunables also freezes its mmap threshold at
 128 KiB: every array larger than that becomes a fresh mapping whose pages fault in on first
-touch, every time. Block-wise featurization ran 2.5x slower on such a worker than in-process
-(``benchmarks/bench_featurize_cluster.py``). The plugin raises the mmap threshold to 64 MiB (a
-2,048-pixel block's maps with their halo fit under it); the trim threshold stays, so freed
-memory at the heap's top still goes back to the system.
+touch, every time. A featurization took 2.75x its in-process time on such a worker, 1.08x with
+the plugin (a 1 MP picture in small blocks, ``benchmarks/bench_featurize_cluster.py``). The
+plugin raises the mmap threshold to 64 MiB (a 2,048-pixel block's maps with their halo fit under
+it); the trim threshold stays, so freed memory at the heap's top still goes back to the system.
 """
 
 import ctypes

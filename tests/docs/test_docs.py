@@ -259,3 +259,50 @@ def test_benchmark_outputs_in_the_documents_are_verbatim() -> None:
         assert saved.name in used, f"{saved.name} is shown nowhere"
         command = saved.read_text().split("`")[1]
         _check_command(command, saved.name)
+
+
+# Tables that are not measurements (a layout, a decision, a setting) say so on the line above.
+REFERENCE = "<!-- reference -->"
+HISTORY = "history.md"  # measurements pasted on their dates, kept for the reasons they give
+
+
+def _hand_tables(text: str) -> list[int]:
+    """Line numbers of tables outside benchmark output regions with no reference marker."""
+    found, inside, previous = [], False, ""
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("<!-- output:"):
+            inside = True
+        elif line.startswith("<!-- /output"):
+            inside = False
+        elif (
+            line.startswith("|")
+            and not (number > 1 and lines[number - 2].startswith("|"))  # a table's first row
+            and not inside
+            and previous != REFERENCE
+        ):
+            found.append(number)
+        if line.strip():
+            previous = line.strip()
+    return found
+
+
+def test_every_table_of_measurements_is_a_benchmarks_own_output() -> None:
+    """A measured figure goes stale when pasted: the documents show benchmark output (synced by
+    scripts/bench_to_docs.py); superseded measurements live in docs/history.md, dated."""
+    pasted = {
+        path.name: lines
+        for path in DOCUMENTS
+        if path.name != HISTORY and (lines := _hand_tables(path.read_text()))
+    }
+    assert pasted == {}, (
+        f"tables outside benchmark output (mark a table that is no measurement {REFERENCE}): "
+        f"{pasted}"
+    )
+
+
+def test_the_check_for_pasted_tables_finds_them() -> None:
+    table = "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    assert _hand_tables(f"text\n\n{table}") == [3]
+    assert _hand_tables(f"{REFERENCE}\n\n{table}") == []
+    assert _hand_tables(f"<!-- output: m -->\n{table}<!-- /output -->\n") == []
