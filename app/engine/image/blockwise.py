@@ -126,11 +126,11 @@ def _window_of(size: int, start: int, length: int, halo: int) -> tuple[int, int]
 class Blocks:
     """The picture's channels (C, H, W) float32 in halo'd blocks.
 
-    ``map`` runs a function on every block in block order: on a few local threads, or spread
-    over a Dask cluster when called from inside one of its tasks (a featurization job on the
-    Dask executor): each block's window is sent to a worker with the task, so the cluster
-    shares one picture's work. The function and its arguments must then pickle, so block work
-    is module-level and gets what it needs as arguments, never the whole picture."""
+    ``map`` runs a function on every block in block order: on a few local threads, or, called
+    from inside a task of a Dask cluster with more threads than those (a featurization job on
+    the Dask executor), as tasks spread over the cluster, each block's window sent to a worker
+    with its task. The function and its arguments must then pickle, so block work is
+    module-level and gets what it needs as arguments, never the whole picture."""
 
     def __init__(self, channels: NDArray[np.float32], maps: MapRecipe, block: int):
         _, height, width = channels.shape
@@ -154,11 +154,11 @@ class Blocks:
         return len(self.crops)
 
     def window(self, crop: _Crop) -> Float32Array:
-        """The block with its halo."""
+        """The block with its halo (``crop.top`` / ``crop.left`` of it before the block)."""
         height, width = self.shape
-        top, bottom = _window_of(height, crop.row, crop.height, self.halo)
-        left, right = _window_of(width, crop.col, crop.width, self.halo)
-        return np.ascontiguousarray(self.channels[:, top:bottom, left:right], dtype=np.float32)
+        rows = slice(crop.row - crop.top, min(height, crop.row + crop.height + self.halo))
+        cols = slice(crop.col - crop.left, min(width, crop.col + crop.width + self.halo))
+        return np.ascontiguousarray(self.channels[:, rows, cols], dtype=np.float32)
 
     def map(
         self,
@@ -169,9 +169,12 @@ class Blocks:
         """``work(window, crop, *arguments(crop))`` for every block, yielded in block order;
         a few blocks ahead at a time, so memory holds that many windows and results, not the
         picture's maps."""
-        cluster = _dask_client()
-        if cluster is not None:
-            with cluster as client:
+        threads = _cluster_threads()
+        if threads > LOCAL_THREADS:
+            from distributed import worker_client
+
+            # The job's thread goes back to its worker while it waits for the blocks.
+            with worker_client() as client:
                 workers = itertools.cycle(sorted(client.scheduler_info()["workers"]))
 
                 def submit(fn: Callable[..., T], *args: object) -> Any:
@@ -185,7 +188,8 @@ class Blocks:
                     ]
                     return client.submit(fn, *sent, pure=False)
 
-                yield from self._map(submit, _cluster_width(client), work, arguments, progress)
+                # Two blocks per worker thread in flight, so none waits for its next.
+                yield from self._map(submit, 2 * threads, work, arguments, progress)
             return
         with ThreadPoolExecutor(max_workers=LOCAL_THREADS) as pool:
             yield from self._map(pool.submit, LOCAL_THREADS, work, arguments, progress)
@@ -211,33 +215,25 @@ class Blocks:
             yield result
 
 
-def _dask_client() -> Any:
-    """A client of the Dask cluster this code runs in (as a task on one of its workers), whose
-    use hands the task's thread back to the worker while it waits; None elsewhere, and None on
-    a cluster with no more threads than the local ones: sending blocks to other processes then
-    costs more than it gives (a 16.8 MP picture on one 2-core machine: 49.6 s on local threads,
-    56.0 s over two 1-thread workers; bench_featurize_cluster)."""
+def _cluster_threads() -> int:
+    """The threads of the Dask cluster this code runs in as a task on one of its workers; 0
+    elsewhere. Blocks go to the cluster only when it has more than the local ones: sending them
+    to other processes on the same cores costs more than it gives (a 16.8 MP picture on one
+    2-core machine: 49.6 s on local threads, 56.0 s over two 1-thread workers;
+    bench_featurize_cluster)."""
     try:
-        from distributed import get_client, get_worker, worker_client
+        from distributed import get_client, get_worker
     except ImportError:  # pragma: no cover - distributed ships with the app
-        return None
+        return 0
     try:
         get_worker()
     except ValueError:  # not inside a worker's task
-        return None
-    if sum(get_client().nthreads().values()) <= LOCAL_THREADS:
-        return None
-    return worker_client()
+        return 0
+    return int(sum(get_client().nthreads().values()))
 
 
 def _large(value: object) -> bool:
     return isinstance(value, np.ndarray) and value.nbytes > 1 << 20
-
-
-def _cluster_width(client: Any) -> int:
-    """Blocks in flight on a cluster: two per worker thread, so none waits for its next."""
-    threads = sum(client.nthreads().values()) or 1
-    return 2 * threads
 
 
 # --- Pixel items ---------------------------------------------------------------------------
@@ -290,16 +286,18 @@ def pixel_statistics(
     _, width = blocks.shape
     sample_rows, sample_cols = np.divmod(sample, width)
 
-    def inside(crop: _Crop) -> NDArray[np.intp]:
-        return np.flatnonzero(
+    inside = {  # the sample's positions in each block
+        crop: np.flatnonzero(
             (sample_rows >= crop.row)
             & (sample_rows < crop.row + crop.height)
             & (sample_cols >= crop.col)
             & (sample_cols < crop.col + crop.width)
         )
+        for crop in blocks.crops
+    }
 
     def arguments(crop: _Crop) -> tuple[object, ...]:
-        found = inside(crop)
+        found = inside[crop]
         local = (sample_rows[found] - crop.row) * crop.width + (sample_cols[found] - crop.col)
         return blocks.maps, local
 
@@ -308,7 +306,7 @@ def pixel_statistics(
     results = blocks.map(_block_statistics, arguments, progress)
     for crop, (moments, rows) in zip(blocks.crops, results, strict=True):
         total = total.merged(moments)
-        picked[inside(crop)] = rows
+        picked[inside[crop]] = rows
     return total, picked
 
 

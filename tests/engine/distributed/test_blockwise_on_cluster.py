@@ -13,6 +13,7 @@ import pytest
 
 from app.engine.image.blockwise import LOCAL_THREADS
 from app.engine.image.featurize import Featurization, Recipe, featurize
+from tests.engine.distributed.clusters import process_cluster
 from tests.engine.test_image_blockwise import close, textured
 
 distributed = pytest.importorskip("distributed")
@@ -22,18 +23,8 @@ BLOCK = 64
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            # More threads than any machine's local blocks at once (at most 4).
-            threads_per_worker=3,
-            processes=True,
-            memory_limit="1GiB",
-            dashboard_address=":0",
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        client.wait_for_workers(2, timeout=60)
+    # More threads than any machine's local blocks at once (at most 4).
+    with process_cluster(threads_per_worker=3) as (_, client):
         yield client
 
 
@@ -79,12 +70,7 @@ def test_a_cluster_no_wider_than_this_machine_keeps_blocks_on_local_threads() ->
     assert LOCAL_THREADS >= 1
     photo = textured(150, 160, seed=5)
     recipe = Recipe(sigmas=(1.0,), superpixels="never")
-    with (
-        distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    with process_cluster(n_workers=1, memory_limit=None) as (_, client):
         remote, workers = _on_cluster(client, photo, recipe)
     assert workers == set()
     close(remote.features, featurize(photo, recipe, block_size=BLOCK).features)

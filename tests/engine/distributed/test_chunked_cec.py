@@ -33,6 +33,7 @@ import app.engine.distributed.passes as passes
 from app.engine.cec.cec_ib import CECIB
 from app.engine.cec.estimator import CEC
 from app.engine.core.cost import cec_ib_energy
+from tests.engine.distributed.clusters import process_cluster
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 N_ROWS = 900 if NO_JIT else 30_000
@@ -499,17 +500,8 @@ def test_cancel_keeps_a_consistent_fit(blobs: Blobs, estimator: type, stop_at: i
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[Any, Any]]:
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit="1GiB",
-            dashboard_address=":0",
-        ) as local,
-        distributed.Client(local) as client,
-    ):
+    pytest.importorskip("distributed")
+    with process_cluster() as (local, client):
         yield local, client
 
 

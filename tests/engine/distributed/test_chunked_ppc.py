@@ -25,6 +25,7 @@ from sklearn.metrics import adjusted_rand_score
 import app.engine.distributed.chunked_input as chunked_input
 import app.engine.distributed.relation_groups as relation_groups
 from app.engine.ppc import PPC
+from tests.engine.distributed.clusters import process_cluster
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 N_ROWS = 600 if NO_JIT else 6_000
@@ -255,14 +256,7 @@ def test_infeasible_hard_do_not_links_name_the_rows_of_the_data(data: Data) -> N
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, memory_limit="1GiB", dashboard_address=None
-        ) as local,
-        Client(local) as client,
-    ):
+    with process_cluster() as (_, client):
         yield client
 
 
