@@ -35,9 +35,13 @@ class Settings(BaseSettings):
     array_store: str = ""
     array_store_options: dict[str, object] = Field(default_factory=dict)
     max_upload_bytes: int = Field(default=1024**3, gt=0)
-    # Largest image (width x height) an upload may hold: it is decoded whole at upload and while
-    # featurized (in blocks above 16.7 MP, but its channels are held in memory).
-    image_max_pixels: int = Field(default=50_000_000, gt=0)
+    # Largest image (width x height) an upload may hold: sized for whole slides (50k x 50k).
+    image_max_pixels: int = Field(default=2_500_000_000, gt=0)
+    # Images up to this size are decoded whole at upload and featurized from memory (in blocks
+    # above 16.7 MP); a TIFF above it is a slide, read in bands into the array store and
+    # featurized block by block from there (memory per block, not per slide). PNG and JPEG
+    # cannot be read in bands: above it they are refused.
+    image_whole_pixels: int = Field(default=50_000_000, gt=0)
     chunk_rows: int = Field(default=65_536, gt=0)
 
     jobs_executor: Literal["inline", "dask"] = "inline"

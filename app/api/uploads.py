@@ -56,6 +56,7 @@ def import_uploaded_file(
         ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
         max_active_jobs=settings.max_active_jobs_per_user,
         max_image_pixels=settings.image_max_pixels,
+        whole_image_pixels=settings.image_whole_pixels,
     )
 
 
@@ -77,4 +78,5 @@ def import_collection(
         chunk_rows=settings.chunk_rows,
         max_active_jobs=settings.max_active_jobs_per_user,
         max_image_pixels=settings.image_max_pixels,
+        whole_image_pixels=settings.image_whole_pixels,
     )

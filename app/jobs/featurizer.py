@@ -8,6 +8,7 @@ queued; every write the worker makes checks that key, so a job superseded by a n
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from app.db.models import Dataset
 from app.db.session import session_scope
 from app.engine.image.featurize import Featurization, Recipe, featurize
 from app.engine.image.image_file import decode
+from app.jobs.slide_featurizer import featurize_stored_slide, store_slide_arrays
 from app.store import chunks
 from app.store.dataset_arrays import (
     FEATURES,
@@ -85,6 +87,23 @@ def item_ground_truth(
     return labels
 
 
+def _progress(factory: sessionmaker[Session], dataset_id: int, job: str) -> Callable[[float], None]:
+    """Reports the job's progress on its dataset at most every PROGRESS_INTERVAL_S; raises
+    Superseded once the job is no longer the dataset's."""
+    last = [0.0]
+
+    def progress(fraction: float) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_INTERVAL_S and fraction < 1.0:
+            return
+        last[0] = now
+        with session_scope(factory) as session:
+            owned = _owned(session, dataset_id, job)
+            owned.dataset.featurization = {**owned.record, "progress": round(fraction, 3)}
+
+    return progress
+
+
 def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk_rows: int) -> None:
     with session_scope(factory) as session:
         dataset = session.get(Dataset, dataset_id)
@@ -92,22 +111,18 @@ def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk
             return
         job = str(dataset.featurization["job"])
         recipe_dict = dict(dataset.featurization["recipe"])
-        data = chunks.read_blob(session=session, dataset_id=dataset_id, kind=IMAGE)
+        slide = bool(dataset.meta.get("image", {}).get("tiled"))
+        data = (
+            None if slide else chunks.read_blob(session=session, dataset_id=dataset_id, kind=IMAGE)
+        )
         pixel_truth = load_pixel_ground_truth(session=session, dataset=dataset)
         n_classes = len(dataset.ground_truth_classes or [])
     try:
+        progress = _progress(factory, dataset_id, job)
+        if slide:
+            _featurize_slide(factory, dataset_id, job, Recipe.from_dict(recipe_dict), chunk_rows)
+            return
         assert data is not None, "the dataset has no stored image"
-        last = [0.0]
-
-        def progress(fraction: float) -> None:
-            now = time.monotonic()
-            if now - last[0] < PROGRESS_INTERVAL_S and fraction < 1.0:
-                return
-            last[0] = now
-            with session_scope(factory) as session:
-                owned = _owned(session, dataset_id, job)
-                owned.dataset.featurization = {**owned.record, "progress": round(fraction, 3)}
-
         started = time.perf_counter()
         result = featurize(decode(data), Recipe.from_dict(recipe_dict), progress)
         seconds = time.perf_counter() - started
@@ -132,6 +147,33 @@ def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk
             pass
 
 
+def _featurize_slide(
+    factory: sessionmaker[Session], dataset_id: int, job: str, recipe: Recipe, chunk_rows: int
+) -> None:
+    """A slide, from the store (`slide_featurizer.py`): one session that only reads while the
+    blocks run, then records and replaces everything in one write."""
+    progress = _progress(factory, dataset_id, job)
+    with session_scope(factory) as session:
+        dataset = session.get(Dataset, dataset_id)
+        if dataset is None:
+            raise Superseded
+        started = time.perf_counter()
+        with chunks.deferred_records(session):
+            result = featurize_stored_slide(session, dataset, recipe, progress)
+        seconds = time.perf_counter() - started
+        owned = _owned(session, dataset_id, job)
+        store_slide_arrays(session, owned.dataset, result, chunk_rows)
+        stored = Featurization(
+            features=result.features,
+            item_of_pixel=np.empty((0, 0), dtype=np.int32),  # stored tiled already
+            shape=(owned.dataset.meta["image"]["height"], owned.dataset.meta["image"]["width"]),
+            superpixels=True,
+            fitted=result.fitted,
+            raw_feature_names=result.raw_feature_names,
+        )
+        _store(session, owned, stored, None, chunk_rows, seconds, item_map_stored=True)
+
+
 def _store(
     session: Session,
     owned: _Owned,
@@ -139,18 +181,22 @@ def _store(
     truth: NDArray[np.int32] | None,
     chunk_rows: int,
     seconds: float,
+    item_map_stored: bool = False,
 ) -> None:
-    """Replace the dataset's items in one transaction: features, pixel map, item ground truth,
-    the fitted reduction and the default PCA view."""
+    """Replace the dataset's items in one transaction: features, pixel map (unless
+    ``item_map_stored``: a slide's, written as it was made), item ground truth, the fitted
+    reduction and the default PCA view."""
     dataset = owned.dataset
     chunks.delete_arrays(
         session=session,
         dataset_id=dataset.id,
-        kinds=[FEATURES, ITEM_OF_PIXEL, GROUND_TRUTH, REDUCTION],
+        kinds=[FEATURES, GROUND_TRUTH, REDUCTION] + ([] if item_map_stored else [ITEM_OF_PIXEL]),
     )
     delete_views(session=session, dataset_id=dataset.id)
     features = np.ascontiguousarray(result.features, dtype=np.float32)
-    arrays = {FEATURES: features, ITEM_OF_PIXEL: result.item_of_pixel.ravel()}
+    arrays: dict[str, NDArray[np.generic]] = {FEATURES: features}
+    if not item_map_stored:
+        arrays[ITEM_OF_PIXEL] = result.item_of_pixel.ravel()
     if truth is not None:
         arrays[GROUND_TRUTH] = truth
     for kind, array in arrays.items():
@@ -168,7 +214,7 @@ def _store(
     dataset.featurization = {
         **owned.record,
         "progress": 1.0,
-        "shape": list(result.shape),
+        "shape": [int(n) for n in result.shape],
         "superpixels": bool(result.superpixels),
         "n_items": result.n_items,
         "seconds": round(seconds, 2),

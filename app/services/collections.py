@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset, Project, User
 from app.services.datasets import create_image_dataset, valid_name
 from app.services.errors import InvalidInput, PayloadTooLarge
-from app.services.ingest.image_file import MAX_PIXELS, parse_collection_file
+from app.services.ingest.image_file import MAX_PIXELS, parse_collection_file, whole_limit
 from app.services.ingest.parsed import ParsedImage
 from app.services.job_limits import check_active_jobs
 
@@ -35,6 +35,7 @@ def create_collection(
     chunk_rows: int,
     max_active_jobs: int | None = None,
     max_image_pixels: int = MAX_PIXELS,
+    whole_image_pixels: int = MAX_PIXELS,
 ) -> list[Dataset]:
     """Every file is read and checked before anything is stored (one bad file: a 4xx naming it,
     nothing stored). The featurizations are queued (the caller submits them after committing);
@@ -45,11 +46,12 @@ def create_collection(
     total = sum(f.size for f in files)
     if total > max_bytes:
         raise PayloadTooLarge(f"the files have {total:,} bytes; the limit is {max_bytes:,} bytes")
+    limit, setting = whole_limit(max_image_pixels, whole_image_pixels)
     images: list[tuple[str, ParsedImage, str]] = []
     for file in files:
         if file.size == 0:
             raise InvalidInput(f"{file.filename!r} is empty")
-        for place, image in parse_collection_file(file.stream, file.filename, max_image_pixels):
+        for place, image in parse_collection_file(file.stream, file.filename, limit, setting):
             images.append((_image_name(file.filename, place), image, file.filename))
             if len(images) > MAX_COLLECTION_IMAGES:
                 raise InvalidInput(

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Annotation, Dataset, Project, User
 from app.engine.image.featurize import Recipe
+from app.engine.image.image_file import TIFF_MAGICS
 from app.engine.image.masks import decode_index_png
 from app.jobs.featurizer import queue_featurization
 from app.jobs.recipe import RecipeParams
@@ -25,13 +26,14 @@ from app.services.errors import (
 )
 from app.services.ingest.csv_table import csv_blocks, plan_csv
 from app.services.ingest.detect import detect_format
-from app.services.ingest.image_file import MAX_PIXELS, parse_image
+from app.services.ingest.image_file import MAX_PIXELS, parse_image, whole_limit
 from app.services.ingest.npy_array import npy_blocks, plan_npy
 from app.services.ingest.parquet_table import open_parquet, parquet_blocks
 from app.services.ingest.parsed import ParsedImage, ParsedTable
 from app.services.ingest.table_sink import TableSink
 from app.services.job_limits import check_active_jobs
 from app.services.paging import get_or_not_found, page
+from app.services.slides import create_slide_dataset, slide_header
 from app.store import chunks, dataset_arrays
 from app.store.dataset_arrays import (
     DISPLAY_IMAGE,
@@ -59,10 +61,12 @@ def import_upload(
     ground_truth_image: bytes | None = None,
     max_active_jobs: int | None = None,
     max_image_pixels: int = MAX_PIXELS,
+    whole_image_pixels: int = MAX_PIXELS,
 ) -> Dataset:
     """Validate and store an upload. An image may come with `ground_truth_image`, a PNG index
     image of the same size (pixel value = class; 255 = unknown); its featurization counts
-    toward the user's `max_active_jobs` (429 beyond, nothing stored)."""
+    toward the user's `max_active_jobs` (429 beyond, nothing stored). A TIFF above
+    `whole_image_pixels` is a slide (`slides.py`), read in bands."""
     name = valid_name(name or filename)
     if size > max_bytes:
         raise PayloadTooLarge(f"the file has {size:,} bytes; the limit is {max_bytes:,} bytes")
@@ -74,7 +78,28 @@ def import_upload(
         case "image":
             if id_column or ground_truth_column:
                 raise InvalidInput("id_column and ground_truth_column apply to tables, not images")
-            image = parse_image(stream, filename, max_image_pixels)
+            if head.startswith(TIFF_MAGICS):
+                header = slide_header(stream, filename, size)
+                if header.width * header.height > whole_image_pixels:
+                    if ground_truth_image is not None:
+                        raise InvalidInput(
+                            "a ground_truth image is taken for images decoded whole (up to "
+                            f"{whole_image_pixels:,} pixels, IMAGE_WHOLE_PIXELS), not for slides"
+                        )
+                    check_active_jobs(session, user, max_active_jobs)
+                    return create_slide_dataset(
+                        session=session,
+                        project=project,
+                        user=user,
+                        name=name,
+                        stream=stream,
+                        filename=filename,
+                        size=size,
+                        max_pixels=max_image_pixels,
+                    )
+            image = parse_image(
+                stream, filename, *whole_limit(max_image_pixels, whole_image_pixels)
+            )
             check_active_jobs(session, user, max_active_jobs)
             return create_image_dataset(
                 session=session,

@@ -181,6 +181,11 @@ class ArrayStore:
             nbytes=int(image.nbytes),
         )
 
+    def tiled_writer(
+        self, key: str, *, shape: tuple[int, ...], dtype: str | np.dtype, tile: int
+    ) -> TiledWriter:
+        return TiledWriter(self, key, shape, np.dtype(dtype), tile)
+
     def write_bytes(self, key: str, data: bytes) -> StoredInfo:
         return self.write(key, np.frombuffer(data, dtype=np.uint8), chunk_rows=BYTES_CHUNK)
 
@@ -413,6 +418,66 @@ class RowWriter:
             chunk_rows=self._chunk_rows,
             content_hash=self._hash.hexdigest(),
             nbytes=int(np.prod(shape)) * self._dtype.itemsize,
+        )
+
+
+class TiledWriter:
+    """Fills a new image-shaped array (rows, columns[, channels]) of ``tile`` x ``tile``
+    chunks band by band (a picture too large to hold: a whole slide, its pyramid's levels),
+    hashing the bands in the order they come. Memory: the band the caller holds."""
+
+    def __init__(
+        self, store: ArrayStore, key: str, shape: tuple[int, ...], dtype: np.dtype, tile: int
+    ):
+        self.key = key
+        self.shape = tuple(int(s) for s in shape)
+        self._dtype = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
+        self._tile = tile
+        zarr_store, _, _ = store._open()
+        try:
+            self._array = zarr.create_array(
+                store=zarr_store,
+                name=key,
+                shape=self.shape,
+                chunks=(tile, tile, *self.shape[2:]),
+                dtype=self._dtype,
+                compressors=compressors_for(self._dtype),
+                fill_value=0,
+                overwrite=True,
+            )
+        except Exception as exc:
+            raise StoreUnavailable(f"writing {key!r} to the array store failed: {exc}") from exc
+        self._hash = hashlib.blake2b(digest_size=16)
+
+    def write(self, row: int, column: int, block: NDArray) -> None:
+        """``block`` at (row, column); writes aligned to whole tiles cost no read back."""
+        block = np.ascontiguousarray(block, dtype=self._dtype)
+        try:
+            self._array[row : row + block.shape[0], column : column + block.shape[1]] = block
+        except Exception as exc:
+            raise StoreUnavailable(
+                f"writing {self.key!r} to the array store failed: {exc}"
+            ) from exc
+        self._hash.update(f"{row},{column}".encode())
+        self._hash.update(block.data.cast("B"))
+
+    def read(self, start: int, stop: int) -> NDArray:
+        """Rows [start, stop) as written so far (whole rows)."""
+        try:
+            return np.asarray(self._array[start:stop])
+        except Exception as exc:
+            raise StoreUnavailable(
+                f"reading {self.key!r} from the array store failed: {exc}"
+            ) from exc
+
+    def close(self) -> StoredInfo:
+        return StoredInfo(
+            key=self.key,
+            shape=self.shape,
+            dtype=self._dtype.name,
+            chunk_rows=self._tile,
+            content_hash=self._hash.hexdigest(),
+            nbytes=int(np.prod(self.shape)) * self._dtype.itemsize,
         )
 
 

@@ -4,9 +4,9 @@ Every write goes to a new key, so the array it replaces survives until the trans
 replaced it commits (`transactions.py`); a read takes only the chunks it needs."""
 
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models.runs import Run
 from app.db.models.stored_arrays import StoredArray
-from app.store.array_store import RowWriter, StoredInfo, StringWriter
+from app.store.array_store import BYTES_CHUNK, RowWriter, StoredInfo, StringWriter, TiledWriter
 from app.store.transactions import NEW_PREFIXES, doom, store_of, written
 
 
@@ -59,7 +59,12 @@ def _key(session: Session, dataset_id: int | None, kind: str, run_id: int | None
 def _record(
     session: Session, dataset_id: int | None, run_id: int | None, kind: str, info: StoredInfo
 ) -> None:
-    """The row for a written array, replacing (after commit) the kind's earlier array."""
+    """The row for a written array, replacing (after commit) the kind's earlier array; kept
+    for ``record_deferred`` inside ``deferred_records``."""
+    deferred = session.info.get(_DEFERRED)
+    if deferred is not None:
+        deferred.append((dataset_id, run_id, kind, info))
+        return
     for old in session.scalars(
         select(StoredArray).where(_owned_by(dataset_id, run_id), StoredArray.kind == kind)
     ):
@@ -79,6 +84,36 @@ def _record(
         )
     )
     session.flush()
+
+
+_DEFERRED = "array_store_deferred_records"
+
+
+@contextmanager
+def deferred_records(session: Session) -> Iterator[None]:
+    """Arrays written inside are recorded (their SQL rows added) only when it ends: a long job
+    (a slide's featurization) writes gigabytes to the store without holding the database's
+    write lock (SQLite takes it at the first insert) while others need it."""
+    session.info[_DEFERRED] = []
+    try:
+        yield
+        pending = session.info.pop(_DEFERRED)
+    except BaseException:
+        session.info.pop(_DEFERRED, None)
+        raise
+    for dataset_id, run_id, kind, info in pending:
+        _record(session, dataset_id, run_id, kind, info)
+
+
+def region_reader(
+    *, session: Session, dataset_id: int, kind: str
+) -> Callable[[tuple[int, int], tuple[int, int]], NDArray]:
+    """Regions (rows, columns) of a tiled array, read without the session (from threads)."""
+    row = _row(session, dataset_id, kind)
+    if row is None:
+        raise FileNotFoundError(f"dataset {dataset_id} has no {kind} array")
+    store, key = store_of(session), row.key
+    return lambda rows, columns: store.read_region(key, rows, columns)
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -153,6 +188,26 @@ def write_tiled(
     _record(session, dataset_id, run_id, kind, store_of(session).write_tiled(key, image, tile=tile))
 
 
+@contextmanager
+def tiled_writer(
+    *,
+    session: Session,
+    dataset_id: int | None,
+    kind: str,
+    shape: tuple[int, ...],
+    dtype: str | np.dtype,
+    tile: int,
+    run_id: int | None = None,
+) -> Iterator[TiledWriter]:
+    """Fill an image-shaped array band by band (``write_tiled`` for one too large to hold);
+    recorded when the block ends without an error, removed if the transaction rolls back."""
+    key = _key(session, dataset_id, kind, run_id)
+    written(session, key)
+    writer = store_of(session).tiled_writer(key, shape=shape, dtype=dtype, tile=tile)
+    yield writer
+    _record(session, dataset_id, run_id, kind, writer.close())
+
+
 def read_region(
     *,
     session: Session,
@@ -189,6 +244,23 @@ def write_blob(
     key = _key(session, dataset_id, kind, run_id)
     written(session, key)
     _record(session, dataset_id, run_id, kind, store_of(session).write_bytes(key, data))
+
+
+def write_blob_stream(
+    *, session: Session, dataset_id: int | None, kind: str, stream: BinaryIO
+) -> None:
+    """A file's bytes from where ``stream`` stands to its end, a chunk at a time (an uploaded
+    slide of gigabytes): stored as ``write_blob`` stores bytes."""
+    with row_writer(
+        session=session,
+        dataset_id=dataset_id,
+        kind=kind,
+        n_columns=None,
+        dtype="uint8",
+        chunk_rows=BYTES_CHUNK,
+    ) as writer:
+        while block := stream.read(BYTES_CHUNK):
+            writer.append(np.frombuffer(block, dtype=np.uint8))
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -258,6 +330,18 @@ def read_blob(
 ) -> bytes | None:
     row = _row(session, dataset_id, kind, run_id)
     return None if row is None else store_of(session).read_bytes(row.key)
+
+
+def iter_blob(
+    *, session: Session, dataset_id: int | None, kind: str, run_id: int | None = None
+) -> tuple[int, Iterator[bytes]] | None:
+    """A stored blob's size and its bytes a chunk at a time (a slide's file, streamed to a
+    browser without being held), or None."""
+    row = _row(session, dataset_id, kind, run_id)
+    if row is None:
+        return None
+    blocks = store_of(session).iter_blocks(row.key)
+    return int(row.shape[0]), (block.tobytes() for block in blocks)
 
 
 # -- deleting -------------------------------------------------------------------------------

@@ -22,6 +22,14 @@ DISPLAY_IMAGE = "display_image"
 ITEM_OF_PIXEL = "item_of_pixel"
 PIXEL_GROUND_TRUTH = "pixel_ground_truth"
 REDUCTION = "reduction"
+# A slide's pixels as decoded (H, W, C, the file's dtype, tiled), read block by block; once
+# featurized, its items' pixel counts (int64), bounding boxes (n, 4: x0, y0, x1, y1 inclusive)
+# and the pairs of items that touch with the length of their shared border (n, 3), since no
+# code may hold its map of pixels to items (ITEM_OF_PIXEL, tiled (H, W) for a slide) whole.
+SLIDE_PIXELS = "slide_pixels"
+ITEM_SIZES = "item_sizes"
+ITEM_BOXES = "item_boxes"
+ITEM_BORDERS = "item_borders"
 
 
 def feature_blocks(*, session: Session, dataset: Dataset) -> Iterator[NDArray]:

@@ -30,9 +30,12 @@ def _tiff(array: np.ndarray, **options: object) -> bytes:
     return buffer.getvalue()
 
 
-def _tiff_bomb() -> bytes:
-    """8,000 x 8,000 zeros deflated to a few tens of kB: refused from its header, undecoded."""
-    return _tiff(np.zeros((8000, 8000), dtype=np.uint8), compression="zlib")
+def _png_bomb() -> bytes:
+    """8,000 x 8,000 grey zeros deflated to tens of kB: a PNG cannot be read in bands as a
+    slide's TIFF is, so above IMAGE_WHOLE_PIXELS it is refused from its header, undecoded."""
+    buffer = io.BytesIO()
+    Image.new("L", (8000, 8000), 0).save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
 def _tiff_palette() -> bytes:
@@ -138,7 +141,13 @@ BAD_UPLOADS = {
         422,
         ["9x1 pixels", "at least 2x2"],
     ),
-    "TIFF bomb": ("bomb.tif", _tiff_bomb(), {}, 422, ["8000x8000", "at most 50,000,000"]),
+    "PNG bomb": (
+        "bomb.png",
+        _png_bomb(),
+        {},
+        422,
+        ["8000x8000", "at most 50,000,000", "IMAGE_WHOLE_PIXELS", "as a slide"],
+    ),
 }
 
 

@@ -123,8 +123,12 @@ def _window_of(size: int, start: int, length: int, halo: int) -> tuple[int, int]
     return max(0, start - halo), min(size, start + length + halo)
 
 
+Reader = Callable[[slice, slice], NDArray[np.float32]]  # (rows, columns) -> (C, h, w)
+
+
 class Blocks:
-    """The picture's channels (C, H, W) float32 in halo'd blocks.
+    """The picture's channels (C, H, W) float32 in halo'd blocks, read through ``read(rows,
+    columns)``: slices of an array in memory (``of_array``), or of a slide in the array store.
 
     ``map`` runs a function on every block in block order: on a few local threads, or, called
     from inside a task of a Dask cluster with more threads than those (a featurization job on
@@ -132,9 +136,9 @@ class Blocks:
     with its task. The function and its arguments must then pickle, so block work is
     module-level and gets what it needs as arguments, never the whole picture."""
 
-    def __init__(self, channels: NDArray[np.float32], maps: MapRecipe, block: int):
-        _, height, width = channels.shape
-        self.channels = channels
+    def __init__(self, read: Reader, shape: tuple[int, int], maps: MapRecipe, block: int):
+        height, width = shape
+        self.read = read
         self.maps = maps
         self.halo = maps.reach
         side = max(block, self.halo + 1)
@@ -150,6 +154,11 @@ class Blocks:
                 col += w
             row += h
 
+    @classmethod
+    def of_array(cls, channels: NDArray[np.float32], maps: MapRecipe, block: int) -> Blocks:
+        _, height, width = channels.shape
+        return cls(lambda rows, cols: channels[:, rows, cols], (height, width), maps, block)
+
     def __len__(self) -> int:
         return len(self.crops)
 
@@ -158,7 +167,7 @@ class Blocks:
         height, width = self.shape
         rows = slice(crop.row - crop.top, min(height, crop.row + crop.height + self.halo))
         cols = slice(crop.col - crop.left, min(width, crop.col + crop.width + self.halo))
-        return np.ascontiguousarray(self.channels[:, rows, cols], dtype=np.float32)
+        return np.ascontiguousarray(self.read(rows, cols), dtype=np.float32)
 
     def map(
         self,
@@ -334,14 +343,19 @@ def pixel_features(
 @dataclass(frozen=True)
 class SlicInput:
     """The values SLIC compares, for the whole picture: a photo's RGB (rescaled to 0..1 as SLIC
-    does to a whole picture, then compared in Lab) or other channels (0..1)."""
+    does to a whole picture, then compared in Lab) or other channels (0..1), read by region
+    (``read(rows, columns)`` -> (C, h, w))."""
 
-    values: NDArray[np.float32]  # (C, H, W)
+    read: Reader
     scale: SlicScale
+
+    @classmethod
+    def of_array(cls, values: NDArray[np.float32], scale: SlicScale) -> SlicInput:
+        return cls(lambda rows, cols: values[:, rows, cols], scale)
 
     def of(self, crop: _Crop) -> NDArray[np.float32]:
         rows, cols = crop.in_picture()
-        return np.ascontiguousarray(self.values[:, rows, cols], dtype=np.float32)
+        return np.ascontiguousarray(self.read(rows, cols), dtype=np.float32)
 
 
 @dataclass(frozen=True)

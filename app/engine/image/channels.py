@@ -87,16 +87,12 @@ class Multichannel:
         return int(self.planes.shape[1]), int(self.planes.shape[2])
 
     def ranges(self) -> NDArray[np.float64]:
-        """(C, 2): each channel's LOW and HIGH percentile (HIGH > LOW: a flat channel gets
-        a range of 1 so it scales to a constant, not to NaN)."""
+        """(C, 2): each channel's LOW and HIGH percentile (``robust_range``)."""
         out = np.empty((self.planes.shape[0], 2))
         for k, plane in enumerate(self.planes):
             flat = plane.ravel()
-            step = max(1, flat.size // PERCENTILE_SAMPLE)
-            low, high = np.percentile(flat[::step].astype(np.float64), [LOW, HIGH])
-            if not high > low:
-                low, high = float(flat.min()), float(flat.max())
-            out[k] = (low, high if high > low else low + 1.0)
+            sample = flat[:: sample_step(flat.size)]
+            out[k] = robust_range(sample, float(flat.min()), float(flat.max()))
         return out
 
     def scaled(self) -> Float32Array:
@@ -108,14 +104,36 @@ class Multichannel:
         return out
 
     def composite(self) -> NDArray[np.uint8]:
-        """H x W x 3 uint8 for display: each channel clipped to its robust range, coloured
-        and added."""
-        palette = _PALETTES.get(self.planes.shape[0], _MANY)
-        rgb = np.zeros((*self.shape, 3), dtype=np.float32)
-        for k, (low, high) in enumerate(self.ranges()):
-            level = np.clip((self.planes[k].astype(np.float32) - low) / (high - low), 0, 1)
-            colour = palette[k % len(palette)]
-            for c in range(3):
-                if colour[c]:
-                    rgb[:, :, c] += np.float32(colour[c]) * level
-        return np.asarray(np.round(np.clip(rgb, 0, 1) * 255), dtype=np.uint8)
+        """H x W x 3 uint8 for display (``composite``)."""
+        return composite(self.planes, self.ranges())
+
+
+def sample_step(n_pixels: int) -> int:
+    """Every how many pixels (raster order) the percentile sample takes one."""
+    return max(1, n_pixels // PERCENTILE_SAMPLE)
+
+
+def robust_range(
+    sample: NDArray[np.generic], minimum: float, maximum: float
+) -> NDArray[np.float64]:
+    """A channel's LOW and HIGH percentile of its ``sample``; HIGH > LOW always: a channel
+    whose sample is flat gets its whole ``minimum``..``maximum``, and a flat channel a range of
+    1, so it scales to a constant, not to NaN."""
+    low, high = np.percentile(sample.astype(np.float64), [LOW, HIGH])
+    if not high > low:
+        low, high = minimum, maximum
+    return np.array([low, high if high > low else low + 1.0])
+
+
+def composite(planes: NDArray[np.generic], ranges: NDArray[np.float64]) -> NDArray[np.uint8]:
+    """(h, w, 3) uint8 for display of (C, h, w) ``planes``: each channel clipped to its robust
+    range, coloured and added (a whole image, or one band of a slide's)."""
+    palette = _PALETTES.get(planes.shape[0], _MANY)
+    rgb = np.zeros((*planes.shape[1:], 3), dtype=np.float32)
+    for k, (low, high) in enumerate(ranges):
+        level = np.clip((planes[k].astype(np.float32) - low) / (high - low), 0, 1)
+        colour = palette[k % len(palette)]
+        for c in range(3):
+            if colour[c]:
+                rgb[:, :, c] += np.float32(colour[c]) * level
+    return np.asarray(np.round(np.clip(rgb, 0, 1) * 255), dtype=np.uint8)

@@ -485,7 +485,7 @@ def _run_in_blocks(
     block: int,
 ) -> Featurization:
     maps = MapRecipe(recipe.filters, recipe.sigmas, recipe.energy_window, recipe.window)
-    blocks = Blocks(picture.channels, maps, block)
+    blocks = Blocks.of_array(picture.channels, maps, block)
     _, height, width = picture.channels.shape
     if recipe.uses_superpixels(height, width):
         meter = _Meter(progress, len(blocks))
@@ -529,4 +529,6 @@ def _slic_input(picture: _Picture, recipe: Recipe) -> SlicInput:
         values, compactness = (colour - np.float32(low)) / np.float32(spread), recipe.compactness
     else:
         values, compactness = colour, recipe.compactness / 100.0 * spread
-    return SlicInput(values, SlicScale(lab, compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL))
+    return SlicInput.of_array(
+        values, SlicScale(lab, compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL)
+    )

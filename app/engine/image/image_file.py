@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 import tifffile
@@ -192,9 +193,13 @@ def _pillow_header(image: Image.Image, declared: str) -> ImageHeader:
 
 
 @contextmanager
-def _tiff(data: bytes) -> Iterator[tifffile.TiffFile]:
+def _tiff(data: bytes | BinaryIO) -> Iterator[tifffile.TiffFile]:
+    """The TIFF in ``data`` (bytes, or a seekable file read where needed)."""
+    source = io.BytesIO(data) if isinstance(data, bytes) else data
+    source.seek(0)  # tifffile reads a file from where it stands
     try:
-        with _strict_tifffile("TIFF"), tifffile.TiffFile(io.BytesIO(data)) as tif:
+        # A name, since an unnamed temporary file (a spooled upload) has none tifffile can use.
+        with _strict_tifffile("TIFF"), tifffile.TiffFile(source, name="upload.tif") as tif:
             yield tif
     except ImageFileError:
         raise

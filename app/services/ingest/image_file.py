@@ -21,12 +21,20 @@ from app.engine.image.image_file import (
 from app.services.errors import InvalidInput, UnsupportedMediaType
 from app.services.ingest.parsed import ParsedImage
 
-MAX_PIXELS = 50_000_000  # the default of the IMAGE_MAX_PIXELS setting
+MAX_PIXELS = 50_000_000  # the default of the IMAGE_WHOLE_PIXELS setting
 # Decoded pixels held in memory while an upload is checked and featurized.
 MAX_DECODED_BYTES = 2 * 1024**3
 MAX_PLANES_PER_FILE = 1000
 # Featurization compares every pixel with its neighbours on both axes (app/engine/image).
 MIN_SIDE = 2
+
+
+def whole_limit(max_pixels: int, whole_pixels: int) -> tuple[int, str]:
+    """The largest image decoded whole (PNG, JPEG, a collection's), and the setting that sets
+    it, for the message."""
+    if max_pixels <= whole_pixels:
+        return max_pixels, "IMAGE_MAX_PIXELS"
+    return whole_pixels, "IMAGE_WHOLE_PIXELS; a larger picture is taken as a TIFF, as a slide"
 
 
 def _image_bytes(stream: BinaryIO, filename: str) -> bytes:
@@ -38,11 +46,14 @@ def _image_bytes(stream: BinaryIO, filename: str) -> bytes:
     return data
 
 
-def parse_image(stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS) -> ParsedImage:
+def parse_image(
+    stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS, setting: str = ""
+) -> ParsedImage:
+    """The whole image, decoded and checked; ``setting`` names the ``max_pixels`` limit."""
     data = _image_bytes(stream, filename)
     try:
         header = read_header(data)
-        _check_size(header.width, header.height, header.decoded_bytes, max_pixels)
+        check_size(header.width, header.height, header.decoded_bytes, max_pixels, setting)
         pixels = decode(data)
     except ImageFileError as exc:
         raise InvalidInput(str(exc)) from None
@@ -62,7 +73,7 @@ def parse_image(stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS) -
 
 
 def parse_collection_file(
-    stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS
+    stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS, setting: str = ""
 ) -> list[tuple[str, ParsedImage]]:
     """Every image a file holds, with its place in it (``""`` for a file of one image, kept
     byte for byte; ``Z 3``, ``image 2``... for a stack's planes or a file's images, each stored
@@ -71,14 +82,14 @@ def parse_collection_file(
     try:
         headers = collection_headers(data)
         for header, _ in headers:
-            _check_size(header.width, header.height, header.decoded_bytes, max_pixels)
+            check_size(header.width, header.height, header.decoded_bytes, max_pixels, setting)
         if sum(n for _, n in headers) > MAX_PLANES_PER_FILE:
             raise InvalidInput(
                 f"{filename!r} holds {sum(n for _, n in headers):,} images; at most "
                 f"{MAX_PLANES_PER_FILE:,} per file are accepted"
             )
         if len(headers) == 1 and headers[0][1] == 1:
-            return [("", parse_image(io.BytesIO(data), filename, max_pixels))]
+            return [("", parse_image(io.BytesIO(data), filename, max_pixels, setting))]
         planes = decode_planes(data)
     except ImageFileError as exc:
         raise InvalidInput(f"{filename!r}: {exc}") from None
@@ -126,7 +137,11 @@ def _tiff(pixels: Pixels) -> bytes:
     return out.getvalue()
 
 
-def _check_size(width: int, height: int, decoded_bytes: int, max_pixels: int) -> None:
+def check_size(
+    width: int, height: int, decoded_bytes: int | None, max_pixels: int, setting: str = ""
+) -> None:
+    """An image's size against the limits; ``decoded_bytes`` None: it is read in bands (a
+    slide), not decoded whole. ``setting``: the limit's name, for the message."""
     if width < MIN_SIDE or height < MIN_SIDE:
         raise InvalidInput(
             f"the image has {width}x{height} pixels; at least {MIN_SIDE}x{MIN_SIDE} are "
@@ -135,9 +150,9 @@ def _check_size(width: int, height: int, decoded_bytes: int, max_pixels: int) ->
     if width * height > max_pixels:
         raise InvalidInput(
             f"the image has {width}x{height} pixels; at most {max_pixels:,} are accepted "
-            "(IMAGE_MAX_PIXELS)"
+            f"({setting or 'IMAGE_MAX_PIXELS'})"
         )
-    if decoded_bytes > MAX_DECODED_BYTES:
+    if decoded_bytes is not None and decoded_bytes > MAX_DECODED_BYTES:
         raise InvalidInput(
             f"the image's pixels take {decoded_bytes:,} bytes decoded; at most "
             f"{MAX_DECODED_BYTES:,} are accepted"

@@ -1,0 +1,387 @@
+"""Featurize a slide: a picture read by region (from the array store), never held whole.
+
+The blocks, their halos, SLIC per block and each superpixel's means and spreads are those of
+``blockwise.py``, so a slide's items and raw rows are those ``featurize`` gives the same picture
+in memory with the same block size. What differs is where things go:
+
+* each block's items go to ``write_items`` as they come (the map of pixels to items of a
+  50k x 50k slide is 10 GB of int32);
+* the raw rows go to a spill file and are read back to be projected; the reduction's means and
+  scales come from every superpixel (merged moments), its PCA from all of them up to
+  ``PCA_SAMPLE`` rows, from a fixed-seed sample above (as pixel items are handled);
+* what code downstream needs of the map without reading it is gathered per block: each item's
+  pixel count and bounding box, and the pairs of items that touch with the length of their
+  shared border (within a block from its items; across blocks from the blocks' edge rows and
+  columns), equal to ``region_links.region_adjacency`` of the whole map.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import ndimage as ndi
+from skimage.util import img_as_float32
+
+from app.engine.image._filter_bank import (
+    Float32Array,
+    family_divisors,
+    image_channels,
+    in_colour_space,
+    raw_feature_names,
+)
+from app.engine.image._reduction import FittedReduction, fit_pca, standardiser
+from app.engine.image.blockwise import (
+    BLOCK,
+    Blocks,
+    MapRecipe,
+    Moments,
+    SlicInput,
+    SlicScale,
+    _block_superpixels,
+    _Crop,
+)
+from app.engine.image.featurize import (
+    PCA_SAMPLE,
+    PIXELS_PER_SUPERPIXEL,
+    Recipe,
+    _block_side,
+    _pca_sample,
+)
+
+Int32Array = NDArray[np.int32]
+Int64Array = NDArray[np.int64]
+Progress = Callable[[float], None]
+SPILL_ROWS = 65_536  # raw rows read back at once
+SLIDE_BLOCK = BLOCK  # a slide is always cut into blocks of about this side
+
+
+@dataclass(frozen=True, eq=False)
+class StoredPicture:
+    """A slide as its reader sees it.
+
+    * ``read(rows, columns)``: pixels (h, w, C) in the file's dtype (C = 3 or 1 for a photo);
+    * ``photo``: 8-bit grey or RGB, featurized in the recipe's colour space; else measured
+      channels, each scaled by its robust ``ranges`` (C, 2) as ``Multichannel.scaled`` does;
+    * ``extremes``: (C, 2) each channel's minimum and maximum over the slide (SLIC's scale).
+    """
+
+    shape: tuple[int, int]
+    read: Callable[[slice, slice], NDArray[np.generic]]
+    photo: bool
+    channel_names: tuple[str, ...]
+    extremes: NDArray[np.float64]
+    ranges: NDArray[np.float64] | None = None
+
+    def colour(self, rows: slice, cols: slice) -> Float32Array:
+        """(C, h, w) as scaled for SLIC: a photo's RGB or grey in 0..1; measured channels
+        mapped by their ranges."""
+        return self._scaled(self.read(rows, cols))
+
+    def _scaled(self, pixels: NDArray[np.generic]) -> Float32Array:
+        if self.photo:
+            return image_channels(pixels)
+        assert self.ranges is not None
+        planes = np.moveaxis(pixels, 2, 0)
+        out = np.empty(planes.shape, dtype=np.float32)
+        for k, (low, high) in enumerate(self.ranges):
+            np.subtract(planes[k], low, out=out[k], casting="unsafe")
+            out[k] /= np.float32(high - low)
+        return out
+
+    def colour_range(self) -> tuple[float, float]:
+        """The least and greatest value of ``colour`` over the slide (clipped to 0..1 for
+        measured channels, as SLIC gets them): each channel's extremes, scaled."""
+        if self.photo:
+            values = img_as_float32(self.extremes.astype(np.uint8))
+        else:
+            assert self.ranges is not None
+            lows, highs = self.ranges[:, 0], self.ranges[:, 1]
+            values = np.clip(
+                ((self.extremes - lows[:, None]).astype(np.float32))
+                / (highs - lows)[:, None].astype(np.float32),
+                0.0,
+                1.0,
+            )
+        return float(values.min()), float(values.max())
+
+
+@dataclass(frozen=True)
+class SlideItems:
+    """A slide's superpixels: features and what downstream code needs of the map."""
+
+    features: Float32Array  # (n_items, n_components)
+    fitted: FittedReduction
+    raw_feature_names: tuple[str, ...]
+    sizes: Int64Array  # (n_items,) pixels of each
+    boxes: Int32Array  # (n_items, 4): x0, y0, x1, y1, inclusive
+    borders: Int64Array  # (m, 3): item a < item b, shared border in pixel edges
+
+    @property
+    def n_items(self) -> int:
+        return int(self.features.shape[0])
+
+
+class RawSpill:
+    """Raw rows (float32) in a temporary file, appended block by block and read back in
+    order: a slide's millions of superpixels times 160 raw maps do not stay in memory."""
+
+    def __init__(self, n_columns: int):
+        self.n_columns = n_columns
+        self.rows = 0
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - open until close()
+
+    def append(self, rows: NDArray[np.floating]) -> None:
+        self._file.write(np.ascontiguousarray(rows, dtype=np.float32).tobytes())
+        self.rows += rows.shape[0]
+
+    def blocks(self) -> Iterator[Float32Array]:
+        self._file.seek(0)
+        for start in range(0, self.rows, SPILL_ROWS):
+            n = min(SPILL_ROWS, self.rows - start)
+            data = self._file.read(n * self.n_columns * 4)
+            yield np.frombuffer(data, dtype=np.float32).reshape(n, self.n_columns)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def featurize_slide(
+    picture: StoredPicture,
+    recipe: Recipe,
+    write_items: Callable[[int, int, Int32Array], None],
+    progress: Progress | None = None,
+    block_size: int | None = None,
+) -> SlideItems:
+    """Superpixels of ``picture`` and their features; ``write_items(row, column, items)`` gets
+    every block's item ids (global) at its place, in block order."""
+    height, width = picture.shape
+    if not recipe.uses_superpixels(height, width):
+        raise ValueError(
+            "a slide's items are superpixels: superpixels='never' would make one item per "
+            "pixel; use 'auto' or 'always'"
+        )
+    n_channels = int(picture.extremes.shape[0])
+    space_channels = 1 if picture.photo and recipe.colour == "grey" else n_channels
+    names = raw_feature_names(
+        space_channels,
+        recipe.colour,
+        recipe.filters,
+        recipe.sigmas,
+        recipe.energy_window,
+        recipe.window,
+        () if picture.photo else picture.channel_names,
+    )
+    if recipe.superpixel_std:
+        names += [f"{name} std" for name in names]
+    if recipe.n_components > len(names):
+        raise ValueError(
+            f"Recipe.n_components={recipe.n_components} is more than the {len(names)} raw "
+            "features this recipe gives for this image; lower n_components or add filters"
+        )
+
+    def channels(rows: slice, cols: slice) -> Float32Array:
+        colour = picture.colour(rows, cols)
+        return in_colour_space(colour, recipe.colour) if picture.photo else colour
+
+    maps = MapRecipe(recipe.filters, recipe.sigmas, recipe.energy_window, recipe.window)
+    block = SLIDE_BLOCK if block_size is None else _block_side(block_size, height, width)
+    block = block or max(height, width)
+    blocks = Blocks(channels, (height, width), maps, block)
+    slic_input = _slic_input(picture, recipe)
+    total = len(blocks) + 1
+    done = [0]
+
+    def advance() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(min(done[0] / total, 0.99))
+
+    spill = RawSpill(len(names))
+    try:
+        gathered = _superpixels(
+            blocks, slic_input, recipe.superpixel_std, write_items, spill, advance
+        )
+        fitted = _fit(spill, gathered.moments, names, recipe)
+        features = np.concatenate([fitted.transform_rows(rows) for rows in spill.blocks()])
+    finally:
+        spill.close()
+    if progress is not None:
+        progress(1.0)
+    return SlideItems(
+        features=features,
+        fitted=fitted,
+        raw_feature_names=tuple(names),
+        sizes=np.concatenate(gathered.sizes),
+        boxes=np.concatenate(gathered.boxes).astype(np.int32),
+        borders=gathered.borders(),
+    )
+
+
+def _slic_input(picture: StoredPicture, recipe: Recipe) -> SlicInput:
+    """As ``featurize._slic_input`` makes it of the whole picture, read by region."""
+    low, high = picture.colour_range()
+    spread = high - low if high > low else 1.0
+    lab = picture.photo and picture.extremes.shape[0] == 3
+    if lab:
+
+        def values(rows: slice, cols: slice) -> Float32Array:
+            return (picture.colour(rows, cols) - np.float32(low)) / np.float32(spread)
+
+        return SlicInput(
+            values, SlicScale(True, recipe.compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL)
+        )
+
+    def clipped(rows: slice, cols: slice) -> Float32Array:
+        colour = picture.colour(rows, cols)
+        return colour if picture.photo else np.clip(colour, 0.0, 1.0)
+
+    compactness = recipe.compactness / 100.0 * spread
+    return SlicInput(
+        clipped, SlicScale(False, compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL)
+    )
+
+
+@dataclass
+class _Gathered:
+    moments: Moments
+    sizes: list[Int64Array]
+    boxes: list[Int32Array]
+    pairs: list[Int64Array]  # (k, 3): a, b, border
+
+    def borders(self) -> Int64Array:
+        if not self.pairs:
+            return np.empty((0, 3), dtype=np.int64)
+        return np.concatenate(self.pairs)
+
+
+@dataclass(frozen=True)
+class _Edges:
+    """A block's items along its four sides (global ids)."""
+
+    top: Int64Array
+    bottom: Int64Array
+    left: Int64Array
+    right: Int64Array
+
+
+def _slide_block(
+    window: Float32Array,
+    crop: _Crop,
+    maps: MapRecipe,
+    slic_values: NDArray[np.float32],
+    scale: SlicScale,
+    picture_pixels: int,
+    with_std: bool,
+) -> tuple[Int32Array, NDArray[np.float64], Int64Array, Int32Array, Int64Array]:
+    """``_block_superpixels`` and, of its items: pixel counts, boxes (in the block) and the
+    pairs that touch inside it with their borders."""
+    items, raw = _block_superpixels(
+        window, crop, maps, slic_values, scale, picture_pixels, with_std
+    )
+    n_items = raw.shape[0]
+    sizes = np.bincount(items.ravel(), minlength=n_items).astype(np.int64)
+    boxes = np.array(
+        [
+            (s[1].start, s[0].start, s[1].stop - 1, s[0].stop - 1)
+            for s in ndi.find_objects(items + 1)
+        ],
+        dtype=np.int32,
+    ).reshape(-1, 4)
+    pairs = _touching(
+        np.concatenate([items[:, :-1].ravel(), items[:-1, :].ravel()]),
+        np.concatenate([items[:, 1:].ravel(), items[1:, :].ravel()]),
+    )
+    return items, raw, sizes, boxes, pairs
+
+
+def _touching(a: NDArray[np.integer], b: NDArray[np.integer]) -> Int64Array:
+    """(k, 3): each pair of distinct neighbours (lower id first) and how many pixel edges they
+    share, from the ids on either side of each edge."""
+    cross = a != b
+    lo = np.minimum(a[cross], b[cross]).astype(np.int64)
+    hi = np.maximum(a[cross], b[cross]).astype(np.int64)
+    if lo.size == 0:
+        return np.empty((0, 3), dtype=np.int64)
+    span = int(hi.max()) + 1
+    keys, counts = np.unique(lo * span + hi, return_counts=True)
+    return np.stack([keys // span, keys % span, counts], axis=1).astype(np.int64)
+
+
+def _superpixels(
+    blocks: Blocks,
+    slic_input: SlicInput,
+    with_std: bool,
+    write_items: Callable[[int, int, Int32Array], None],
+    spill: RawSpill,
+    advance: Callable[[], None],
+) -> _Gathered:
+    height, width = blocks.shape
+
+    def arguments(crop: _Crop) -> tuple[object, ...]:
+        return blocks.maps, slic_input.of(crop), slic_input.scale, height * width, with_std
+
+    n_raw = spill.n_columns
+    gathered = _Gathered(Moments(0, np.zeros(n_raw), np.zeros(n_raw)), [], [], [])
+    edges: dict[tuple[int, int], _Edges] = {}
+    offset = 0
+    for crop, (items, raw, sizes, boxes, pairs) in zip(
+        blocks.crops, blocks.map(_slide_block, arguments, advance), strict=True
+    ):
+        ids = items + np.int32(offset)
+        write_items(crop.row, crop.col, ids)
+        spill.append(raw)
+        mean = raw.mean(axis=0)
+        block_moments = Moments(raw.shape[0], mean, np.square(raw - mean).sum(axis=0))
+        gathered.moments = gathered.moments.merged(block_moments)
+        gathered.sizes.append(sizes)
+        gathered.boxes.append(boxes + np.array([crop.col, crop.row, crop.col, crop.row]))
+        if pairs.size:
+            gathered.pairs.append(pairs + np.array([offset, offset, 0]))
+        wide = ids.astype(np.int64)
+        edge = _Edges(wide[0], wide[-1], wide[:, 0], wide[:, -1])
+        edges[(crop.row, crop.col)] = edge
+        above = _neighbour(edges, blocks, crop, up=True)
+        if above is not None:
+            gathered.pairs.append(_touching(above.bottom, edge.top))
+        before = _neighbour(edges, blocks, crop, up=False)
+        if before is not None:
+            gathered.pairs.append(_touching(before.right, edge.left))
+        offset += raw.shape[0]
+    return gathered
+
+
+def _neighbour(
+    edges: dict[tuple[int, int], _Edges], blocks: Blocks, crop: _Crop, up: bool
+) -> _Edges | None:
+    """The block above ``crop`` (or before it in its row), already done: blocks come in row
+    order, and every row of blocks is cut into the same columns."""
+    for other in blocks.crops:
+        if up and other.col == crop.col and other.row + other.height == crop.row:
+            return edges.get((other.row, other.col))
+        if not up and other.row == crop.row and other.col + other.width == crop.col:
+            return edges.get((other.row, other.col))
+    return None
+
+
+def _fit(spill: RawSpill, moments: Moments, names: list[str], recipe: Recipe) -> FittedReduction:
+    """The reduction: exact means and scales over all items, the PCA on all of them up to
+    ``PCA_SAMPLE``, on a fixed-seed sample above."""
+    chosen = _pca_sample(spill.rows)
+    rows = np.empty((chosen.size, spill.n_columns), dtype=np.float64)
+    start, taken = 0, 0
+    for block in spill.blocks():
+        stop = start + block.shape[0]
+        lo, hi = np.searchsorted(chosen, [start, stop])
+        rows[taken : taken + hi - lo] = block[chosen[lo:hi] - start]
+        taken += hi - lo
+        start = stop
+    mean, scale = standardiser(moments.mean, moments.std)
+    scale = scale * family_divisors(names, recipe.family_balance)
+    return fit_pca(rows, mean, scale, recipe.n_components)
+
+
+__all__ = ["PCA_SAMPLE", "RawSpill", "SlideItems", "StoredPicture", "featurize_slide"]

@@ -1,0 +1,184 @@
+"""Whole slides: TIFF images too large to decode at once (above `IMAGE_WHOLE_PIXELS`), taken in
+bands of rows (DESIGN.md Sec. 9 and 12).
+
+At upload, in the caller's transaction: the file is checked without decoding it (one image,
+every strip or tile inside the file), then read band by band into a tiled array of its pixels
+in the array store (`SLIDE_PIXELS`, the file's own dtype), which featurization reads block by
+block; the percentile sample and each channel's extremes are taken on the way. A second pass
+over the stored pixels writes the picture's Deep Zoom pyramid (the composite of measured
+channels, or the photo). The file itself is kept, streamed. Memory follows a band, not the
+slide: a refused file (damaged half-way, NaN at row 9,000) rolls back with nothing stored.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, Project, User
+from app.engine.image.channels import composite, robust_range, sample_step
+from app.engine.image.deep_zoom import halve_picture
+from app.engine.image.featurize import Recipe
+from app.engine.image.image_file import ImageFileError, ImageHeader
+from app.engine.image.tiff_bands import TiffBands, open_bands
+from app.jobs.featurizer import queue_featurization
+from app.services.errors import InvalidInput
+from app.services.ingest.image_file import check_size
+from app.store import chunks, pyramids
+from app.store.dataset_arrays import IMAGE, SLIDE_PIXELS
+
+SLIDE_TILE = 1024  # the stored pixels' chunks: a featurization block's window reads a few
+
+
+@dataclass
+class _Sample:
+    """Each channel's percentile sample (the pixels ``Multichannel.ranges`` would take of the
+    whole image: every ``step``-th in raster order) and extremes, gathered band by band."""
+
+    width: int
+    step: int
+    values: list[list[NDArray[np.generic]]] = field(default_factory=list)
+    low: NDArray[np.float64] | None = None
+    high: NDArray[np.float64] | None = None
+
+    def add(self, start_row: int, band: NDArray[np.generic]) -> None:
+        flat = band.reshape(-1, band.shape[2])
+        first = start_row * self.width
+        offset = -first % self.step  # the band's first sampled pixel
+        if not self.values:
+            self.values = [[] for _ in range(flat.shape[1])]
+        for channel, values in enumerate(self.values):
+            values.append(flat[offset :: self.step, channel].copy())
+        low, high = flat.min(axis=0).astype(np.float64), flat.max(axis=0).astype(np.float64)
+        self.low = low if self.low is None else np.minimum(self.low, low)
+        self.high = high if self.high is None else np.maximum(self.high, high)
+
+    def ranges(self) -> NDArray[np.float64]:
+        assert self.low is not None and self.high is not None
+        return np.stack(
+            [
+                robust_range(np.concatenate(values), float(lo), float(hi))
+                for values, lo, hi in zip(self.values, self.low, self.high, strict=True)
+            ]
+        )
+
+
+def slide_header(stream: BinaryIO, filename: str, size: int) -> ImageHeader:
+    """What the slide declares, checked (4xx on a damaged or unsupported file)."""
+    try:
+        with open_bands(stream, size) as tiff:
+            return tiff.header
+    except ImageFileError as exc:
+        raise InvalidInput(f"{filename!r}: {exc}") from None
+
+
+def create_slide_dataset(
+    *,
+    session: Session,
+    project: Project,
+    user: User | None,
+    name: str,
+    stream: BinaryIO,
+    filename: str,
+    size: int,
+    max_pixels: int,
+) -> Dataset:
+    """Store a slide and queue its featurization (the caller submits it after committing)."""
+    try:
+        with open_bands(stream, size) as tiff:
+            header = tiff.header
+            check_size(header.width, header.height, None, max_pixels)
+            dataset = Dataset(
+                project_id=project.id,
+                name=name,
+                kind="image",
+                status="featurizing",
+                n_items=header.width * header.height,
+                n_features=0,
+                feature_names=[],
+                source_filename=filename,
+                meta={"image": _image_meta(header, size)},
+                created_by_id=user.id if user else None,
+            )
+            queue_featurization(dataset, Recipe().to_dict(), requested_by=user.id if user else None)
+            session.add(dataset)
+            session.flush()
+            sample = _store_pixels(session, dataset, tiff)
+    except ImageFileError as exc:
+        raise InvalidInput(f"{filename!r}: {exc}") from None
+    image = dict(dataset.meta["image"])
+    assert sample.low is not None and sample.high is not None  # a slide has rows
+    image["extremes"] = np.stack([sample.low, sample.high], axis=1).tolist()
+    if not header.photo:
+        image["ranges"] = sample.ranges().tolist()
+    dataset.meta = {**dataset.meta, "image": image}
+    stream.seek(0)
+    chunks.write_blob_stream(session=session, dataset_id=dataset.id, kind=IMAGE, stream=stream)
+    _write_picture_pyramid(session, dataset)
+    return dataset
+
+
+def _image_meta(header: ImageHeader, size: int) -> dict[str, object]:
+    return {
+        "format": header.format,
+        "width": header.width,
+        "height": header.height,
+        "mode": header.mode,
+        "dtype": header.dtype,
+        "channels": list(header.channel_names),
+        "bytes": size,
+        "tiled": True,
+        "photo": header.photo,
+    }
+
+
+def _store_pixels(session: Session, dataset: Dataset, tiff: TiffBands) -> _Sample:
+    header = tiff.header
+    sample = _Sample(header.width, sample_step(header.width * header.height))
+    with chunks.tiled_writer(
+        session=session,
+        dataset_id=dataset.id,
+        kind=SLIDE_PIXELS,
+        shape=(header.height, header.width, header.channels),
+        dtype=header.dtype,
+        tile=SLIDE_TILE,
+    ) as writer:
+        for start, band in tiff.bands(SLIDE_TILE):
+            writer.write(start, 0, band)
+            sample.add(start, band)
+    return sample
+
+
+def slide_region(
+    session: Session, dataset: Dataset, rows: tuple[int, int], columns: tuple[int, int]
+) -> NDArray[np.generic]:
+    """Pixels (h, w, C) of a slide as stored, in the file's dtype."""
+    pixels = chunks.read_region(
+        session=session, dataset_id=dataset.id, kind=SLIDE_PIXELS, rows=rows, columns=columns
+    )
+    if pixels is None:
+        raise InvalidInput(f"dataset {dataset.id} is not a slide")
+    return pixels
+
+
+def _write_picture_pyramid(session: Session, dataset: Dataset) -> None:
+    image = dataset.meta["image"]
+    width, height = int(image["width"]), int(image["height"])
+    ranges = np.asarray(image["ranges"]) if "ranges" in image else None
+
+    def shown(start: int, stop: int) -> NDArray[np.integer]:
+        band: NDArray[Any] = slide_region(session, dataset, (start, stop), (0, width))
+        if ranges is not None:
+            return composite(np.moveaxis(band, 2, 0), ranges)
+        return band[:, :, 0] if band.shape[2] == 1 else band
+
+    pyramids.write_levels_in_bands(
+        session=session,
+        width=width,
+        height=height,
+        full=shown,
+        halve=halve_picture,
+        dataset_id=dataset.id,
+    )
