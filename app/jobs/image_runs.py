@@ -69,9 +69,21 @@ def image_params(params: Params) -> Params:
     return params.model_copy(update=update) if update else params
 
 
-def image_structure(item_of_pixel: NDArray[np.int32], superpixels: bool) -> ItemStructure:
+def image_structure(
+    item_of_pixel: NDArray[np.int32] | None,
+    superpixels: bool,
+    borders: NDArray[np.int64] | None = None,
+) -> ItemStructure:
     """4-neighbour links between pixels (weight 1), or links between superpixels that touch
-    (weight proportional to the shared border, 1 on average)."""
+    (weight proportional to the shared border, 1 on average: ``region_links``), from the map
+    or, for a slide, from its items' ``borders`` (a, b, shared border) gathered block by
+    block."""
+    if borders is not None:
+        if borders.shape[0] == 0:
+            return ItemStructure(np.empty((0, 2), dtype=np.int64), np.empty(0))
+        shared = borders[:, 2].astype(np.float64)
+        return ItemStructure(np.ascontiguousarray(borders[:, :2]), shared / shared.mean())
+    assert item_of_pixel is not None
     if superpixels:
         pairs, weights = region_links(item_of_pixel, 1.0)
     else:
@@ -82,13 +94,16 @@ def image_structure(item_of_pixel: NDArray[np.int32], superpixels: bool) -> Item
 
 def image_outputs(
     labels: NDArray[np.integer],
-    item_of_pixel: NDArray[np.int32],
+    item_of_pixel: NDArray[np.int32] | None,
     pixel_truth: NDArray[np.int32] | None,
     cluster_labels: list[str | None],
-) -> tuple[bytes, dict[str, Any]]:
+) -> tuple[bytes | None, dict[str, Any]]:
     """The cluster mask as a PNG index image, and pixel-level metrics: `mean_iou` of the label
     mask (clusters carrying the same scribble label count as one segment; unlabeled clusters
-    each count alone), and `cluster_mean_iou` of the raw clusters."""
+    each count alone), and `cluster_mean_iou` of the raw clusters. A slide (no map held) has
+    neither: its mask is made from its labels where it is read (tiles, a streamed PNG)."""
+    if item_of_pixel is None:
+        return None, {}
     mask = item_labels_to_mask(labels, item_of_pixel)
     metrics: dict[str, Any] = {}
     if pixel_truth is not None:

@@ -25,8 +25,10 @@ from app.store.dataset_arrays import (
     IMAGE,
     REDUCTION,
     chunked_features,
+    is_slide,
     load_features,
     load_ground_truth,
+    load_item_borders,
     load_item_of_pixel,
     load_pixel_ground_truth,
 )
@@ -35,9 +37,10 @@ from app.store.side_information_blob import from_npz
 
 @dataclass
 class ImageLayout:
-    item_of_pixel: NDArray[np.int32]
+    item_of_pixel: NDArray[np.int32] | None  # None for a slide: never held whole
     superpixels: bool
     pixel_truth: NDArray[np.int32] | None
+    borders: NDArray[np.int64] | None = None  # a slide's touching items (a, b, shared border)
 
 
 @dataclass
@@ -75,7 +78,7 @@ class RunInputs:
     def structure(self) -> ItemStructure:
         """The image's neighbour links (pixels or touching superpixels)."""
         assert self.image is not None
-        return image_structure(self.image.item_of_pixel, self.image.superpixels)
+        return image_structure(self.image.item_of_pixel, self.image.superpixels, self.image.borders)
 
     def featurize_target(self) -> None:
         """Apply runs: featurize the new image with the model image's recipe and reduction."""
@@ -116,7 +119,12 @@ def load_inputs(
         ),
         data_parallel=parallel,
     )
-    if dataset.kind == "image":
+    if is_slide(dataset):
+        inputs.params = image_params(params)
+        inputs.image = ImageLayout(
+            None, True, None, load_item_borders(session=session, dataset=dataset)
+        )
+    elif dataset.kind == "image":
         inputs.params = image_params(params)
         inputs.image = ImageLayout(
             load_item_of_pixel(session=session, dataset=dataset),

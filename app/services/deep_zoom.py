@@ -21,9 +21,10 @@ from app.db.models import Dataset, Run, RunResult
 from app.engine.image.deep_zoom import DeepZoom, coloured, levels
 from app.engine.image.image_file import ImageFileError, decode
 from app.engine.image.masks import decode_index_png
+from app.services import slide_masks
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.store import chunks, pyramids
-from app.store.dataset_arrays import DISPLAY_IMAGE, IMAGE
+from app.store.dataset_arrays import DISPLAY_IMAGE, IMAGE, is_slide
 
 # The workspace's cluster colours (app/static/js/workspace/palette.js), for a mask's tiles
 # when the viewer names none.
@@ -115,11 +116,11 @@ def _mask_zoom(session: Session, run: Run) -> DeepZoom:
     has_mask = session.scalar(select(RunResult.mask.is_not(None)).where(RunResult.run_id == run.id))
     if has_mask is None:
         raise Conflict(f"run {run.id} is {run.status}; it has no result")
-    if not has_mask:
-        raise Conflict(f"run {run.id} is on a table; only runs on images have a mask")
     dataset = session.get(Dataset, run.dataset_id)
     if dataset is None:
         raise NotFound(f"run {run.id}'s dataset is gone")
+    if not has_mask and not is_slide(dataset):  # a slide's mask is made as it is read
+        raise Conflict(f"run {run.id} is on a table; only runs on images have a mask")
     return picture_zoom(dataset)
 
 
@@ -138,8 +139,14 @@ def _ensure_mask_pyramid(session: Session, run: Run, zoom: DeepZoom) -> None:
 
 def mask_descriptor(*, session: Session, run: Run) -> str:
     zoom = _mask_zoom(session, run)
-    _ensure_mask_pyramid(session, run, zoom)
+    if not _on_slide(session, run):
+        _ensure_mask_pyramid(session, run, zoom)
     return zoom.descriptor()
+
+
+def _on_slide(session: Session, run: Run) -> Dataset | None:
+    dataset = session.get(Dataset, run.dataset_id)
+    return dataset if dataset is not None and is_slide(dataset) else None
 
 
 def mask_tile(
@@ -150,6 +157,10 @@ def mask_tile(
     palette = _palette(colours)
     zoom = _mask_zoom(session, run)
     box = _tile_box(zoom, level, tile)
+    slide = _on_slide(session, run)
+    if slide is not None:
+        ids = slide_masks.mask_region(session, slide, run, level, zoom.max_level, box)
+        return _png(coloured(ids, palette))
     mask = _read(session, level, box, run_id=run.id)
     if mask is None:
         _ensure_mask_pyramid(session, run, zoom)

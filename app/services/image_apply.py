@@ -8,6 +8,7 @@ from typing import Any
 from app.db.models import Dataset
 from app.engine.image.featurize import Recipe
 from app.services.errors import InvalidInput
+from app.store.dataset_arrays import is_slide
 
 _GREY_MODES = {"1", "L", "LA", "La"}
 
@@ -25,6 +26,11 @@ class _Channels:
 
 def check_applicable(source: Dataset, target: Dataset) -> None:
     """Refuse, saying why, a target image the source's recipe and reduction cannot take."""
+    if is_slide(target):
+        raise InvalidInput(
+            f"dataset {target.id} is a slide (above IMAGE_WHOLE_PIXELS): a model is applied to "
+            "images decoded whole; fit a run on the slide itself"
+        )
     recipe = Recipe.from_dict((source.featurization or {}).get("recipe") or {})
     fitted_on, given = _channels(source.meta, recipe), _channels(target.meta, recipe)
     if fitted_on.measured != given.measured or len(fitted_on.names) != len(given.names):

@@ -17,6 +17,7 @@ from app.services.image_apply import check_applicable
 from app.services.job_limits import ACTIVE_RUN_STATUSES, check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
+from app.store.dataset_arrays import is_slide
 from app.store.run_arrays import labels_count, read_labels
 from app.store.side_information_blob import to_npz
 
@@ -225,6 +226,12 @@ def _applicable_source(session: Session, source: Run) -> Dataset:
     if not hasattr(pickle.loads(result.model), "predict"):
         raise Conflict(f"{source.algorithm} cannot predict new items; its runs cannot be applied")
     return session.get_one(Dataset, source.dataset_id)
+
+
+def slide_of(*, session: Session, run: Run) -> Dataset | None:
+    """The run's dataset when it is a slide (its mask is made as it is read), else None."""
+    dataset = session.get(Dataset, run.dataset_id)
+    return dataset if dataset is not None and is_slide(dataset) else None
 
 
 def result_mask(*, session: Session, run: Run) -> bytes:

@@ -17,10 +17,22 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset
 from app.services import annotations, views
 from app.services.datasets import require_ready
-from app.services.strokes import drawn_on_image, resolve_strokes
+from app.services.strokes import (
+    Under,
+    drawn_on_image,
+    resolve_strokes,
+    under_slide,
+    under_whole_map,
+)
 from app.sideinfo import SideInformation
 from app.sideinfo.compiled import CompiledAnnotations
-from app.store.dataset_arrays import item_of_pixel_version, load_item_of_pixel
+from app.store.dataset_arrays import (
+    is_slide,
+    item_of_pixel_version,
+    load_item_of_pixel,
+    load_item_sizes,
+    read_item_region,
+)
 
 # Datasets whose compiled annotations are kept: a few experts at work at once. Arrays of about
 # 30 bytes per labeled item, 24 per link pair.
@@ -53,8 +65,7 @@ def compile_for_dataset(*, session: Session, dataset: Dataset) -> SideInformatio
     records = annotations.records(session=session, dataset=dataset, ids=live - compiled.ids)
     fetched = {r.id for r in records}
     if any(drawn_on_image(r) for r in records):
-        item_of_pixel = load_item_of_pixel(session=session, dataset=dataset)
-        records = resolve_strokes(records, item_of_pixel, dataset.n_items)
+        records = resolve_strokes(records, _under(session, dataset))
     compiled.add(records, ids=fetched)
 
     def coordinates(view_id: int) -> np.ndarray:
@@ -69,6 +80,24 @@ def compile_for_dataset(*, session: Session, dataset: Dataset) -> SideInformatio
         while len(_kept) > KEPT_DATASETS:
             _kept.popitem(last=False)
     return info
+
+
+def _under(session: Session, dataset: Dataset) -> Under:
+    """How strokes become items on this image: its whole map, or a slide's map by region."""
+    if is_slide(dataset):
+        image = dataset.meta["image"]
+
+        def read(rows: tuple[int, int], columns: tuple[int, int]) -> np.ndarray:
+            return read_item_region(session=session, dataset=dataset, rows=rows, columns=columns)
+
+        return under_slide(
+            (int(image["height"]), int(image["width"])),
+            read,
+            dataset.n_items,
+            load_item_sizes(session=session, dataset=dataset),
+        )
+    item_of_pixel = load_item_of_pixel(session=session, dataset=dataset)
+    return under_whole_map(item_of_pixel, dataset.n_items)
 
 
 def forget_compiled() -> None:

@@ -2,13 +2,13 @@
 pixel coordinates, so they survive a new featurization; at compile time they become the items
 under them (the engine's `items_under` rule) and then ordinary label and link records."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine.image.strokes import items_under, rasterize_strokes
+from app.engine.image.strokes import items_under, items_under_strokes, rasterize_strokes
 from app.sideinfo.model import CANNOT_LINK, LABEL, MUST_LINK, SCRIBBLE, AnnotationRecord
 
 
@@ -16,16 +16,38 @@ def drawn_on_image(record: AnnotationRecord) -> bool:
     return record.kind == SCRIBBLE or any(k in record.payload for k in ("strokes", "strokes_a"))
 
 
-def resolve_strokes(
-    records: Sequence[AnnotationRecord], item_of_pixel: NDArray[np.int32], n_items: int
-) -> list[AnnotationRecord]:
-    """`records` with every stroke-drawn one replaced by its item-based equivalent (dropped when
-    it covers no item, or a link that no longer joins two items)."""
+Under = Callable[[list[dict[str, Any]]], list[int]]
+
+
+def under_whole_map(item_of_pixel: NDArray[np.int32], n_items: int) -> Under:
+    """The items strokes take on an image whose map of items is held whole."""
     shape = (int(item_of_pixel.shape[0]), int(item_of_pixel.shape[1]))
 
     def under(strokes: list[dict[str, Any]]) -> list[int]:
         mask = rasterize_strokes(strokes, shape)
         return items_under(mask, item_of_pixel, n_items).tolist()
+
+    return under
+
+
+def under_slide(
+    shape: tuple[int, int],
+    read_items: Callable[[tuple[int, int], tuple[int, int]], NDArray[np.integer]],
+    n_items: int,
+    sizes: NDArray[np.int64],
+) -> Under:
+    """The items strokes take on a slide: its map read only under the strokes."""
+
+    def under(strokes: list[dict[str, Any]]) -> list[int]:
+        return items_under_strokes(strokes, shape, read_items, n_items, sizes).tolist()
+
+    return under
+
+
+def resolve_strokes(records: Sequence[AnnotationRecord], under: Under) -> list[AnnotationRecord]:
+    """`records` with every stroke-drawn one replaced by its item-based equivalent (dropped when
+    it covers no item, or a link that no longer joins two items); ``under(strokes)``: the items
+    they take."""
 
     out = []
     for record in records:

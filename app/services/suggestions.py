@@ -3,7 +3,7 @@ has said since (the rule: app/engine/active/questions.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -17,7 +17,13 @@ from app.services.datasets import require_ready
 from app.services.errors import Conflict, NotFound
 from app.services.runs import get_result, result_labels
 from app.services.side_information import compile_for_dataset
-from app.store.dataset_arrays import load_features, load_item_of_pixel
+from app.store.dataset_arrays import (
+    is_slide,
+    load_features,
+    load_item_of_pixel,
+    read_item_boxes,
+    read_item_region,
+)
 
 Kind = Literal["pairs", "items"]
 
@@ -70,8 +76,28 @@ def suggest(
     questions = ask(np.asarray(features, dtype=np.float64), partition, n, facts)
     regions = None
     if dataset.kind == "image":
-        item_of_pixel = load_item_of_pixel(session=session, dataset=dataset)
         asked = [int(item) for q in questions for item in q.items]
-        found = dict(zip(asked, item_regions(item_of_pixel, asked), strict=True))
+        if is_slide(dataset):
+            found = _slide_regions(session, dataset, asked)
+        else:
+            item_of_pixel = load_item_of_pixel(session=session, dataset=dataset)
+            found = dict(zip(asked, item_regions(item_of_pixel, asked), strict=True))
         regions = [[found[int(item)] for item in q.items] for q in questions]
     return Suggestions(run=run, revision=info.revision, questions=questions, regions=regions)
+
+
+def _slide_regions(session: Session, dataset: Dataset, items: list[int]) -> dict[int, ItemRegion]:
+    """Each item's region on a slide, from the map read only inside the item's bounding box."""
+    found = {}
+    boxes = read_item_boxes(session=session, dataset=dataset, items=items)
+    for item, (x0, y0, x1, y1) in zip(items, boxes.tolist(), strict=True):
+        local = read_item_region(
+            session=session, dataset=dataset, rows=(y0, y1 + 1), columns=(x0, x1 + 1)
+        )
+        (region,) = item_regions(local, [item])
+        ax, ay = region.anchor
+        bx0, by0, bx1, by1 = region.bbox
+        found[item] = replace(
+            region, anchor=(ax + x0, ay + y0), bbox=(bx0 + x0, by0 + y0, bx1 + x0, by1 + y0)
+        )
+    return found

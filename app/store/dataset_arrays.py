@@ -115,3 +115,43 @@ def item_of_pixel_version(*, session: Session, dataset: Dataset) -> str | None:
     featurization writes a new one), or None before featurization."""
     row = chunks.stored(session, dataset.id, ITEM_OF_PIXEL)
     return None if row is None else row.key
+
+
+def is_slide(dataset: Dataset) -> bool:
+    """An image stored in tiles and featurized block by block (`app/services/slides.py`)."""
+    return dataset.kind == "image" and bool(dataset.meta.get("image", {}).get("tiled"))
+
+
+def load_item_borders(*, session: Session, dataset: Dataset) -> NDArray[np.int64]:
+    """A slide's touching items: (m, 3) rows of item a, item b and their shared border."""
+    borders = chunks.read_array(
+        session=session, dataset_id=dataset.id, kind=ITEM_BORDERS, dtype="int64", n_columns=3
+    )
+    return borders.reshape(-1, 3).astype(np.int64, copy=False)
+
+
+def load_item_sizes(*, session: Session, dataset: Dataset) -> NDArray[np.int64]:
+    """A slide's pixel count per item."""
+    return chunks.read_array(
+        session=session, dataset_id=dataset.id, kind=ITEM_SIZES, dtype="int64", n_columns=None
+    ).astype(np.int64, copy=False)
+
+
+def read_item_boxes(*, session: Session, dataset: Dataset, items: list[int]) -> NDArray[np.int32]:
+    """A slide's bounding boxes (x0, y0, x1, y1, inclusive) of ``items``."""
+    boxes = chunks.read_array(
+        session=session, dataset_id=dataset.id, kind=ITEM_BOXES, dtype="int32", n_columns=4
+    )
+    return boxes.reshape(-1, 4)[np.asarray(items, dtype=np.int64)]
+
+
+def read_item_region(
+    *, session: Session, dataset: Dataset, rows: tuple[int, int], columns: tuple[int, int]
+) -> NDArray[np.int32]:
+    """The items of a region of a slide's pixels (its tiled map)."""
+    region = chunks.read_region(
+        session=session, dataset_id=dataset.id, kind=ITEM_OF_PIXEL, rows=rows, columns=columns
+    )
+    if region is None:
+        raise FileNotFoundError(f"dataset {dataset.id} has no map of pixels to items")
+    return region.astype(np.int32, copy=False)

@@ -27,7 +27,7 @@ from app.api.uploads import UploadForm, import_uploaded_file
 from app.db.session import session_scope
 from app.jobs.recipe import RecipeParams
 from app.services import datasets
-from app.services.errors import InvalidInput
+from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.npy_export import npy_stream
 from app.store import chunks, dataset_arrays
 
@@ -186,6 +186,11 @@ def read_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Res
     dataset = access.require_dataset()
     if dataset.kind != "image":
         raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
+    if dataset_arrays.is_slide(dataset):
+        raise Conflict(
+            f"dataset {dataset.id} is a slide of {dataset.n_items:,} pixels: it is shown as "
+            "Deep Zoom tiles (image.dzi); its file is image/original"
+        )
     shown = chunks.read_blob(
         session=session, dataset_id=dataset.id, kind=dataset_arrays.DISPLAY_IMAGE
     )
@@ -201,11 +206,19 @@ def read_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Res
 def read_original_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Response:
     """The uploaded image file, byte for byte."""
     dataset = access.require_dataset()
-    data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=dataset_arrays.IMAGE)
-    if dataset.kind != "image" or data is None:
+    if dataset.kind != "image":
         raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
     image_format = dataset.meta["image"]["format"]
     media = {"PNG": "image/png", "JPEG": "image/jpeg"}.get(image_format, "image/tiff")
+    if dataset_arrays.is_slide(dataset):  # gigabytes: streamed a chunk at a time
+        stored = chunks.iter_blob(session=session, dataset_id=dataset.id, kind=dataset_arrays.IMAGE)
+        if stored is None:
+            raise NotFound(f"dataset {dataset.id}'s file is missing from the array store")
+        size, blocks = stored
+        return StreamingResponse(blocks, media_type=media, headers={"Content-Length": str(size)})
+    data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=dataset_arrays.IMAGE)
+    if data is None:
+        raise NotFound(f"dataset {dataset.id}'s file is missing from the array store")
     return Response(content=data, media_type=media)
 
 

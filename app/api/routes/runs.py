@@ -33,7 +33,7 @@ from app.api.schemas.runs import (
 )
 from app.db.models import Role, Run
 from app.jobs.run_events import RunEvents
-from app.services import runs
+from app.services import runs, slide_masks
 from app.services.csv_export import csv_text
 from app.services.npy_export import npy_stream
 from app.store.dataset_arrays import load_item_ids
@@ -288,6 +288,10 @@ def read_run_mask(run_id: Id, session: SessionDep, access: ViewerAccess) -> Resp
     """Images: the full-resolution cluster mask as PNG, pixel value = cluster id (8-bit, or
     16-bit beyond 255 clusters); 409 for a table."""
     run = access.require_run()
+    slide = runs.slide_of(session=session, run=run)
+    if slide is not None:  # gigapixels: looked up and streamed band by band
+        stream = slide_masks.mask_png(session, slide, run)
+        return StreamingResponse(stream, media_type="image/png", headers=_attachment(run, "png"))
     mask = runs.result_mask(session=session, run=run)
     return Response(mask, media_type="image/png", headers=_attachment(run, "png"))
 

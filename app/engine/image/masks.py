@@ -13,6 +13,9 @@ every count, and clusters that only cover void pixels do not exist for the score
 from __future__ import annotations
 
 import io
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -121,3 +124,36 @@ def mean_iou(truth: ArrayLike, predicted: ArrayLike) -> float:
     overlap = confusion[rows, cols]
     union = confusion.sum(axis=1)[rows] + confusion.sum(axis=0)[cols] - overlap
     return float(np.sum(overlap / union) / classes.size)
+
+
+def png_stream(
+    width: int, height: int, bands: Iterable[NDArray[np.integer]], sixteen_bit: bool
+) -> Iterator[bytes]:
+    """A greyscale PNG of cluster ids written as its rows come (a slide's mask of gigapixels,
+    never held whole): ``bands`` are consecutive (h, width) row blocks, top to bottom; 8-bit,
+    or 16-bit when ``sixteen_bit``. The same image ``encode_png`` gives of the whole mask."""
+    depth = 16 if sixteen_bit else 8
+    yield b"\x89PNG\r\n\x1a\n"
+    yield _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, 0, 0, 0, 0))
+    packer = zlib.compressobj(6)
+    dtype = np.dtype(">u2") if sixteen_bit else np.dtype(np.uint8)
+    rows = 0
+    for band in bands:
+        values = np.asarray(band)
+        if values.ndim != 2 or values.shape[1] != width:
+            raise ValueError(f"bands must be (h, {width}), got {values.shape}")
+        filtered = np.zeros((values.shape[0], 1 + width * dtype.itemsize), dtype=np.uint8)
+        filtered[:, 1:] = values.astype(dtype).view(np.uint8).reshape(values.shape[0], -1)
+        rows += values.shape[0]
+        data = packer.compress(filtered.tobytes())
+        if data:
+            yield _png_chunk(b"IDAT", data)
+    if rows != height:
+        raise ValueError(f"the bands hold {rows} rows, not {height}")
+    yield _png_chunk(b"IDAT", packer.flush())
+    yield _png_chunk(b"IEND", b"")
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)

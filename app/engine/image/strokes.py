@@ -27,7 +27,7 @@ scribble touches.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,13 @@ from scipy import ndimage as ndi
 
 from app.engine.core.validation import check_choice, check_int
 
-__all__ = ["ITEM_RULES", "covers_pixel", "items_under", "rasterize_strokes"]
+__all__ = [
+    "ITEM_RULES",
+    "covers_pixel",
+    "items_under",
+    "items_under_strokes",
+    "rasterize_strokes",
+]
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -279,11 +285,17 @@ def _linear_interval(
 
 
 def items_under(
-    mask: ArrayLike, item_of_pixel: ArrayLike, n_items: int, rule: str = "half"
+    mask: ArrayLike,
+    item_of_pixel: ArrayLike,
+    n_items: int,
+    rule: str = "half",
+    sizes: ArrayLike | None = None,
 ) -> IntArray:
     """Sorted ids of the items a scribble ``mask`` labels (the rule is in the module docstring).
 
     Pixel items (each item one pixel) get exactly the covered pixels under either rule.
+    ``sizes``: every item's pixel count, when ``mask`` and ``item_of_pixel`` are a region of
+    the image (a slide's), not all of it.
     """
     covered = np.asarray(mask)
     items = np.asarray(item_of_pixel)
@@ -302,7 +314,9 @@ def items_under(
     touched = np.bincount(hit, minlength=n_items)
     if rule == "any":
         return np.flatnonzero(touched)
-    sizes = np.bincount(items.ravel(), minlength=n_items)
+    if sizes is None:
+        sizes = np.bincount(items.ravel(), minlength=n_items)
+    sizes = np.asarray(sizes)
     chosen = 2 * touched >= np.maximum(sizes, 1)
     pieces, n_pieces = ndi.label(covered, structure=np.ones((3, 3), dtype=bool))
     piece = pieces[covered].astype(np.int64) - 1
@@ -318,3 +332,29 @@ def items_under(
         best = order[np.r_[True, owners[order][1:] != owners[order][:-1]]]
         chosen[keys[best] % n_items] = True
     return np.flatnonzero(chosen)
+
+
+def items_under_strokes(
+    strokes: Sequence[Mapping[str, Any]],
+    shape: tuple[int, int],
+    read_items: Callable[[tuple[int, int], tuple[int, int]], NDArray[np.integer]],
+    n_items: int,
+    sizes: ArrayLike,
+    rule: str = "half",
+) -> IntArray:
+    """``items_under(rasterize_strokes(strokes, shape), ...)`` for an image whose map of items
+    is read by region (a slide's): only the strokes' bounding box is read and rasterized."""
+    height, width = shape
+    for index, stroke in enumerate(strokes):
+        _check_stroke(index, stroke, height, width)
+    reach = max(math.ceil(float(s["radius"])) for s in strokes)
+    xs = [p[0] for s in strokes for p in s["points"]]
+    ys = [p[1] for s in strokes for p in s["points"]]
+    x0 = max(0, math.floor(min(xs)) - reach)
+    y0 = max(0, math.floor(min(ys)) - reach)
+    x1 = min(width - 1, math.ceil(max(xs)) + reach)
+    y1 = min(height - 1, math.ceil(max(ys)) + reach)
+    shifted = [{**s, "points": [[p[0] - x0, p[1] - y0] for p in s["points"]]} for s in strokes]
+    region = read_items((y0, y1 + 1), (x0, x1 + 1))
+    mask = rasterize_strokes(shifted, (y1 - y0 + 1, x1 - x0 + 1))
+    return items_under(mask, region, n_items, rule, sizes)

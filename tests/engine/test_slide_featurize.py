@@ -1,0 +1,123 @@
+"""A slide featurized from regions equals the picture featurized whole in the same blocks:
+items, features (to float32 rounding of the spilled rows), pixel counts and shared borders;
+strokes resolved on regions of the map equal strokes on the whole map; the streamed PNG of a
+mask is the PNG of the whole mask."""
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+from skimage import data
+
+from app.engine.image.channels import Multichannel
+from app.engine.image.featurize import Recipe, featurize
+from app.engine.image.masks import png_stream
+from app.engine.image.region_links import region_adjacency
+from app.engine.image.slide_featurize import StoredPicture, featurize_slide
+from app.engine.image.strokes import items_under, items_under_strokes, rasterize_strokes
+
+RECIPE = Recipe(superpixels="always")
+
+
+def _extremes(pixels: np.ndarray) -> np.ndarray:
+    flat = pixels.reshape(-1, pixels.shape[2])
+    return np.stack([flat.min(axis=0), flat.max(axis=0)], axis=1).astype(np.float64)
+
+
+def _stored(pixels: np.ndarray, photo: bool) -> tuple[StoredPicture, object]:
+    if photo:
+        px = pixels if pixels.ndim == 3 else pixels[:, :, np.newaxis]
+        picture = StoredPicture(px.shape[:2], lambda r, c: px[r, c], True, (), _extremes(px))
+        return picture, pixels
+    channels = Multichannel.of(np.moveaxis(pixels, 2, 0))
+    picture = StoredPicture(
+        pixels.shape[:2],
+        lambda r, c: pixels[r, c],
+        False,
+        channels.names,
+        _extremes(pixels),
+        channels.ranges(),
+    )
+    return picture, channels
+
+
+def _measured(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    pixels = (rng.random((300, 260, 3)) * 3000).astype(np.uint16)
+    pixels[:120, :150, 0] += 20_000
+    return pixels
+
+
+@pytest.mark.parametrize(
+    ("pixels", "photo", "block"),
+    [
+        (data.astronaut()[:300, :280], True, 100),
+        (data.camera()[:260, :300], True, 128),
+        (_measured(0), False, 90),
+    ],
+    ids=["colour photo", "grey photo", "measured channels"],
+)
+def test_a_slide_read_by_region_is_featurized_as_the_whole_picture(
+    pixels: np.ndarray, photo: bool, block: int
+) -> None:
+    picture, image = _stored(pixels, photo)
+    whole = featurize(image, RECIPE, block_size=block)  # type: ignore[arg-type]
+    written = np.full(pixels.shape[:2], -1, dtype=np.int32)
+
+    def write(row: int, col: int, items: np.ndarray) -> None:
+        written[row : row + items.shape[0], col : col + items.shape[1]] = items
+
+    got = featurize_slide(picture, RECIPE, write, block_size=block)
+    assert np.array_equal(written, whole.item_of_pixel)
+    scale = np.abs(whole.features).max()
+    assert np.abs(got.features - whole.features).max() <= 1e-5 * scale
+    assert np.array_equal(got.sizes, np.bincount(whole.item_of_pixel.ravel()))
+    pairs, border = region_adjacency(whole.item_of_pixel)
+    order = np.lexsort((got.borders[:, 1], got.borders[:, 0]))
+    assert np.array_equal(got.borders[order, :2], pairs)
+    assert np.array_equal(got.borders[order, 2], border)
+    for item in (0, got.n_items // 2, got.n_items - 1):
+        rows, cols = np.nonzero(whole.item_of_pixel == item)
+        assert got.boxes[item].tolist() == [cols.min(), rows.min(), cols.max(), rows.max()]
+
+
+def test_a_slide_refuses_pixel_items() -> None:
+    picture, _ = _stored(data.camera()[:64, :64], True)
+    with pytest.raises(ValueError, match="superpixels"):
+        featurize_slide(picture, Recipe(superpixels="never"), lambda *_: None)
+
+
+@pytest.mark.parametrize(
+    "strokes",
+    [
+        [{"points": [[10.5, 20.25], [80, 90]], "radius": 3.3}],
+        [{"points": [[0, 0]], "radius": 5}, {"points": [[119, 99], [100, 60]], "radius": 1}],
+        [{"points": [[60, 50]], "radius": 0.75}],
+    ],
+)
+def test_strokes_resolved_on_a_region_take_the_items_the_whole_map_gives(
+    strokes: list[dict],  # type: ignore[type-arg]
+) -> None:
+    rng = np.random.default_rng(3)
+    items = np.repeat(np.repeat(rng.permutation(30).reshape(5, 6), 20, axis=0), 20, axis=1)
+    items = items[:100, :120].astype(np.int32)
+    sizes = np.bincount(items.ravel(), minlength=30)
+    want = items_under(rasterize_strokes(strokes, items.shape), items, 30)
+
+    def read(rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
+        return items[rows[0] : rows[1], cols[0] : cols[1]]
+
+    got = items_under_strokes(strokes, items.shape, read, 30, sizes)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("high", [200, 3000])
+def test_a_streamed_mask_png_is_the_whole_masks_png(high: int) -> None:
+    mask = np.random.default_rng(high).integers(0, high, size=(57, 41))
+    stream = png_stream(41, 57, [mask[:20], mask[20:21], mask[21:]], high >= 256)
+    back = np.asarray(Image.open(io.BytesIO(b"".join(stream))))
+    assert back.dtype == (np.uint16 if high >= 256 else np.uint8)
+    assert np.array_equal(back, mask)
+    with pytest.raises(ValueError, match="rows"):
+        b"".join(png_stream(41, 58, [mask], False))
