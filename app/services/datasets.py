@@ -429,6 +429,12 @@ def refeaturize(
         engine_recipe = recipe.recipe()
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
+    if dataset_arrays.is_slide(dataset) and engine_recipe.superpixels == "never":
+        raise InvalidInput(
+            f"dataset {dataset.id} is a slide: its items are superpixels (one item per pixel "
+            f"would be {dataset.meta['image']['width'] * dataset.meta['image']['height']:,} "
+            "items); use superpixels 'auto' or 'always'"
+        )
     indexed = session.scalar(
         select(func.count())
         .select_from(Annotation)
