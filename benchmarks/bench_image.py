@@ -2,6 +2,7 @@
 (printed, never asserted).
 
     .venv/bin/python -m benchmarks.bench_image [--quick] [--part all|segment|featurize]
+    .venv/bin/python -m benchmarks.bench_image --part scale [--side 20000]   (bench_slide.py)
                                                [--tasks mosaic-2,shapes,...] [--seeds 0,1,2]
 
 Tasks are built from what scikit-image ships (its bundled brick, grass and gravel textures;
@@ -74,6 +75,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from app.engine.image.masks import mean_iou
 from benchmarks._server import LiveServer, live_server
+from benchmarks.bench_slide import run_scale
 from benchmarks.image_tasks import TASKS, Task, bundled, scribbles
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -532,7 +534,13 @@ def _seed_list(text: str) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two tasks, 512 x 512 featurization")
-    parser.add_argument("--part", choices=["all", "segment", "featurize"], default="all")
+    parser.add_argument(
+        "--part",
+        choices=["all", "segment", "featurize", "scale"],
+        default="all",
+        help="scale: a whole slide end to end (bench_slide.py; not part of all)",
+    )
+    parser.add_argument("--side", type=int, default=20_000, help="the slide's side (--part scale)")
     parser.add_argument("--tasks", default=None, help="comma-separated task names")
     parser.add_argument(
         "--seeds",
@@ -553,6 +561,17 @@ def main() -> None:
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
         f"scikit-image {getattr(skimage, '__version__', '?')}"
     )
+    if args.part == "scale":
+        # A slide of gigabytes: the upload limit raised for it, as a deployment taking slides
+        # sets MAX_UPLOAD_BYTES.
+        # Any side is taken as a slide (a small one checks the flow quickly).
+        whole = str(min(50_000_000, args.side**2 - 1))
+        with live_server(
+            WARM_KERNELS_ON_START="false", MAX_UPLOAD_BYTES=str(2**36), IMAGE_WHOLE_PIXELS=whole
+        ) as server:
+            run_scale(Api(server), RssSampler, args.side)
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+        return
     # No start-up compilation in the background: it took a core from the featurization timed
     # first (13.6 s against 6.2 s in-process); the segment part warms the engine untimed itself.
     with live_server(WARM_KERNELS_ON_START="false") as server:

@@ -71,6 +71,19 @@ def _shown_pixels(session: Session, dataset: Dataset) -> NDArray[np.uint8]:
     return pixels
 
 
+def preview_url(dataset: Dataset) -> str:
+    """Where a page finds a small view of the image: the image itself, or for a slide (never
+    one file for a browser) the one tile that shows it whole (the largest level that fits a
+    tile)."""
+    if not is_slide(dataset):
+        return f"/api/v1/datasets/{dataset.id}/image"
+    zoom = picture_zoom(dataset)
+    level = zoom.max_level
+    while level > 0 and max(zoom.level_size(level)) > zoom.tile_size:
+        level -= 1
+    return f"/api/v1/datasets/{dataset.id}/image_files/{level}/0_0.png"
+
+
 def add_picture_pyramid(
     *, session: Session, dataset: Dataset, shown: NDArray[np.uint8] | None = None
 ) -> None:

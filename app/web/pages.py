@@ -18,7 +18,7 @@ from app.api.deps import (
 from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
 from app.api.uploads import UploadForm, import_collection, import_uploaded_file
 from app.db.models import Role
-from app.services import accounts, datasets, projects
+from app.services import accounts, datasets, deep_zoom, projects
 from app.services.errors import ServiceError, TooManyRequests
 from app.services.login_throttle import ThrottlePolicy
 from app.web.security import WORKSPACE_CONTENT_SECURITY_POLICY
@@ -283,6 +283,7 @@ def dataset_page(
         "offset": offset,
         "limit": ITEMS_PER_PAGE,
         "can_delete": access.role.allows(Role.owner),
+        "preview": deep_zoom.preview_url(dataset) if dataset.kind == "image" else "",
     }
     return _render(request, "dataset.html", context)
 

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -33,10 +34,12 @@ def live_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("live")
 
 
-@pytest.fixture(scope="session")
-def live_server(live_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def serving(data_dir: Path, log_dir: Path, **settings: str) -> Iterator[str]:
+    """The real server on a throwaway SQLite database in ``data_dir`` (demo data loaded), with
+    ``settings`` as environment variables; its address."""
     port = _free_port()
-    db = live_dir / "live.db"
+    db = data_dir / "live.db"
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{db}",
@@ -44,8 +47,9 @@ def live_server(live_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "ARRAY_STORE": str(db.parent / "arrays"),  # its own, not the other tests' store
         "ADMIN_PASSWORD": ADMIN_PASSWORD,
         "LOAD_DEMO_DATA": "true",
+        **settings,
     }
-    log = tmp_path_factory.mktemp("live") / "server.log"
+    log = log_dir / "server.log"
     with log.open("w") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "app", "serve", "--port", str(port)],
@@ -60,6 +64,12 @@ def live_server(live_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def live_server(live_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving(live_dir, tmp_path_factory.mktemp("live")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -37,10 +37,12 @@ const state = { dataset: null, algorithms: [], readParams: () => ({}), runs: [],
 
 // Pictures above TILED_ABOVE pixels are drawn from their Deep Zoom tiles (only what is in sight,
 // at the zoom's level) instead of being downloaded and decoded whole; `?tiles=1` or `?tiles=0`
-// on the page's address chooses either way for any picture.
+// on the page's address chooses either way for any picture but a whole slide, which the
+// server never decodes whole: always tiles.
 const TILED_ABOVE = 4096 * 4096;
+const slide = root.dataset.slide === 'true';
 const tilesAsked = new URLSearchParams(window.location.search).get('tiles');
-const tiled = tilesAsked === null ? width * height > TILED_ABOVE : tilesAsked === '1';
+const tiled = slide || (tilesAsked === null ? width * height > TILED_ABOVE : tilesAsked === '1');
 canvas.dataset.tiled = String(tiled);
 
 const view = createCanvasView(canvas, { width, height });
