@@ -20,6 +20,7 @@ from app.db.models import Dataset
 from app.engine.image.deep_zoom import halve_mask
 from app.engine.image.featurize import Recipe
 from app.engine.image.slide_featurize import SlideItems, StoredPicture, featurize_slide
+from app.jobs.free_memory import release_free_memory
 from app.store import chunks, pyramids
 from app.store.dataset_arrays import (
     ITEM_BORDERS,
@@ -60,6 +61,11 @@ def featurize_stored_slide(
     yet recorded: the caller is inside ``chunks.deferred_records``)."""
     picture = stored_picture(session, dataset)
     height, width = picture.shape
+
+    def after_each_block(fraction: float) -> None:
+        release_free_memory()  # what the blocks' threads freed, back to the system
+        progress(fraction)
+
     with chunks.tiled_writer(
         session=session,
         dataset_id=dataset.id,
@@ -68,7 +74,7 @@ def featurize_stored_slide(
         dtype="int32",
         tile=pyramids.CHUNK,
     ) as items:
-        result = featurize_slide(picture, recipe, items.write, progress)
+        result = featurize_slide(picture, recipe, items.write, after_each_block)
         pyramids.write_levels_in_bands(
             session=session,
             width=width,

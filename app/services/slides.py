@@ -6,10 +6,13 @@ every strip or tile inside the file), then read band by band into a tiled array 
 in the array store (`SLIDE_PIXELS`, the file's own dtype), which featurization reads block by
 block; the percentile sample and each channel's extremes are taken on the way. A second pass
 over the stored pixels writes the picture's Deep Zoom pyramid (the composite of measured
-channels, or the photo). The file itself is kept, streamed. Memory follows a band, not the
-slide: a refused file (damaged half-way, NaN at row 9,000) rolls back with nothing stored.
+channels, or the photo). The file itself is kept, streamed. All of it is written before the
+dataset's row is inserted (`chunks.Staging`), so the minutes a large slide takes hold no
+database lock. Memory follows a band, not the slide: a refused file (damaged half-way, NaN at
+row 9,000) rolls back with nothing stored.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -22,7 +25,7 @@ from app.engine.image.channels import composite, robust_range, sample_step
 from app.engine.image.deep_zoom import halve_picture
 from app.engine.image.featurize import Recipe
 from app.engine.image.image_file import ImageFileError, ImageHeader
-from app.engine.image.tiff_bands import TiffBands, open_bands
+from app.engine.image.tiff_bands import open_bands
 from app.jobs.featurizer import queue_featurization
 from app.services.errors import InvalidInput
 from app.services.ingest.image_file import check_size
@@ -85,38 +88,51 @@ def create_slide_dataset(
     size: int,
     max_pixels: int,
 ) -> Dataset:
-    """Store a slide and queue its featurization (the caller submits it after committing)."""
+    """Store a slide and queue its featurization (the caller submits it after committing).
+    Its arrays are written first (`chunks.Staging`), its row inserted last: minutes of writing
+    hold no database lock."""
+    staging = chunks.Staging(session)
     try:
         with open_bands(stream, size) as tiff:
             header = tiff.header
             check_size(header.width, header.height, None, max_pixels)
-            dataset = Dataset(
-                project_id=project.id,
-                name=name,
-                kind="image",
-                status="featurizing",
-                n_items=header.width * header.height,
-                n_features=0,
-                feature_names=[],
-                source_filename=filename,
-                meta={"image": _image_meta(header, size)},
-                created_by_id=user.id if user else None,
-            )
-            queue_featurization(dataset, Recipe().to_dict(), requested_by=user.id if user else None)
-            session.add(dataset)
-            session.flush()
-            sample = _store_pixels(session, dataset, tiff)
+            with staging.tiled_writer(
+                SLIDE_PIXELS,
+                shape=(header.height, header.width, header.channels),
+                dtype=header.dtype,
+                tile=SLIDE_TILE,
+            ) as pixels:
+                sample = _Sample(header.width, sample_step(header.width * header.height))
+                for start, band in tiff.bands(SLIDE_TILE):
+                    pixels.write(start, 0, band)
+                    sample.add(start, band)
     except ImageFileError as exc:
         raise InvalidInput(f"{filename!r}: {exc}") from None
-    image = dict(dataset.meta["image"])
     assert sample.low is not None and sample.high is not None  # a slide has rows
+    image = _image_meta(header, size)
     image["extremes"] = np.stack([sample.low, sample.high], axis=1).tolist()
-    if not header.photo:
-        image["ranges"] = sample.ranges().tolist()
-    dataset.meta = {**dataset.meta, "image": image}
+    ranges = None if header.photo else sample.ranges()
+    if ranges is not None:
+        image["ranges"] = ranges.tolist()
     stream.seek(0)
-    chunks.write_blob_stream(session=session, dataset_id=dataset.id, kind=IMAGE, stream=stream)
-    _write_picture_pyramid(session, dataset)
+    staging.write_blob_stream(IMAGE, stream)
+    _write_picture_pyramid(session, staging, pixels.read, header, ranges)
+    dataset = Dataset(
+        project_id=project.id,
+        name=name,
+        kind="image",
+        status="featurizing",
+        n_items=header.width * header.height,
+        n_features=0,
+        feature_names=[],
+        source_filename=filename,
+        meta={"image": image},
+        created_by_id=user.id if user else None,
+    )
+    queue_featurization(dataset, Recipe().to_dict(), requested_by=user.id if user else None)
+    session.add(dataset)
+    session.flush()
+    staging.record(dataset.id)
     return dataset
 
 
@@ -134,51 +150,27 @@ def _image_meta(header: ImageHeader, size: int) -> dict[str, object]:
     }
 
 
-def _store_pixels(session: Session, dataset: Dataset, tiff: TiffBands) -> _Sample:
-    header = tiff.header
-    sample = _Sample(header.width, sample_step(header.width * header.height))
-    with chunks.tiled_writer(
-        session=session,
-        dataset_id=dataset.id,
-        kind=SLIDE_PIXELS,
-        shape=(header.height, header.width, header.channels),
-        dtype=header.dtype,
-        tile=SLIDE_TILE,
-    ) as writer:
-        for start, band in tiff.bands(SLIDE_TILE):
-            writer.write(start, 0, band)
-            sample.add(start, band)
-    return sample
-
-
-def slide_region(
-    session: Session, dataset: Dataset, rows: tuple[int, int], columns: tuple[int, int]
-) -> NDArray[np.generic]:
-    """Pixels (h, w, C) of a slide as stored, in the file's dtype."""
-    pixels = chunks.read_region(
-        session=session, dataset_id=dataset.id, kind=SLIDE_PIXELS, rows=rows, columns=columns
-    )
-    if pixels is None:
-        raise InvalidInput(f"dataset {dataset.id} is not a slide")
-    return pixels
-
-
-def _write_picture_pyramid(session: Session, dataset: Dataset) -> None:
-    image = dataset.meta["image"]
-    width, height = int(image["width"]), int(image["height"])
-    ranges = np.asarray(image["ranges"]) if "ranges" in image else None
+def _write_picture_pyramid(
+    session: Session,
+    staging: chunks.Staging,
+    pixels: Callable[[int, int], NDArray[Any]],
+    header: ImageHeader,
+    ranges: NDArray[np.float64] | None,
+) -> None:
+    """The picture's Deep Zoom pyramid from the stored pixels (``pixels(start, stop)``: whole
+    rows): the composite of measured channels, or the photo."""
 
     def shown(start: int, stop: int) -> NDArray[np.integer]:
-        band: NDArray[Any] = slide_region(session, dataset, (start, stop), (0, width))
+        band = pixels(start, stop)
         if ranges is not None:
             return composite(np.moveaxis(band, 2, 0), ranges)
         return band[:, :, 0] if band.shape[2] == 1 else band
 
     pyramids.write_levels_in_bands(
         session=session,
-        width=width,
-        height=height,
+        width=header.width,
+        height=header.height,
         full=shown,
         halve=halve_picture,
-        dataset_id=dataset.id,
+        staging=staging,
     )

@@ -60,7 +60,7 @@ def _record(
     session: Session, dataset_id: int | None, run_id: int | None, kind: str, info: StoredInfo
 ) -> None:
     """The row for a written array, replacing (after commit) the kind's earlier array; kept
-    for ``record_deferred`` inside ``deferred_records``."""
+    until a ``deferred_records`` block ends."""
     deferred = session.info.get(_DEFERRED)
     if deferred is not None:
         deferred.append((dataset_id, run_id, kind, info))
@@ -103,6 +103,47 @@ def deferred_records(session: Session) -> Iterator[None]:
         raise
     for dataset_id, run_id, kind, info in pending:
         _record(session, dataset_id, run_id, kind, info)
+
+
+class Staging:
+    """Arrays written before their dataset has a row: a slide's upload writes gigabytes for
+    minutes, and inserting the row first would hold the database's write lock (SQLite takes it
+    at the first insert) all that time. They go to a directory of their own, removed if the
+    transaction rolls back (or swept at start-up after a crash), and are recorded under the
+    dataset by ``record`` once it exists."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.store = store_of(session)
+        self.prefix = self.store.new_prefix("datasets", 0)
+        written(session, self.prefix)
+        self._records: list[tuple[str, StoredInfo]] = []
+
+    def _key(self, kind: str) -> str:
+        return f"{self.prefix}/{kind}.{secrets.token_hex(3)}"
+
+    @contextmanager
+    def tiled_writer(
+        self, kind: str, *, shape: tuple[int, ...], dtype: str | np.dtype, tile: int
+    ) -> Iterator[TiledWriter]:
+        writer = self.store.tiled_writer(self._key(kind), shape=shape, dtype=dtype, tile=tile)
+        yield writer
+        self._records.append((kind, writer.close()))
+
+    def write_blob_stream(self, kind: str, stream: BinaryIO) -> None:
+        """A file's bytes from where ``stream`` stands to its end, a chunk at a time, stored
+        as ``write_blob`` stores bytes."""
+        writer = self.store.row_writer(
+            self._key(kind), n_columns=None, dtype="uint8", chunk_rows=BYTES_CHUNK
+        )
+        while block := stream.read(BYTES_CHUNK):
+            writer.append(np.frombuffer(block, dtype=np.uint8))
+        self._records.append((kind, writer.close()))
+
+    def record(self, dataset_id: int) -> None:
+        for kind, info in self._records:
+            _record(self.session, dataset_id, None, kind, info)
+        self.session.flush()
 
 
 def region_reader(
@@ -244,23 +285,6 @@ def write_blob(
     key = _key(session, dataset_id, kind, run_id)
     written(session, key)
     _record(session, dataset_id, run_id, kind, store_of(session).write_bytes(key, data))
-
-
-def write_blob_stream(
-    *, session: Session, dataset_id: int | None, kind: str, stream: BinaryIO
-) -> None:
-    """A file's bytes from where ``stream`` stands to its end, a chunk at a time (an uploaded
-    slide of gigabytes): stored as ``write_blob`` stores bytes."""
-    with row_writer(
-        session=session,
-        dataset_id=dataset_id,
-        kind=kind,
-        n_columns=None,
-        dtype="uint8",
-        chunk_rows=BYTES_CHUNK,
-    ) as writer:
-        while block := stream.read(BYTES_CHUNK):
-            writer.append(np.frombuffer(block, dtype=np.uint8))
 
 
 # -- reading --------------------------------------------------------------------------------

@@ -120,12 +120,14 @@ def write_levels_in_bands(
     dataset_id: int | None = None,
     items: bool = False,
     full_stored: bool = False,
+    staging: chunks.Staging | None = None,
 ) -> None:
     """A pyramid too large to hold (a slide's picture, or its items), band by band: ``full(start,
     stop)`` gives rows [start, stop) of the full image; each level below is ``halve``d from the
     one above it as written, ``BAND`` rows at a time (as ``halve`` would halve the whole).
     ``full_stored``: the full level is stored already under another kind (a slide's map of
-    items), so it is read, not copied. Deep Zoom's levels: the full image is level
+    items), so it is read, not copied. ``staging``: written there, for a dataset not yet
+    inserted (a slide's upload). Deep Zoom's levels: the full image is level
     ceil(log2(max side)), each level below halves the sides, rounding up, down to 1 x 1."""
     top = max(0, math.ceil(math.log2(max(width, height))))
     read: Bands = full
@@ -136,14 +138,22 @@ def write_levels_in_bands(
             read = _halving(read, level_height, halve)
             continue
         first = read(0, min(BAND, level_height))
-        with level_writer(
-            session=session,
-            level=level,
-            shape=(level_height, level_width, *first.shape[2:]),
-            dtype=first.dtype,
-            dataset_id=dataset_id,
-            items=items,
-        ) as writer:
+        shape = (level_height, level_width, *first.shape[2:])
+        writing = (
+            staging.tiled_writer(
+                _kind(False, level, items), shape=shape, dtype=first.dtype, tile=CHUNK
+            )
+            if staging is not None
+            else level_writer(
+                session=session,
+                level=level,
+                shape=shape,
+                dtype=first.dtype,
+                dataset_id=dataset_id,
+                items=items,
+            )
+        )
+        with writing as writer:
             for start in range(0, level_height, BAND):
                 band = first if start == 0 else read(start, min(start + BAND, level_height))
                 writer.write(start, 0, band)
