@@ -56,11 +56,11 @@ Int64Array = NDArray[np.int64]
 Progress = Callable[[float], None]
 SPILL_ROWS = 65_536  # raw rows read back at once
 # A slide is always cut into blocks of about this side, smaller than a whole picture's (BLOCK):
-# a block's SLIC and maps take about 200 bytes per window pixel at their peak, on every local
-# thread at once, and a slide's server must stay under 3 GiB whatever the slide's size. At
-# BLOCK (2,642-pixel windows with the default recipe's halo) a 20,000 x 20,000 4-channel slide
-# peaked at 3.2 GiB on 2 threads; at 1,536 (1,956-pixel windows) blocks take about half, for
-# about 15 % more halo computed.
+# a block's SLIC and maps peak on every local thread at once, and a slide's server must stay
+# under 3 GiB whatever the slide's size. In 2,048-pixel blocks (2,642-pixel windows with the
+# default recipe's halo) a 6,000 x 6,000 4-channel slide peaked at 3.2 GiB on 2 threads; in
+# 1,536-pixel blocks a 7,700 x 7,700 one at 2.0 GiB (bench_image --part scale), for about 15 %
+# more halo computed.
 SLIDE_BLOCK = 1536
 
 
