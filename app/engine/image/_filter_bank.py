@@ -25,6 +25,8 @@ from scipy import ndimage as ndi
 from skimage import color, filters
 from skimage.util import img_as_float32
 
+from app.engine.image.box_filter import box_mean_down_columns
+
 Float32Array = NDArray[np.float32]
 
 FILTERS = ("intensity", "edges", "texture")
@@ -159,9 +161,12 @@ def _filter_group(
 def local_mean(values: Float32Array, scale: float) -> Float32Array:
     """Three passes of a (2 round(scale) + 1)-wide box: close to a Gaussian of std ``scale``,
     at a cost that does not grow with it."""
-    size = 2 * round(scale) + 1
+    radius = round(scale)
     for _ in range(3):
-        values = ndi.uniform_filter(values, size=size, mode="reflect")
+        # Down the columns with a running sum over whole rows (scipy's own pass along axis 0
+        # was 5x slower than along axis 1), then along the rows with scipy.
+        down = box_mean_down_columns(values, radius)
+        values = ndi.uniform_filter1d(down, size=2 * radius + 1, axis=1, mode="reflect")
     return values
 
 
