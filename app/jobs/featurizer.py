@@ -118,12 +118,12 @@ def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk
         pixel_truth = load_pixel_ground_truth(session=session, dataset=dataset)
         n_classes = len(dataset.ground_truth_classes or [])
     try:
-        progress = _progress(factory, dataset_id, job)
         if slide:
             _featurize_slide(factory, dataset_id, job, Recipe.from_dict(recipe_dict), chunk_rows)
             return
         assert data is not None, "the dataset has no stored image"
         started = time.perf_counter()
+        progress = _progress(factory, dataset_id, job)
         result = featurize(decode(data), Recipe.from_dict(recipe_dict), progress)
         seconds = time.perf_counter() - started
         truth = None

@@ -152,23 +152,33 @@ class ArrayStore:
         writer.append(array)
         return writer.close()
 
+    def _create_array(
+        self, key: str, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: np.dtype
+    ) -> zarr.Array:
+        """A new array under ``key`` (replacing any), zeros until written; a store that
+        cannot take it is ``StoreUnavailable``."""
+        zarr_store, _, _ = self._open()
+        try:
+            return zarr.create_array(
+                store=zarr_store,
+                name=key,
+                shape=shape,
+                chunks=chunks,
+                dtype=dtype,
+                compressors=compressors_for(dtype),
+                fill_value=0,
+                overwrite=True,
+            )
+        except Exception as exc:
+            raise StoreUnavailable(f"writing {key!r} to the array store failed: {exc}") from exc
+
     def write_tiled(self, key: str, image: NDArray, *, tile: int) -> StoredInfo:
         """A whole 2-D or 3-D array (an image's rows, columns and channels) in ``tile`` x
         ``tile`` chunks, so a region reads only the chunks under it (`read_region`)."""
         image = np.ascontiguousarray(image)
         chunks = (tile, tile, *image.shape[2:])
-        zarr_store, _, _ = self._open()
+        array = self._create_array(key, image.shape, chunks, image.dtype)
         try:
-            array = zarr.create_array(
-                store=zarr_store,
-                name=key,
-                shape=image.shape,
-                chunks=chunks,
-                dtype=image.dtype,
-                compressors=compressors_for(image.dtype),
-                fill_value=0,
-                overwrite=True,
-            )
             array[...] = image
         except Exception as exc:
             raise StoreUnavailable(f"writing {key!r} to the array store failed: {exc}") from exc
@@ -341,20 +351,7 @@ class RowWriter:
         chunks: tuple[int, ...] = (
             (self._chunk_rows,) if n_columns is None else (self._chunk_rows, max(n_columns, 1))
         )
-        zarr_store, _, _ = store._open()
-        try:
-            self._array = zarr.create_array(
-                store=zarr_store,
-                name=key,
-                shape=shape,
-                chunks=chunks,
-                dtype=self._dtype,
-                compressors=compressors_for(self._dtype),
-                fill_value=0,
-                overwrite=True,
-            )
-        except Exception as exc:
-            raise StoreUnavailable(f"writing {key!r} to the array store failed: {exc}") from exc
+        self._array = store._create_array(key, shape, chunks, self._dtype)
         self._rows = 0
         self._capacity = 0  # the array's length: grown by doubling, cut to the rows at close
         self._pending: list[NDArray] = []
@@ -433,20 +430,9 @@ class TiledWriter:
         self.shape = tuple(int(s) for s in shape)
         self._dtype = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
         self._tile = tile
-        zarr_store, _, _ = store._open()
-        try:
-            self._array = zarr.create_array(
-                store=zarr_store,
-                name=key,
-                shape=self.shape,
-                chunks=(tile, tile, *self.shape[2:]),
-                dtype=self._dtype,
-                compressors=compressors_for(self._dtype),
-                fill_value=0,
-                overwrite=True,
-            )
-        except Exception as exc:
-            raise StoreUnavailable(f"writing {key!r} to the array store failed: {exc}") from exc
+        self._array = store._create_array(
+            key, self.shape, (tile, tile, *self.shape[2:]), self._dtype
+        )
         self._hash = hashlib.blake2b(digest_size=16)
 
     def write(self, row: int, column: int, block: NDArray) -> None:

@@ -331,7 +331,11 @@ def _superpixels(
 
     n_raw = spill.n_columns
     gathered = _Gathered(Moments(0, np.zeros(n_raw), np.zeros(n_raw)), [], [], [])
-    edges: dict[tuple[int, int], _Edges] = {}
+    # Blocks come in row order and every row of blocks is cut into the same columns: the
+    # block above is the last one done in the same column, the one before is the last one
+    # done if it is in the same row.
+    above: dict[int, _Edges] = {}
+    before: tuple[int, _Edges] | None = None
     offset = 0
     for crop, (items, raw, sizes, boxes, pairs) in zip(
         blocks.crops, blocks.map(_slide_block, arguments, advance), strict=True
@@ -348,28 +352,14 @@ def _superpixels(
             gathered.pairs.append(pairs + np.array([offset, offset, 0]))
         wide = ids.astype(np.int64)
         edge = _Edges(wide[0], wide[-1], wide[:, 0], wide[:, -1])
-        edges[(crop.row, crop.col)] = edge
-        above = _neighbour(edges, blocks, crop, up=True)
-        if above is not None:
-            gathered.pairs.append(_touching(above.bottom, edge.top))
-        before = _neighbour(edges, blocks, crop, up=False)
-        if before is not None:
-            gathered.pairs.append(_touching(before.right, edge.left))
+        if crop.col in above:
+            gathered.pairs.append(_touching(above[crop.col].bottom, edge.top))
+        if before is not None and before[0] == crop.row:
+            gathered.pairs.append(_touching(before[1].right, edge.left))
+        above[crop.col] = edge
+        before = (crop.row, edge)
         offset += raw.shape[0]
     return gathered
-
-
-def _neighbour(
-    edges: dict[tuple[int, int], _Edges], blocks: Blocks, crop: _Crop, up: bool
-) -> _Edges | None:
-    """The block above ``crop`` (or before it in its row), already done: blocks come in row
-    order, and every row of blocks is cut into the same columns."""
-    for other in blocks.crops:
-        if up and other.col == crop.col and other.row + other.height == crop.row:
-            return edges.get((other.row, other.col))
-        if not up and other.row == crop.row and other.col + other.width == crop.col:
-            return edges.get((other.row, other.col))
-    return None
 
 
 def _fit(spill: RawSpill, moments: Moments, names: list[str], recipe: Recipe) -> FittedReduction:
