@@ -13,7 +13,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.db.base import utcnow
 from app.db.models import Annotation, Dataset, User, View
-from app.engine.image.strokes import rasterize_strokes
+from app.engine.image.strokes import check_strokes
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.item_ids import resolve_item_ids
 from app.services.paging import page
@@ -63,7 +63,7 @@ def _strokes(dataset: Dataset, strokes: list[dict[str, Any]], field: str) -> lis
     if not clean:
         raise InvalidInput(f"{field} is empty")
     try:
-        rasterize_strokes(clean, (int(image["height"]), int(image["width"])))
+        check_strokes(clean, (int(image["height"]), int(image["width"])))
     except ValueError as exc:
         raise InvalidInput(f"{field}: {exc}") from None
     return clean

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import tracemalloc
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from numpy.typing import NDArray
 from scipy import ndimage as ndi
 
 from app.engine.image import items_under, rasterize_strokes
-from app.engine.image.strokes import covers_pixel
+from app.engine.image.strokes import check_strokes, covers_pixel
 
 BoolArray = NDArray[np.bool_]
 
@@ -185,6 +186,23 @@ def test_no_strokes_cover_nothing() -> None:
 def test_stroke_errors_name_the_stroke(strokes: Any, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         rasterize_strokes(strokes, (5, 10))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_strokes(strokes, (5, 10))
+
+
+def test_checking_strokes_on_a_slide_allocates_nothing_image_sized() -> None:
+    """A scribble on a 50k x 50k slide is checked when it is posted: rasterizing it over the
+    whole slide took 17 bytes a pixel (7 GiB at 20k x 20k)."""
+    strokes = [{"points": [[100.0, 200.0], [49_000.0, 49_999.0]], "radius": 8.0}]
+    tracemalloc.start()
+    try:
+        checked = check_strokes(strokes, (50_000, 50_000))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000
+    np.testing.assert_array_equal(checked[0][0], [[100.0, 200.0], [49_000.0, 49_999.0]])
+    assert checked[0][1] == 8.0
 
 
 # --- items under a scribble --------------------------------------------------------------------

@@ -38,6 +38,7 @@ from app.engine.core.validation import check_choice, check_int
 
 __all__ = [
     "ITEM_RULES",
+    "check_strokes",
     "covers_pixel",
     "items_under",
     "items_under_strokes",
@@ -87,17 +88,27 @@ def covers_pixel(
     return np.asarray(ex * ex + ey * ey <= radius * radius)
 
 
-def rasterize_strokes(strokes: Sequence[Mapping[str, Any]], shape: tuple[int, int]) -> BoolArray:
-    """The (H, W) boolean mask of pixels covered by any of ``strokes`` (module docstring)."""
+def check_strokes(
+    strokes: Sequence[Mapping[str, Any]], shape: tuple[int, int]
+) -> list[tuple[FloatArray, float]]:
+    """Each stroke's (points, radius), or a ValueError saying which stroke is wrong and how:
+    what ``rasterize_strokes`` checks, without making the image-sized mask (a slide's is
+    gigabytes)."""
     if len(shape) != 2:
         raise ValueError(f"shape must be (height, width), got {shape!r}")
     height = check_int("height", shape[0], 1)
     width = check_int("width", shape[1], 1)
     if isinstance(strokes, Mapping | str) or not isinstance(strokes, Sequence):
         raise ValueError("strokes must be a list of {'points': [[x, y], ...], 'radius': r}")
+    return [_check_stroke(index, stroke, height, width) for index, stroke in enumerate(strokes)]
+
+
+def rasterize_strokes(strokes: Sequence[Mapping[str, Any]], shape: tuple[int, int]) -> BoolArray:
+    """The (H, W) boolean mask of pixels covered by any of ``strokes`` (module docstring)."""
+    checked = check_strokes(strokes, shape)
+    height, width = int(shape[0]), int(shape[1])
     starts, ends, radii = [], [], []
-    for index, stroke in enumerate(strokes):
-        points, radius = _check_stroke(index, stroke, height, width)
+    for points, radius in checked:
         ends_of_segments = points[1:] if len(points) > 1 else points
         starts.append(points[: len(ends_of_segments)])
         ends.append(ends_of_segments)
@@ -345,8 +356,7 @@ def items_under_strokes(
     """``items_under(rasterize_strokes(strokes, shape), ...)`` for an image whose map of items
     is read by region (a slide's): only the strokes' bounding box is read and rasterized."""
     height, width = shape
-    for index, stroke in enumerate(strokes):
-        _check_stroke(index, stroke, height, width)
+    check_strokes(strokes, shape)
     reach = max(math.ceil(float(s["radius"])) for s in strokes)
     xs = [p[0] for s in strokes for p in s["points"]]
     ys = [p[1] for s in strokes for p in s["points"]]
