@@ -12,12 +12,16 @@ is noise), two classes (nucleus, background), as OME-TIFF with channel names.
   (``POST /projects/{id}/collections``) and featurized; then the run applied to all of them at
   once (``POST /runs/{id}/apply`` with ``dataset_ids``), timed from the request until the last
   apply finished (``GET /runs/{id}/applied``); the masks read from ``applied/masks.zip``.
+  Then the same with two settings tuned on the first image (``TUNED_RECIPE`` through
+  ``POST /datasets/{id}/featurize``, ``TUNED_PARAMS`` on the run), applied to the same
+  collection: what an expert who tunes before applying gets.
 * peer: ``skimage.feature.multiscale_basic_features`` (intensity and texture, sigma 1..16, the
   image scaled by ``img_as_float``) + ``RandomForestClassifier(n_estimators=50, n_jobs=-1,
   max_depth=10, max_samples=0.05)`` fitted on the same scribbled pixels of the first image
   (``fit_segmenter``), then features + ``predict_segmenter`` on every other image, timed.
 
-Target (issue 40): images per second at least 0.8x the forest's, mean mIoU at least its.
+Target (issue 40): images per second at least 0.8x the forest's, mean mIoU at least its
+(judged on the defaults).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import io
 import os
 import time
 import zipfile
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import tifffile
@@ -117,16 +123,27 @@ def peer(
     return fit_s, time.perf_counter() - started, float(np.mean(scores))
 
 
-def ours(
-    api: Api,
-    first: np.ndarray,
-    truth: np.ndarray,
-    images: list[tuple[np.ndarray, np.ndarray]],
-    seed: int,
-) -> tuple[float, float, float, int]:
-    """(fit seconds, apply seconds for all images, mean mIoU, images segmented)."""
+# A second run of ours, with two settings chosen on the first image (the one the expert
+# scribbles, as the forest is fitted on it): superpixels of about 64 pixels instead of 256
+# (nuclei are 24 to 56 pixels across; the best any labelling of the default superpixels can
+# do is mIoU 0.921, of these 0.96) and the unscribbled items' M-step weight 0.003 instead of
+# 0.1 (the background is two appearances, plain and the GFP rings, and one Gaussian per
+# scribbled label fits it only when the scribbles carry nearly all of the M-step).
+TUNED_RECIPE = {"n_segments": 16_384}
+TUNED_PARAMS = {"unlabeled_weight": 0.003}
+
+
+@dataclass
+class Applied:
+    fit_s: float
+    apply_s: float
+    miou: float
+    segmented: int
+
+
+def upload_first(api: Api, first: np.ndarray, truth: np.ndarray, seed: int) -> int:
     files = {"file": ("first.ome.tif", ome_tiff(first), "image/tiff")}
-    dataset = api.post(f"/projects/{api.project}/datasets", files=files)["id"]
+    dataset = int(api.post(f"/projects/{api.project}/datasets", files=files)["id"])
     api.wait_ready(dataset)
     strokes, _ = scribbles(truth, len(CLASSES), seed)
     for name, class_strokes in zip(CLASSES, strokes, strict=True):
@@ -134,10 +151,10 @@ def ours(
             f"/datasets/{dataset}/annotations",
             json={"kind": "scribble", "label": name, "strokes": class_strokes},
         )
-    result, fit_s = api.run_to_result(
-        "/runs", {"dataset_id": dataset, "algorithm": "ppc", "params": {}}
-    )
-    run_id, names = result["run_id"], result["cluster_labels"]
+    return dataset
+
+
+def upload_collection(api: Api, images: list[tuple[np.ndarray, np.ndarray]]) -> list[int]:
     ids: list[int] = []
     for start in range(0, len(images), UPLOAD_BATCH):
         batch = images[start : start + UPLOAD_BATCH]
@@ -154,6 +171,21 @@ def ours(
         # before the apply, so the apply is timed alone.
         for dataset_id in ids[start:]:
             api.wait_ready(dataset_id)
+    return ids
+
+
+def fit_and_apply(
+    api: Api,
+    dataset: int,
+    params: dict[str, Any],
+    ids: list[int],
+    images: list[tuple[np.ndarray, np.ndarray]],
+) -> Applied:
+    """PPC on the scribbled first image, applied to the collection and scored."""
+    result, fit_s = api.run_to_result(
+        "/runs", {"dataset_id": dataset, "algorithm": "ppc", "params": params}
+    )
+    run_id, names = result["run_id"], result["cluster_labels"]
     started = time.perf_counter()
     api.post(f"/runs/{run_id}/apply", json={"dataset_ids": ids})
     while True:
@@ -164,16 +196,32 @@ def ours(
     apply_s = time.perf_counter() - started
     response = api.client.get(f"/runs/{run_id}/applied/masks.zip")
     response.raise_for_status()
-    archive = response.content
     scores = []
-    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+    with zipfile.ZipFile(io.BytesIO(response.content)) as zipped:
         by_id = {int(n.split("-", 1)[0]): n for n in zipped.namelist()}
         for dataset_id, (_, image_truth) in zip(ids, images, strict=True):
             if dataset_id not in by_id:
                 continue
             mask = np.asarray(Image.open(io.BytesIO(zipped.read(by_id[dataset_id]))))
             scores.append(mean_iou(image_truth, label_mask(mask, names, CLASSES)))
-    return fit_s, apply_s, float(np.mean(scores)), len(scores)
+    return Applied(fit_s, apply_s, float(np.mean(scores)), len(scores))
+
+
+def ours(
+    api: Api,
+    first: np.ndarray,
+    truth: np.ndarray,
+    images: list[tuple[np.ndarray, np.ndarray]],
+    seed: int,
+) -> tuple[Applied, Applied]:
+    """PPC with its defaults, then with the tuned settings, each applied to the collection."""
+    dataset = upload_first(api, first, truth, seed)
+    ids = upload_collection(api, images)
+    defaults = fit_and_apply(api, dataset, {}, ids, images)
+    api.post(f"/datasets/{dataset}/featurize", json=TUNED_RECIPE)
+    api.wait_ready(dataset)
+    tuned = fit_and_apply(api, dataset, TUNED_PARAMS, ids, images)
+    return defaults, tuned
 
 
 def main() -> None:
@@ -191,25 +239,29 @@ def main() -> None:
     images = [cells(args.seed + 1 + k, args.size) for k in range(args.images)]
     _, seeds = scribbles(truth, len(CLASSES), args.seed)
     with live_server() as server:
-        api = Api(server)
-        our_fit, our_apply, our_miou, done = ours(api, first, truth, images, args.seed)
+        defaults, tuned = ours(Api(server), first, truth, images, args.seed)
     peer_fit, peer_apply, peer_miou = peer(first, seeds, images)
-    ours_rate, peer_rate = args.images / our_apply, args.images / peer_apply
+    peer_rate = args.images / peer_apply
     print()
     print("| method | fit on the first image | images / s applied | mean mIoU |")
     print("|---|---|---|---|")
-    print(
-        f"| ours: PPC, run applied to the collection | {our_fit:.1f} s | {ours_rate:.2f} "
-        f"({done} of {args.images} segmented) | {our_miou:.3f} |"
-    )
+    tuned_name = f"ours: PPC tuned (recipe {TUNED_RECIPE}, params {TUNED_PARAMS})".replace("'", "")
+    for name, applied in (("ours: PPC with its defaults", defaults), (tuned_name, tuned)):
+        print(
+            f"| {name}, run applied to the collection | {applied.fit_s:.1f} s "
+            f"| {args.images / applied.apply_s:.2f} ({applied.segmented} of {args.images} "
+            f"segmented) | {applied.miou:.3f} |"
+        )
     print(
         f"| scikit-image trainable segmenter (forest) | {peer_fit:.1f} s | {peer_rate:.2f} "
         f"| {peer_miou:.3f} |"
     )
-    print(
-        f"\nimages/s ours / forest: {ours_rate / peer_rate:.2f} (target at least 0.80); "
-        f"mIoU ours - forest: {our_miou - peer_miou:+.3f} (target at least 0)"
-    )
+    for name, applied in (("defaults", defaults), ("tuned", tuned)):
+        rate = args.images / applied.apply_s
+        print(
+            f"\n{name}: images/s ours / forest: {rate / peer_rate:.2f} (target at least 0.80); "
+            f"mIoU ours - forest: {applied.miou - peer_miou:+.3f} (target at least 0)"
+        )
 
 
 if __name__ == "__main__":
