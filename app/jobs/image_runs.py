@@ -28,12 +28,6 @@ IMAGE_CEC_IB_N_INIT = 1
 # covariances let a broad component swallow the others (bench_image, noisy shapes: 0.59 mIoU
 # with 'full', 0.95 with 'tied'; also faster).
 IMAGE_PPC_COVARIANCE = "tied"
-# PPC's M-step weight of an unscribbled item on an image when the run leaves it empty (tables:
-# 1, plain EM). Scribbles cover about 2 % of the pixels; with plain EM the other 98 % pull a
-# misspecified mixture (a bimodal texture, one Gaussian) away from the scribbled classes. At 0.1
-# the scribbles carry about a sixth of the M-step's mass. bench_image, in-process, 5 tasks x 3
-# draws: mean mIoU 0.710 -> 0.759 (0.05 and 0.2: 0.758 and 0.742), no task worse on average.
-IMAGE_PPC_UNLABELED_WEIGHT = 0.1
 # The CEC family's smallest cluster on an image when the run leaves it empty (tables: 5 % of
 # the items). An object covering 4 % of a picture is common; at 5 % CEC-IB removed the
 # scribbled polygons of bench_image's noisy shapes with their cluster.
@@ -49,9 +43,10 @@ IMAGE_CEC_IB_LABELED_WEIGHT = 10
 def image_params(params: Params) -> Params:
     """The run's parameters with the image defaults where the run left them empty (a copy).
 
-    `n_init`, `min_cluster_fraction` (CEC family), `labeled_weight` (CEC-IB) and
-    `unlabeled_weight` (PPC) are empty (None)
-    unless the run sets them, so an explicit value, even the table's, is kept. PPC's
+    `n_init`, `min_cluster_fraction` (CEC family) and `labeled_weight` (CEC-IB) are empty
+    (None) unless the run sets them, so an explicit value, even the table's, is kept. PPC's
+    empty `unlabeled_weight` is decided by its plan (`plan_ppc`: 0.1 on an image, refitted
+    lower when the scribbles lose their component). PPC's
     `covariance: auto` means "the method's choice", which on an image is `tied`."""
     values = params.model_dump()
     update: dict[str, object] = {}
@@ -64,8 +59,6 @@ def image_params(params: Params) -> Params:
         update["covariance"] = IMAGE_PPC_COVARIANCE
     if isinstance(params, CECIBParams) and params.labeled_weight is None:
         update["labeled_weight"] = IMAGE_CEC_IB_LABELED_WEIGHT
-    if isinstance(params, PPCParams) and params.unlabeled_weight is None:
-        update["unlabeled_weight"] = IMAGE_PPC_UNLABELED_WEIGHT
     return params.model_copy(update=update) if update else params
 
 
