@@ -274,7 +274,7 @@ def ours(
         if result["n_clusters"] != len(task.classes) or None in names:
             row.notes.append(f"{algorithm}: {result['n_clusters']} clusters, labels {names}")
         if "choice" in result["metrics"]:
-            row.notes.append(f"{algorithm}: {_choice(result['metrics']['choice'])}")
+            row.notes.append(f"{algorithm}: {describe_choice(result['metrics']['choice'])}")
         timings = result["metrics"].get("timings", {})
         row.notes.append(
             f"{algorithm}: load {timings.get('load_s', float('nan')):.2f} s, "
@@ -287,7 +287,8 @@ def ours(
             row.notes.append(f"{algorithm} applied: {applied['error']}")
             continue
         if "choice" in applied["metrics"]:
-            row.notes.append(f"{algorithm} applied: {_choice(applied['metrics']['choice'])}")
+            kept = describe_choice(applied["metrics"]["choice"])
+            row.notes.append(f"{algorithm} applied: {kept}")
         # Same cluster ids as the source run: read them through the source run's labels.
         miou2 = mean_iou(truth2, label_mask(api.mask(applied["run_id"]), names, task.classes))
         row.cells[f"{algorithm} applied"] = Cell(miou2, seconds)
@@ -299,9 +300,13 @@ def ours(
             )
 
 
-def _choice(choice: dict[str, Any]) -> str:
+def describe_choice(choice: dict[str, Any]) -> str:
     """A run's choice between fits (``metrics.choice``): what was kept, and every candidate's
-    share of stray items (labeled unlike most of their neighbours)."""
+    share of stray items (labeled unlike most of their neighbours; the CEC family) or how far
+    each fit's components moved from their scribbles (PPC, in pooled standard deviations)."""
+    if "scribble_drift" in choice:
+        drifts = ", ".join(f"{w}: {d:.2f}" for w, d in choice["scribble_drift"].items())
+        return f"kept {choice['chosen']} (scribble drift by weight: {drifts})"
     scores = ", ".join(f"{name} {value:.3%}" for name, value in choice["stray_fraction"].items())
     return f"kept {choice['chosen']} (stray items: {scores})"
 
