@@ -12,16 +12,12 @@ is noise), two classes (nucleus, background), as OME-TIFF with channel names.
   (``POST /projects/{id}/collections``) and featurized; then the run applied to all of them at
   once (``POST /runs/{id}/apply`` with ``dataset_ids``), timed from the request until the last
   apply finished (``GET /runs/{id}/applied``); the masks read from ``applied/masks.zip``.
-  Then the same with the superpixel size tuned on the first image (``TUNED_RECIPE`` through
-  ``POST /datasets/{id}/featurize``), applied to the same collection: what an expert who
-  tunes before applying gets.
 * peer: ``skimage.feature.multiscale_basic_features`` (intensity and texture, sigma 1..16, the
   image scaled by ``img_as_float``) + ``RandomForestClassifier(n_estimators=50, n_jobs=-1,
   max_depth=10, max_samples=0.05)`` fitted on the same scribbled pixels of the first image
   (``fit_segmenter``), then features + ``predict_segmenter`` on every other image, timed.
 
-Target (issue 40): images per second at least 0.8x the forest's, mean mIoU at least its
-(judged on the defaults).
+Target (issue 40): images per second at least 0.8x the forest's, mean mIoU at least its.
 """
 
 from __future__ import annotations
@@ -123,16 +119,6 @@ def peer(
     return fit_s, time.perf_counter() - started, float(np.mean(scores))
 
 
-# A second run of ours, with one setting chosen on the first image (the one the expert
-# scribbles, as the forest is fitted on it): superpixels of about 64 pixels instead of 256
-# (nuclei are 24 to 56 pixels across; the best any labelling of the default superpixels can
-# do is mIoU 0.921, of these 0.96). The unscribbled items' M-step weight, tuned here too until
-# PPC refitted on its own when the GFP rings pull the nucleus component off its scribbles
-# (docs/ppc.md), is left to the run.
-TUNED_RECIPE = {"n_segments": 16_384}
-TUNED_PARAMS: dict[str, Any] = {}
-
-
 @dataclass
 class Applied:
     fit_s: float
@@ -216,15 +202,11 @@ def ours(
     truth: np.ndarray,
     images: list[tuple[np.ndarray, np.ndarray]],
     seed: int,
-) -> tuple[Applied, Applied]:
-    """PPC with its defaults, then with the tuned settings, each applied to the collection."""
+) -> Applied:
+    """PPC with its defaults on the scribbled first image, applied to the collection."""
     dataset = upload_first(api, first, truth, seed)
     ids = upload_collection(api, images)
-    defaults = fit_and_apply(api, dataset, {}, ids, images)
-    api.post(f"/datasets/{dataset}/featurize", json=TUNED_RECIPE)
-    api.wait_ready(dataset)
-    tuned = fit_and_apply(api, dataset, TUNED_PARAMS, ids, images)
-    return defaults, tuned
+    return fit_and_apply(api, dataset, {}, ids, images)
 
 
 def main() -> None:
@@ -242,31 +224,27 @@ def main() -> None:
     images = [cells(args.seed + 1 + k, args.size) for k in range(args.images)]
     _, seeds = scribbles(truth, len(CLASSES), args.seed)
     with live_server() as server:
-        defaults, tuned = ours(Api(server), first, truth, images, args.seed)
+        applied = ours(Api(server), first, truth, images, args.seed)
     peer_fit, peer_apply, peer_miou = peer(first, seeds, images)
     peer_rate = args.images / peer_apply
     print()
     print("| method | fit on the first image | images / s applied | mean mIoU |")
     print("|---|---|---|---|")
-    settings = f"recipe {TUNED_RECIPE}" + (f", params {TUNED_PARAMS}" if TUNED_PARAMS else "")
-    tuned_name = f"ours: PPC tuned ({settings})".replace("'", "")
-    for name, applied in (("ours: PPC with its defaults", defaults), (tuned_name, tuned)):
-        print(
-            f"| {name}, run applied to the collection | {applied.fit_s:.1f} s "
-            f"| {args.images / applied.apply_s:.2f} ({applied.segmented} of {args.images} "
-            f"segmented) | {applied.miou:.3f} |"
-        )
+    print(
+        f"| ours: PPC with its defaults, run applied to the collection | {applied.fit_s:.1f} s "
+        f"| {args.images / applied.apply_s:.2f} ({applied.segmented} of {args.images} "
+        f"segmented) | {applied.miou:.3f} |"
+    )
     print(
         f"| scikit-image trainable segmenter (forest) | {peer_fit:.1f} s | {peer_rate:.2f} "
         f"| {peer_miou:.3f} |"
     )
-    for name, applied in (("defaults", defaults), ("tuned", tuned)):
-        rate = args.images / applied.apply_s
-        print(
-            f"\n{name}: images/s ours / forest: {rate / peer_rate:.2f} (target at least 0.80); "
-            f"mIoU ours - forest: {applied.miou - peer_miou:+.3f} (target at least 0); "
-            f"the run {applied.choice}"
-        )
+    rate = args.images / applied.apply_s
+    print(
+        f"\nimages/s ours / forest: {rate / peer_rate:.2f} (target at least 0.80); "
+        f"mIoU ours - forest: {applied.miou - peer_miou:+.3f} (target at least 0); "
+        f"the run {applied.choice}"
+    )
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from skimage.segmentation import slic
 
 from app.engine.image._filter_bank import Float32Array, map_groups
 from app.engine.image._reduction import FittedReduction
+from app.engine.image.superpixel_count import default_superpixels
 
 Int32Array = NDArray[np.int32]
 T = TypeVar("T")
@@ -364,8 +365,7 @@ class SlicScale:
 
     lab: bool
     compactness: float  # in the units SLIC would use on the whole picture
-    n_segments: int | None  # for the whole picture; None: one per ``pixels_per_item``
-    pixels_per_item: int
+    n_segments: int | None  # for the whole picture; None: ``default_superpixels`` of it
 
     def segments(self, values: NDArray[np.float32], crop: _Crop, picture_pixels: int) -> Int32Array:
         """SLIC on one block's ``values``, 0-based ids, with the whole picture's scale."""
@@ -376,11 +376,8 @@ class SlicScale:
         # weight of distance in space must shrink alike to keep the whole picture's balance.
         compactness = self.compactness / spread if spread > 0 else self.compactness
         pixels = crop.height * crop.width
-        wanted = (
-            self.n_segments * pixels / picture_pixels
-            if self.n_segments
-            else pixels / self.pixels_per_item
-        )
+        whole = self.n_segments or default_superpixels(picture_pixels)
+        wanted = whole * pixels / picture_pixels
         segments = slic(
             np.moveaxis(values, 0, 2),
             n_segments=max(1, round(wanted)),

@@ -70,6 +70,7 @@ from app.engine.image.blockwise import (
     superpixel_items,
 )
 from app.engine.image.channels import Multichannel
+from app.engine.image.superpixel_count import default_superpixels
 
 __all__ = [
     "AUTO_SUPERPIXEL_PIXELS",
@@ -90,7 +91,6 @@ AUTO_SUPERPIXEL_PIXELS = 512 * 512
 # faster (no halos computed twice).
 BLOCKWISE_PIXELS = 4 * BLOCK * BLOCK
 MIN_BLOCK = 16
-PIXELS_PER_SUPERPIXEL = 256
 PCA_SAMPLE = 2**18
 MAX_WINDOW = 31
 MAX_ENERGY_WINDOW = 16.0
@@ -110,7 +110,8 @@ class Recipe:
     * ``window``: 0 (off) or an odd w for the w x w window of pixel values.
     * ``n_components``: PCA components kept.
     * ``superpixels``: ``"auto"`` (SLIC when the image has more than 512 * 512 pixels),
-      ``"never"`` or ``"always"``; ``n_segments`` (``None``: one per 256 pixels) and
+      ``"never"`` or ``"always"``; ``n_segments`` (``None``: ``default_superpixels``, one per
+      64 pixels up to 65,536, and never fewer than one per 256 pixels) and
       ``compactness`` go to ``skimage.segmentation.slic`` (which compares colours in Lab, 0..100;
       for grey images and measured channels compactness is scaled to mean the same).
     * ``superpixel_std``: superpixels get each raw map's standard deviation besides its mean.
@@ -381,7 +382,7 @@ def _slic(colour: Float32Array, recipe: Recipe, photo: bool) -> tuple[Int32Array
     measured channels, scaled one by one, are clipped to their percentile range first so a few
     saturated pixels do not squash the rest."""
     height, width = colour.shape[1:]
-    n_segments = recipe.n_segments or max(1, round(height * width / PIXELS_PER_SUPERPIXEL))
+    n_segments = recipe.n_segments or default_superpixels(height * width)
     lab = photo and colour.shape[0] == 3
     segments = slic(
         np.moveaxis(colour if photo else np.clip(colour, 0.0, 1.0), 0, 2),
@@ -529,6 +530,4 @@ def _slic_input(picture: _Picture, recipe: Recipe) -> SlicInput:
         values, compactness = (colour - np.float32(low)) / np.float32(spread), recipe.compactness
     else:
         values, compactness = colour, recipe.compactness / 100.0 * spread
-    return SlicInput.of_array(
-        values, SlicScale(lab, compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL)
-    )
+    return SlicInput.of_array(values, SlicScale(lab, compactness, recipe.n_segments))

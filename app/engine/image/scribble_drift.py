@@ -9,9 +9,10 @@ It fails when the image shows an appearance no scribble covers. In bench_collect
 fluorescence fields the nuclei are ringed by a GFP halo; the scribbles, drawn well inside
 their regions, never touch a ring, and the unscribbled rings pull the nucleus component onto
 themselves: first-image mIoU 0.58-0.77, against 0.78-0.95 when the scribbles place the
-components (three first images, ~64- and ~256-pixel superpixels; docs/ppc.md has the table). Such a component has left
-its own scribbles: its mean lies 3.0 to 5.1 pooled standard deviations from the mean of the
-items scribbled for it, where on every bench_image draw it stayed within 0.8 to 1.8.
+components (three first images, ~64- and ~256-pixel superpixels; docs/ppc.md has the table).
+Such a component has left its own scribbles: its mean lies 3.0 to 5.1 pooled standard
+deviations from the mean of the items scribbled for it, where on every bench_image draw it
+stayed within 0.8 to 1.8.
 
 ``ScribbleFaithfulFit`` measures that **drift** (the largest Mahalanobis distance, under the
 components' pooled covariance, between a scribbled component's mean and its scribbled items'

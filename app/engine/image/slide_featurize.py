@@ -45,7 +45,6 @@ from app.engine.image.blockwise import (
 )
 from app.engine.image.featurize import (
     PCA_SAMPLE,
-    PIXELS_PER_SUPERPIXEL,
     Recipe,
     _block_side,
     _pca_sample,
@@ -236,18 +235,14 @@ def _slic_input(picture: StoredPicture, recipe: Recipe) -> SlicInput:
         def values(rows: slice, cols: slice) -> Float32Array:
             return (picture.colour(rows, cols) - np.float32(low)) / np.float32(spread)
 
-        return SlicInput(
-            values, SlicScale(True, recipe.compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL)
-        )
+        return SlicInput(values, SlicScale(True, recipe.compactness, recipe.n_segments))
 
     def clipped(rows: slice, cols: slice) -> Float32Array:
         colour = picture.colour(rows, cols)
         return colour if picture.photo else np.clip(colour, 0.0, 1.0)
 
     compactness = recipe.compactness / 100.0 * spread
-    return SlicInput(
-        clipped, SlicScale(False, compactness, recipe.n_segments, PIXELS_PER_SUPERPIXEL)
-    )
+    return SlicInput(clipped, SlicScale(False, compactness, recipe.n_segments))
 
 
 @dataclass
