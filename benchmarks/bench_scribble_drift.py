@@ -47,7 +47,8 @@ def scribbled(f: Featurization, seeds: np.ndarray, n_classes: int) -> np.ndarray
 
 def links(f: Featurization) -> dict[str, Any]:
     if f.n_items == f.item_of_pixel.size:
-        pairs, weights = grid_links(*f.item_of_pixel.shape, 1.0)
+        height, width = f.item_of_pixel.shape
+        pairs, weights = grid_links(height, width, 1.0)
     else:
         pairs, weights = region_links(f.item_of_pixel, 1.0)
     return {"pairs": np.asarray(pairs, np.int64), "weights": np.asarray(weights, np.float64)}
