@@ -41,8 +41,9 @@ from sklearn.ensemble import RandomForestClassifier
 
 from app.engine.image.masks import mean_iou
 from benchmarks._server import live_server
-from benchmarks.bench_image import Api, code_state, describe_choice, label_mask
+from benchmarks.bench_image import Api, code_state, label_mask
 from benchmarks.image_tasks import scribbles
+from benchmarks.run_choice import describe_choice
 
 CLASSES = ("background", "nucleus")
 CHANNELS = ["DAPI", "GFP", "Cy5"]

@@ -77,6 +77,7 @@ from app.engine.image.masks import mean_iou
 from benchmarks._server import LiveServer, live_server
 from benchmarks.bench_slide import run_scale
 from benchmarks.image_tasks import TASKS, Task, bundled, scribbles
+from benchmarks.run_choice import describe_choice
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 TARGETS = {
@@ -298,17 +299,6 @@ def ours(
                 f"{algorithm} applied: server mean_iou {server} vs label-mask mIoU {miou2:.4f} "
                 f"(apply run's cluster_labels {applied['cluster_labels']})"
             )
-
-
-def describe_choice(choice: dict[str, Any]) -> str:
-    """A run's choice between fits (``metrics.choice``): what was kept, and every candidate's
-    share of stray items (labeled unlike most of their neighbours; the CEC family) or how far
-    each fit's components moved from their scribbles (PPC, in pooled standard deviations)."""
-    if "scribble_drift" in choice:
-        drifts = ", ".join(f"{w}: {d:.2f}" for w, d in choice["scribble_drift"].items())
-        return f"kept {choice['chosen']} (scribble drift by weight: {drifts})"
-    scores = ", ".join(f"{name} {value:.3%}" for name, value in choice["stray_fraction"].items())
-    return f"kept {choice['chosen']} (stray items: {scores})"
 
 
 def warm_up(api: Api) -> float:

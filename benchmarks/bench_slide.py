@@ -37,6 +37,7 @@ from skimage.feature import multiscale_basic_features
 from app.engine.image.masks import mean_iou
 from benchmarks._server import signed_in_page
 from benchmarks.bench_tiled_view import open_and_pan
+from benchmarks.run_choice import describe_choice
 
 TILE = 512
 CELL = 400  # cells on a grid of this pitch, jittered
@@ -193,6 +194,8 @@ def run_scale(api: Any, sampler_type: Any, side: int) -> None:
     if "error" in result:
         print(f"PPC failed: {result['error']}")
         return
+    chosen = result["metrics"].get("choice")
+    print(f"PPC run: {describe_choice(chosen) if chosen else 'one fit'}", flush=True)
     started = time.perf_counter()
     png = workdir / "mask.png"
     with api.client.stream("GET", f"/runs/{result['run_id']}/result.png") as response:
