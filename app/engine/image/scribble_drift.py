@@ -18,7 +18,7 @@ stayed within 0.8 to 1.8.
 components' pooled covariance, between a scribbled component's mean and its scribbled items'
 mean) and, above ``DRIFT_LIMIT``, fits again with the unscribbled items together weighing
 ``FALLBACK_SHARE`` of the scribbled ones, which keeps the components on their scribbles (drift
-under 0.25 in every case above) while the relations still smooth the labels. The second fit
+0.41 at most in every case above) while the relations still smooth the labels. The second fit
 is kept; the run's metrics say which fit was kept and both drifts.
 """
 
