@@ -39,3 +39,24 @@ def test_the_count_never_falls_as_the_image_grows() -> None:
 def test_an_empty_image_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one pixel"):
         default_superpixels(0)
+
+
+@pytest.mark.parametrize("block_size", [0, 48])
+def test_featurize_asks_slic_for_the_default_count(block_size: int) -> None:
+    """A recipe without ``n_segments`` segments as one asking for ``default_superpixels``
+    (144 on 96 x 96, one per 64 pixels), whole or in blocks; not as the old one per 256."""
+    import numpy as np
+
+    from app.engine.image.featurize import Recipe, featurize
+
+    rng = np.random.default_rng(0)
+    image = (rng.random((96, 96, 3)) * 255).astype(np.uint8)
+
+    def items(n_segments: int | None) -> np.ndarray:
+        recipe = Recipe(superpixels="always", sigmas=(1.0,), n_segments=n_segments)
+        return featurize(image, recipe, block_size=block_size).item_of_pixel
+
+    assert default_superpixels(96 * 96) == 144
+    default = items(None)
+    np.testing.assert_array_equal(default, items(144))
+    assert not np.array_equal(default, items(36))
