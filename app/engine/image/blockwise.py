@@ -12,11 +12,11 @@ Pixel items: pass 1 merges each block's per-map count, mean and squared deviatio
 and takes the fixed PCA sample's rows that fall in it; pass 2 projects each block. The fitted
 reduction is the one the whole picture gives, up to that rounding.
 
-Superpixel items: SLIC runs per block (no superpixel crosses a block's edge; at 2,048 pixels a
-side that cuts about one superpixel in a hundred) on values scaled as on the whole picture,
-its compactness adjusted for SLIC's own rescaling of each input to 0..1; ids are numbered
-block after block. Each superpixel's mean and spread of every map are exact, since its pixels
-all lie in one block.
+Superpixel items: SLIC runs per block on values scaled as on the whole picture, its
+compactness adjusted for SLIC's own rescaling of each input to 0..1; a piece along a block's
+edge is then joined to the piece across it when the two look alike (``seam_stitch.py``), and
+ids are numbered block after block. Each superpixel's mean and spread of every map are exact:
+a piece's are, and a joined pair's are pooled from its two pieces'.
 
 Blocks run on a few local threads, or, when the featurization itself runs as a task on a Dask
 cluster (the Dask executor) with more threads than those, as tasks spread over the cluster's
@@ -40,6 +40,7 @@ from skimage.segmentation import slic
 
 from app.engine.image._filter_bank import Float32Array, map_groups
 from app.engine.image._reduction import FittedReduction
+from app.engine.image.seam_stitch import BlockPieces, SeamStitcher
 from app.engine.image.superpixel_count import default_superpixels
 
 Int32Array = NDArray[np.int32]
@@ -367,19 +368,28 @@ class SlicScale:
     compactness: float  # in the units SLIC would use on the whole picture
     n_segments: int | None  # for the whole picture; None: ``default_superpixels`` of it
 
-    def segments(self, values: NDArray[np.float32], crop: _Crop, picture_pixels: int) -> Int32Array:
-        """SLIC on one block's ``values``, 0-based ids, with the whole picture's scale."""
+    def compared(self, values: NDArray[np.float32]) -> NDArray[np.floating]:
+        """The values SLIC compares: a photo's in Lab, others as they are."""
         if self.lab:
-            values = np.moveaxis(color.rgb2lab(np.moveaxis(values, 0, 2)), 2, 0)
-        spread = float(values.max() - values.min())
+            return np.moveaxis(color.rgb2lab(np.moveaxis(values, 0, 2)), 2, 0)
+        return values
+
+    def superpixel_pixels(self, picture_pixels: int) -> float:
+        """How many pixels a superpixel of the whole picture has on average."""
+        return picture_pixels / (self.n_segments or default_superpixels(picture_pixels))
+
+    def segments(
+        self, compared: NDArray[np.floating], crop: _Crop, picture_pixels: int
+    ) -> Int32Array:
+        """SLIC on one block's ``compared`` values, 0-based ids, with the whole picture's
+        scale."""
+        spread = float(compared.max() - compared.min())
         # SLIC rescales its input to 0..1: distances in values shrink by 1 / spread, so the
         # weight of distance in space must shrink alike to keep the whole picture's balance.
         compactness = self.compactness / spread if spread > 0 else self.compactness
-        pixels = crop.height * crop.width
-        whole = self.n_segments or default_superpixels(picture_pixels)
-        wanted = whole * pixels / picture_pixels
+        wanted = crop.height * crop.width / self.superpixel_pixels(picture_pixels)
         segments = slic(
-            np.moveaxis(values, 0, 2),
+            np.moveaxis(compared, 0, 2),
             n_segments=max(1, round(wanted)),
             compactness=compactness,
             start_label=0,
@@ -399,9 +409,11 @@ def _block_superpixels(
     scale: SlicScale,
     picture_pixels: int,
     with_std: bool,
-) -> tuple[Int32Array, NDArray[np.float64]]:
-    """A block's superpixels and each one's mean (then spread) of every raw map."""
-    items = scale.segments(slic_values, crop, picture_pixels)
+) -> BlockPieces:
+    """A block's superpixels, each one's mean (then spread) of every raw map, and what
+    stitching compares of them."""
+    compared = scale.compared(slic_values)
+    items = scale.segments(compared, crop, picture_pixels)
     flat = items.ravel()
     n_items = int(flat.max()) + 1
     counts = np.bincount(flat, minlength=n_items).astype(np.float64)
@@ -413,7 +425,7 @@ def _block_superpixels(
             if with_std:
                 spread = np.bincount(flat, weights=(values - mean[flat]) ** 2, minlength=n_items)
                 stds.append(np.sqrt(spread / counts))
-    return items, np.stack(means + stds, axis=1)
+    return BlockPieces.measure(items, np.stack(means + stds, axis=1), compared)
 
 
 def superpixel_items(
@@ -422,18 +434,24 @@ def superpixel_items(
     with_std: bool,
     progress: Callable[[], None],
 ) -> tuple[Int32Array, NDArray[np.float64]]:
-    """The item of every pixel (H, W) and each item's mean (then spread) of every raw map."""
+    """The item of every pixel (H, W) and each item's mean (then spread) of every raw map,
+    the blocks' superpixels stitched across their edges (``seam_stitch.py``)."""
     height, width = blocks.shape
 
     def arguments(crop: _Crop) -> tuple[object, ...]:
         scale = slic_input.scale
         return blocks.maps, slic_input.of(crop), scale, height * width, with_std
 
+    stitcher = SeamStitcher(slic_input.scale.superpixel_pixels(height * width), with_std)
     item_of_pixel = np.empty((height, width), dtype=np.int32)
-    rows, offset = [], 0
+    rows, joins = [], []
     results = blocks.map(_block_superpixels, arguments, progress)
-    for crop, (items, raw) in zip(blocks.crops, results, strict=True):
-        item_of_pixel[crop.in_picture()] = items + offset
-        offset += raw.shape[0]
-        rows.append(raw)
-    return item_of_pixel, np.concatenate(rows)
+    for crop, pieces in zip(blocks.crops, results, strict=True):
+        block = stitcher.add(crop.row, crop.col, pieces)
+        item_of_pixel[crop.in_picture()] = block.ids
+        rows.append(block.new_rows)
+        joins.append(block.joins)
+    raw = np.concatenate(rows)
+    for joined in joins:
+        raw[joined.into] = joined.rows
+    return item_of_pixel, raw

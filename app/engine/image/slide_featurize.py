@@ -1,13 +1,15 @@
 """Featurize a slide: a picture read by region (from the array store), never held whole.
 
 The blocks, their halos, SLIC per block and each superpixel's means and spreads are those of
-``blockwise.py``, so a slide's items and raw rows are those ``featurize`` gives the same picture
-in memory with the same block size. What differs is where things go:
+``blockwise.py``, stitched across the blocks' edges by the same ``SeamStitcher``, so a slide's
+items and raw rows are those ``featurize`` gives the same picture in memory with the same block
+size. What differs is where things go:
 
-* each block's items go to ``write_items`` as they come (the map of pixels to items of a
-  50k x 50k slide is 10 GB of int32);
-* the raw rows go to a spill file and are read back to be projected; the reduction's means and
-  scales come from every superpixel (merged moments), its PCA from all of them up to
+* each block's items go to ``write_items`` as they come, with their final ids (the map of
+  pixels to items of a 50k x 50k slide is 10 GB of int32);
+* the raw rows go to a spill file (the row of an item a later piece joined is replaced) and
+  are read back to be projected; the reduction's means and scales come from every superpixel
+  (merged moments of the rows read back), its PCA from all of them up to
   ``PCA_SAMPLE`` rows, from a fixed-seed sample above (as pixel items are handled);
 * what code downstream needs of the map without reading it is gathered per block: each item's
   pixel count and bounding box, and the pairs of items that touch with the length of their
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,6 +51,7 @@ from app.engine.image.featurize import (
     _block_side,
     _pca_sample,
 )
+from app.engine.image.seam_stitch import BlockPieces, SeamStitcher
 
 Int32Array = NDArray[np.int32]
 Int64Array = NDArray[np.int64]
@@ -131,23 +134,38 @@ class SlideItems:
 
 class RawSpill:
     """Raw rows (float32) in a temporary file, appended block by block and read back in
-    order: a slide's millions of superpixels times 160 raw maps do not stay in memory."""
+    order: a slide's millions of superpixels times 160 raw maps do not stay in memory. A row
+    already written may be replaced (an item a later block's piece joined): the few
+    replacements stay in memory and are read back in their place."""
 
     def __init__(self, n_columns: int):
         self.n_columns = n_columns
         self.rows = 0
         self._file = tempfile.TemporaryFile()  # noqa: SIM115 - open until close()
+        self._replaced: dict[int, Float32Array] = {}
 
     def append(self, rows: NDArray[np.floating]) -> None:
         self._file.write(np.ascontiguousarray(rows, dtype=np.float32).tobytes())
         self.rows += rows.shape[0]
 
+    def replace(self, index: int, row: NDArray[np.floating]) -> None:
+        if not 0 <= index < self.rows:
+            raise IndexError(f"row {index} is not written yet ({self.rows} are)")
+        self._replaced[index] = np.asarray(row, dtype=np.float32)
+
     def blocks(self) -> Iterator[Float32Array]:
         self._file.seek(0)
+        replaced = np.array(sorted(self._replaced), dtype=np.int64)
         for start in range(0, self.rows, SPILL_ROWS):
             n = min(SPILL_ROWS, self.rows - start)
             data = self._file.read(n * self.n_columns * 4)
-            yield np.frombuffer(data, dtype=np.float32).reshape(n, self.n_columns)
+            rows = np.frombuffer(data, dtype=np.float32).reshape(n, self.n_columns)
+            lo, hi = np.searchsorted(replaced, [start, start + n])
+            if hi > lo:
+                rows = rows.copy()
+                for index in replaced[lo:hi].tolist():
+                    rows[index - start] = self._replaced[index]
+            yield rows
 
     def close(self) -> None:
         self._file.close()
@@ -209,7 +227,7 @@ def featurize_slide(
         gathered = _superpixels(
             blocks, slic_input, recipe.superpixel_std, write_items, spill, advance
         )
-        fitted = _fit(spill, gathered.moments, names, recipe)
+        fitted = _fit(spill, names, recipe)
         features = np.concatenate([fitted.transform_rows(rows) for rows in spill.blocks()])
     finally:
         spill.close()
@@ -219,8 +237,8 @@ def featurize_slide(
         features=features,
         fitted=fitted,
         raw_feature_names=tuple(names),
-        sizes=np.concatenate(gathered.sizes),
-        boxes=np.concatenate(gathered.boxes).astype(np.int32),
+        sizes=gathered.sizes(),
+        boxes=gathered.boxes(),
         borders=gathered.borders(),
     )
 
@@ -247,20 +265,43 @@ def _slic_input(picture: StoredPicture, recipe: Recipe) -> SlicInput:
 
 @dataclass
 class _Gathered:
-    moments: Moments
-    sizes: list[Int64Array]
-    boxes: list[Int32Array]
-    pairs: list[Int64Array]  # (k, 3): a, b, border
+    """Each item's pixel count and box, block by block, grown where a later piece joined an
+    item; the touching pairs (a, b, border), a pair found more than once summed up."""
+
+    block_sizes: list[Int64Array] = field(default_factory=list)
+    block_boxes: list[Int32Array] = field(default_factory=list)
+    grown: dict[int, tuple[int, Int32Array]] = field(default_factory=dict)
+    pairs: list[Int64Array] = field(default_factory=list)
+
+    def grow(self, item: int, size: int, box: Int32Array) -> None:
+        self.grown[item] = (size, box)
+
+    def sizes(self) -> Int64Array:
+        sizes = np.concatenate(self.block_sizes)
+        for item, (size, _) in self.grown.items():
+            sizes[item] += size
+        return sizes
+
+    def boxes(self) -> Int32Array:
+        boxes = np.concatenate(self.block_boxes).astype(np.int32)
+        for item, (_, box) in self.grown.items():
+            boxes[item, :2] = np.minimum(boxes[item, :2], box[:2])
+            boxes[item, 2:] = np.maximum(boxes[item, 2:], box[2:])
+        return boxes
 
     def borders(self) -> Int64Array:
         if not self.pairs:
             return np.empty((0, 3), dtype=np.int64)
-        return np.concatenate(self.pairs)
+        pairs = np.concatenate(self.pairs)
+        span = int(pairs[:, 1].max()) + 1
+        keys, inverse = np.unique(pairs[:, 0] * span + pairs[:, 1], return_inverse=True)
+        border = np.bincount(inverse.ravel(), weights=pairs[:, 2]).astype(np.int64)
+        return np.stack([keys // span, keys % span, border], axis=1)
 
 
 @dataclass(frozen=True)
 class _Edges:
-    """A block's items along its four sides (global ids)."""
+    """A block's items along its four sides (final ids)."""
 
     top: Int64Array
     bottom: Int64Array
@@ -276,14 +317,11 @@ def _slide_block(
     scale: SlicScale,
     picture_pixels: int,
     with_std: bool,
-) -> tuple[Int32Array, NDArray[np.float64], Int64Array, Int32Array, Int64Array]:
-    """``_block_superpixels`` and, of its items: pixel counts, boxes (in the block) and the
-    pairs that touch inside it with their borders."""
-    items, raw = _block_superpixels(
-        window, crop, maps, slic_values, scale, picture_pixels, with_std
-    )
-    n_items = raw.shape[0]
-    sizes = np.bincount(items.ravel(), minlength=n_items).astype(np.int64)
+) -> tuple[BlockPieces, Int32Array, Int64Array]:
+    """``_block_superpixels`` and, of its pieces: boxes (in the block) and the pairs that
+    touch inside it with their borders."""
+    pieces = _block_superpixels(window, crop, maps, slic_values, scale, picture_pixels, with_std)
+    items = pieces.items
     boxes = np.array(
         [
             (s[1].start, s[0].start, s[1].stop - 1, s[0].stop - 1)
@@ -295,7 +333,7 @@ def _slide_block(
         np.concatenate([items[:, :-1].ravel(), items[:-1, :].ravel()]),
         np.concatenate([items[:, 1:].ravel(), items[1:, :].ravel()]),
     )
-    return items, raw, sizes, boxes, pairs
+    return pieces, boxes, pairs
 
 
 def _touching(a: NDArray[np.integer], b: NDArray[np.integer]) -> Int64Array:
@@ -324,28 +362,34 @@ def _superpixels(
     def arguments(crop: _Crop) -> tuple[object, ...]:
         return blocks.maps, slic_input.of(crop), slic_input.scale, height * width, with_std
 
-    n_raw = spill.n_columns
-    gathered = _Gathered(Moments(0, np.zeros(n_raw), np.zeros(n_raw)), [], [], [])
+    stitcher = SeamStitcher(slic_input.scale.superpixel_pixels(height * width), with_std)
+    gathered = _Gathered()
     # Blocks come in row order and every row of blocks is cut into the same columns: the
     # block above is the last one done in the same column, the one before is the last one
     # done if it is in the same row.
     above: dict[int, _Edges] = {}
     before: tuple[int, _Edges] | None = None
-    offset = 0
-    for crop, (items, raw, sizes, boxes, pairs) in zip(
+    for crop, (pieces, boxes, pairs) in zip(
         blocks.crops, blocks.map(_slide_block, arguments, advance), strict=True
     ):
-        ids = items + np.int32(offset)
-        write_items(crop.row, crop.col, ids)
-        spill.append(raw)
-        mean = raw.mean(axis=0)
-        block_moments = Moments(raw.shape[0], mean, np.square(raw - mean).sum(axis=0))
-        gathered.moments = gathered.moments.merged(block_moments)
-        gathered.sizes.append(sizes)
-        gathered.boxes.append(boxes + np.array([crop.col, crop.row, crop.col, crop.row]))
+        block = stitcher.add(crop.row, crop.col, pieces)
+        write_items(crop.row, crop.col, block.ids)
+        spill.append(block.new_rows)
+        shift = np.array([crop.col, crop.row, crop.col, crop.row], dtype=np.int32)
+        gathered.block_sizes.append(pieces.sizes[block.new_pieces])
+        gathered.block_boxes.append(boxes[block.new_pieces] + shift)
+        joins = block.joins
+        for into, piece, row in zip(
+            joins.into.tolist(), joins.pieces.tolist(), joins.rows, strict=True
+        ):
+            spill.replace(into, row)
+            gathered.grow(into, int(pieces.sizes[piece]), boxes[piece] + shift)
         if pairs.size:
-            gathered.pairs.append(pairs + np.array([offset, offset, 0]))
-        wide = ids.astype(np.int64)
+            ends = block.final[pairs[:, :2]]
+            gathered.pairs.append(
+                np.stack([ends.min(axis=1), ends.max(axis=1), pairs[:, 2]], axis=1)
+            )
+        wide = block.ids.astype(np.int64)
         edge = _Edges(wide[0], wide[-1], wide[:, 0], wide[:, -1])
         if crop.col in above:
             gathered.pairs.append(_touching(above[crop.col].bottom, edge.top))
@@ -353,15 +397,15 @@ def _superpixels(
             gathered.pairs.append(_touching(before[1].right, edge.left))
         above[crop.col] = edge
         before = (crop.row, edge)
-        offset += raw.shape[0]
     return gathered
 
 
-def _fit(spill: RawSpill, moments: Moments, names: list[str], recipe: Recipe) -> FittedReduction:
+def _fit(spill: RawSpill, names: list[str], recipe: Recipe) -> FittedReduction:
     """The reduction: exact means and scales over all items, the PCA on all of them up to
     ``PCA_SAMPLE``, on a fixed-seed sample above."""
     chosen = _pca_sample(spill.rows)
     rows = np.empty((chosen.size, spill.n_columns), dtype=np.float64)
+    moments = Moments(0, np.zeros(spill.n_columns), np.zeros(spill.n_columns))
     start, taken = 0, 0
     for block in spill.blocks():
         stop = start + block.shape[0]
@@ -369,6 +413,9 @@ def _fit(spill: RawSpill, moments: Moments, names: list[str], recipe: Recipe) ->
         rows[taken : taken + hi - lo] = block[chosen[lo:hi] - start]
         taken += hi - lo
         start = stop
+        wide = block.astype(np.float64)
+        mean = wide.mean(axis=0)
+        moments = moments.merged(Moments(wide.shape[0], mean, np.square(wide - mean).sum(axis=0)))
     mean, scale = standardiser(moments.mean, moments.std)
     scale = scale * family_divisors(names, recipe.family_balance)
     return fit_pca(rows, mean, scale, recipe.n_components)
