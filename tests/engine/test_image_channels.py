@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from skimage.segmentation import slic
 
+from app.engine.image import channels
 from app.engine.image.channels import HIGH, LOW, Multichannel
 from app.engine.image.featurize import Recipe, apply_featurization, featurize
 
@@ -70,6 +71,25 @@ def test_composite_colours_channels_and_adds_them() -> None:
     assert tuple(rgb[3, 3]) == (0, 0, 0)
     grey = Multichannel.of(planes[:1]).composite()
     assert tuple(grey[0, 0]) == (255, 255, 255) and tuple(grey[0, 3]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("n_channels", [1, 3, 4, 7])
+def test_a_composite_made_in_strips_of_rows_is_each_pixels_own(
+    n_channels: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(n_channels)
+    planes = (rng.random((n_channels, 61, 23)) * 60_000).astype(np.uint16)
+    ranges = np.sort(rng.uniform(0, 60_000, size=(n_channels, 2)), axis=1)
+    monkeypatch.setattr(channels, "COMPOSITE_ROWS", 7)  # 61 rows: 8 strips, the last of 5
+    strips = channels.composite(planes, ranges)
+    pixel_by_pixel = np.concatenate(
+        [
+            channels.composite(planes[:, r : r + 1, c : c + 1], ranges)
+            for r in range(61)
+            for c in range(23)
+        ]
+    ).reshape(61, 23, 3)
+    assert np.array_equal(strips, pixel_by_pixel)
 
 
 @pytest.mark.parametrize(
