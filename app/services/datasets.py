@@ -12,7 +12,6 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Annotation, Dataset, Project, User
-from app.engine.image.featurize import Recipe
 from app.engine.image.image_file import TIFF_MAGICS
 from app.engine.image.masks import decode_index_png
 from app.jobs.featurizer import queue_featurization
@@ -24,6 +23,7 @@ from app.services.errors import (
     PayloadTooLarge,
     UnsupportedMediaType,
 )
+from app.services.image_rows import insert_image_dataset
 from app.services.ingest.csv_table import csv_blocks, plan_csv
 from app.services.ingest.detect import detect_format
 from app.services.ingest.image_file import MAX_PIXELS, parse_image, whole_limit
@@ -258,33 +258,24 @@ def create_image_dataset(
     truth, classes = None, None
     if ground_truth_image is not None:
         truth, classes = _pixel_classes(ground_truth_image, (image.height, image.width))
-    dataset = Dataset(
-        project_id=project.id,
+    dataset = insert_image_dataset(
+        session=session,
+        project=project,
+        user=user,
         name=valid_name(name),
-        kind="image",
-        status="featurizing",
-        n_items=image.width * image.height,
-        n_features=0,
-        feature_names=[],
         source_filename=source_filename,
-        ground_truth_classes=classes,
-        meta={
-            "image": {
-                "format": image.format,
-                "width": image.width,
-                "height": image.height,
-                "mode": image.mode,
-                "dtype": image.dtype,
-                "channels": image.channel_names,
-                "bytes": len(image.data),
-            },
-            **({"collection": collection} if collection else {}),
+        image={
+            "format": image.format,
+            "width": image.width,
+            "height": image.height,
+            "mode": image.mode,
+            "dtype": image.dtype,
+            "channels": image.channel_names,
+            "bytes": len(image.data),
         },
-        created_by_id=user.id if user else None,
+        ground_truth_classes=classes,
+        collection=collection,
     )
-    queue_featurization(dataset, Recipe().to_dict(), requested_by=user.id if user else None)
-    session.add(dataset)
-    session.flush()
     chunks.write_blob(session=session, dataset_id=dataset.id, kind=IMAGE, data=image.data)
     if image.display is not None:
         chunks.write_blob(

@@ -23,11 +23,10 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset, Project, User
 from app.engine.image.channels import composite, robust_range, sample_step
 from app.engine.image.deep_zoom import halve_picture
-from app.engine.image.featurize import Recipe
 from app.engine.image.image_file import ImageFileError, ImageHeader
 from app.engine.image.tiff_bands import open_bands
-from app.jobs.featurizer import queue_featurization
 from app.services.errors import InvalidInput
+from app.services.image_rows import insert_image_dataset
 from app.services.ingest.image_file import check_size
 from app.store import chunks, pyramids
 from app.store.dataset_arrays import IMAGE, SLIDE_PIXELS
@@ -117,21 +116,14 @@ def create_slide_dataset(
     stream.seek(0)
     staging.write_blob_stream(IMAGE, stream)
     _write_picture_pyramid(session, staging, pixels.read, header, ranges)
-    dataset = Dataset(
-        project_id=project.id,
+    dataset = insert_image_dataset(
+        session=session,
+        project=project,
+        user=user,
         name=name,
-        kind="image",
-        status="featurizing",
-        n_items=header.width * header.height,
-        n_features=0,
-        feature_names=[],
         source_filename=filename,
-        meta={"image": image},
-        created_by_id=user.id if user else None,
+        image=image,
     )
-    queue_featurization(dataset, Recipe().to_dict(), requested_by=user.id if user else None)
-    session.add(dataset)
-    session.flush()
     staging.record(dataset.id)
     return dataset
 

@@ -8,13 +8,16 @@ import io
 import numpy as np
 import pytest
 from PIL import Image
+from scipy import ndimage as ndi
 from skimage import data
 
+from app.engine.image import slide_featurize
+from app.engine.image.blockwise import even_chunks
 from app.engine.image.channels import Multichannel
 from app.engine.image.featurize import Recipe, featurize
 from app.engine.image.masks import png_stream
 from app.engine.image.region_links import region_adjacency
-from app.engine.image.slide_featurize import StoredPicture, featurize_slide
+from app.engine.image.slide_featurize import RawSpill, StoredPicture, featurize_slide
 from app.engine.image.strokes import items_under, items_under_strokes, rasterize_strokes
 
 RECIPE = Recipe(superpixels="always")
@@ -49,26 +52,53 @@ def _measured(seed: int) -> np.ndarray:
     return pixels
 
 
+# Filters that reach 28 pixels: blocks of 64 pixels a side (the default recipe reaches 210,
+# and a block is never narrower than its halo, so its cases are one block).
+NEAR = Recipe(superpixels="always", sigmas=(1.0, 2.0))
+
+
 @pytest.mark.parametrize(
-    ("pixels", "photo", "block"),
+    ("pixels", "photo", "recipe", "block"),
     [
-        (data.astronaut()[:300, :280], True, 100),
-        (data.camera()[:260, :300], True, 128),
-        (_measured(0), False, 90),
+        (data.astronaut()[:300, :280], True, RECIPE, 100),
+        (data.camera()[:260, :300], True, RECIPE, 128),
+        (_measured(0), False, RECIPE, 90),
+        (data.astronaut()[:300, :280], True, NEAR, 64),
+        (data.camera()[:260, :300], True, NEAR, 64),
+        (_measured(0), False, NEAR, 64),
     ],
-    ids=["colour photo", "grey photo", "measured channels"],
+    ids=[
+        "colour photo",
+        "grey photo",
+        "measured channels",
+        "colour photo in stitched blocks",
+        "grey photo in stitched blocks",
+        "measured channels in stitched blocks",
+    ],
 )
 def test_a_slide_read_by_region_is_featurized_as_the_whole_picture(
-    pixels: np.ndarray, photo: bool, block: int
+    pixels: np.ndarray, photo: bool, recipe: Recipe, block: int
 ) -> None:
     picture, image = _stored(pixels, photo)
-    whole = featurize(image, RECIPE, block_size=block)  # type: ignore[arg-type]
+    whole = featurize(image, recipe, block_size=block)  # type: ignore[arg-type]
     written = np.full(pixels.shape[:2], -1, dtype=np.int32)
 
     def write(row: int, col: int, items: np.ndarray) -> None:
         written[row : row + items.shape[0], col : col + items.shape[1]] = items
 
-    got = featurize_slide(picture, RECIPE, write, block_size=block)
+    got = featurize_slide(picture, recipe, write, block_size=block)
+    if recipe is NEAR:  # several blocks, and some items joined across their edges
+        row_edges = np.cumsum(even_chunks(pixels.shape[0], block))[:-1]
+        col_edges = np.cumsum(even_chunks(pixels.shape[1], block))[:-1]
+        assert row_edges.size and col_edges.size
+        x0, y0, x1, y1 = got.boxes.T
+        crosses_row = np.searchsorted(row_edges, y0, "right") != np.searchsorted(
+            row_edges, y1, "right"
+        )
+        crosses_col = np.searchsorted(col_edges, x0, "right") != np.searchsorted(
+            col_edges, x1, "right"
+        )
+        assert crosses_row.sum() >= 5 and crosses_col.sum() >= 5
     assert np.array_equal(written, whole.item_of_pixel)
     scale = np.abs(whole.features).max()
     assert np.abs(got.features - whole.features).max() <= 1e-5 * scale
@@ -77,9 +107,11 @@ def test_a_slide_read_by_region_is_featurized_as_the_whole_picture(
     order = np.lexsort((got.borders[:, 1], got.borders[:, 0]))
     assert np.array_equal(got.borders[order, :2], pairs)
     assert np.array_equal(got.borders[order, 2], border)
-    for item in (0, got.n_items // 2, got.n_items - 1):
-        rows, cols = np.nonzero(whole.item_of_pixel == item)
-        assert got.boxes[item].tolist() == [cols.min(), rows.min(), cols.max(), rows.max()]
+    boxes = [
+        [s[1].start, s[0].start, s[1].stop - 1, s[0].stop - 1]
+        for s in ndi.find_objects(whole.item_of_pixel + 1)
+    ]
+    assert got.boxes.tolist() == boxes
 
 
 def test_a_slide_refuses_pixel_items() -> None:
@@ -121,3 +153,27 @@ def test_a_streamed_mask_png_is_the_whole_masks_png(high: int) -> None:
     assert np.array_equal(back, mask)
     with pytest.raises(ValueError, match="rows"):
         b"".join(png_stream(41, 58, [mask], False))
+
+
+def test_a_spilled_row_replaced_is_read_back_in_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slide_featurize, "SPILL_ROWS", 4)  # read back 4 rows at a time
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(11, 3)).astype(np.float32)
+    spill = RawSpill(3)
+    try:
+        spill.append(rows[:5])
+        spill.replace(4, np.ones(3))
+        spill.append(rows[5:])
+        spill.replace(0, np.full(3, 2.0))
+        spill.replace(8, np.full(3, 3.0))
+        spill.replace(10, np.full(3, 4.0))
+        with pytest.raises(IndexError):
+            spill.replace(11, np.zeros(3))
+        expected = rows.copy()
+        expected[4], expected[0], expected[8], expected[10] = 1.0, 2.0, 3.0, 4.0
+        read = list(spill.blocks())
+        assert [r.shape[0] for r in read] == [4, 4, 3]
+        assert np.array_equal(np.concatenate(read), expected)
+        assert np.array_equal(np.concatenate(list(spill.blocks())), expected)  # twice alike
+    finally:
+        spill.close()
