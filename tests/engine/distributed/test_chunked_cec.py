@@ -508,7 +508,9 @@ def cluster() -> Iterator[tuple[Any, Any]]:
 def _ready(client: Any) -> list[str]:
     """Wait for both workers (a killed one is restarted by its nanny); their addresses."""
     client.wait_for_workers(2, timeout=60)
-    return sorted(client.scheduler_info(n_workers=-1)["workers"])
+    # Asked of the scheduler itself: the client's cached ``scheduler_info`` can still be empty
+    # on a loaded machine (a CI run found no workers there while both ran the passes).
+    return _scheduler_workers(client)
 
 
 def _scheduler_workers(client: Any) -> list[str]:
