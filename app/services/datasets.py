@@ -188,7 +188,7 @@ def _stream_table(
     )
     session.add(dataset)
     session.flush()
-    sink = TableSink(
+    with TableSink(
         session=session,
         dataset=dataset,
         feature_names=feature_names,
@@ -196,10 +196,10 @@ def _stream_table(
         chunk_rows=chunk_rows,
         id_column=id_column,
         ground_truth_column=ground_truth_column,
-    )
-    for features, ids, truth in blocks:
-        sink.add(features, ids, truth)
-    facts = sink.finish()
+    ) as sink:
+        for features, ids, truth in blocks:
+            sink.add(features, ids, truth)
+        facts = sink.finish()
     dataset.n_items = facts["n_items"]
     dataset.ground_truth_classes = facts["ground_truth_classes"]
     dataset.meta = {"ignored_columns": ignored_columns, "feature_stats": facts["feature_stats"]}

@@ -15,6 +15,7 @@ import logging
 import secrets
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -337,7 +338,14 @@ class ArrayStore:
 class RowWriter:
     """Appends row blocks to a new array, a whole chunk at a time (a partial last block is
     buffered), hashing the bytes as they pass; ``close`` writes the tail and says what was
-    stored. Memory: one chunk."""
+    stored. Memory: about two chunks.
+
+    Whole chunks are written (and hashed) on a thread of the writer's own while the caller
+    parses and checks the next rows: writing a table's chunks took as long as parsing it (the
+    kernel's page-cache writes on a local disk, a PUT each on S3), and both release the GIL.
+    One write is in flight at a time, so chunks land in order and an error surfaces at the
+    next ``append`` or at ``close``. A writer given up on (an upload refused half-way) must be
+    ``abort``-ed before its arrays are deleted: the write in flight would recreate them."""
 
     def __init__(
         self, store: ArrayStore, key: str, n_columns: int | None, dtype: np.dtype, chunk_rows: int
@@ -352,11 +360,13 @@ class RowWriter:
             (self._chunk_rows,) if n_columns is None else (self._chunk_rows, max(n_columns, 1))
         )
         self._array = store._create_array(key, shape, chunks, self._dtype)
-        self._rows = 0
+        self._rows = 0  # rows handed to the writing thread (written once it is done)
         self._capacity = 0  # the array's length: grown by doubling, cut to the rows at close
         self._pending: list[NDArray] = []
         self._pending_rows = 0
         self._hash = hashlib.blake2b(digest_size=16)
+        self._thread: ThreadPoolExecutor | None = None
+        self._in_flight: Future[None] | None = None
 
     @property
     def rows(self) -> int:
@@ -371,34 +381,68 @@ class RowWriter:
         if self._pending_rows >= self._chunk_rows:
             joined = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
             whole = (joined.shape[0] // self._chunk_rows) * self._chunk_rows
-            self._write(joined[:whole])
             rest = joined[whole:]
             self._pending = [rest] if rest.shape[0] else []
             self._pending_rows = rest.shape[0]
+            self._write_behind(joined[:whole])
 
-    def _write(self, block: NDArray) -> None:
+    def _write_behind(self, block: NDArray) -> None:
+        """``block`` written on the writer's thread, once the write before it is done."""
+        self._wait()
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="store-write")
+        start = self._rows
+        self._rows += block.shape[0]
+        self._in_flight = self._thread.submit(self._write, start, block)
+
+    def _wait(self) -> None:
+        """Until the write in flight is done; its error, if it failed."""
+        if self._in_flight is not None:
+            in_flight, self._in_flight = self._in_flight, None
+            try:
+                in_flight.result()
+            except BaseException:
+                self.abort()
+                raise
+
+    def _write(self, start: int, block: NDArray) -> None:
         if block.shape[0] == 0:
             return
         block = np.ascontiguousarray(block)
-        stop = self._rows + block.shape[0]
+        stop = start + block.shape[0]
         try:
             if stop > self._capacity:
                 # Each resize rewrites the array's metadata: doubling keeps them to log2 of
                 # the chunks (one per chunk cost a 1M-row upload 0.2 s).
                 self._capacity = max(stop, 2 * self._capacity)
                 self._array.resize((self._capacity, *self._array.shape[1:]))
-            self._array[self._rows : stop] = block
+            self._array[start:stop] = block
         except Exception as exc:
             raise StoreUnavailable(
                 f"writing {self.key!r} to the array store failed: {exc}"
             ) from exc
         self._hash.update(block.data.cast("B"))  # the bytes in place, not a copy of them
-        self._rows = stop
+
+    def abort(self) -> None:
+        """Stop writing: the write in flight ends (its error dropped), nothing more starts."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            in_flight.exception()  # waits for it; what went wrong no longer matters
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._thread = None
+        self._pending, self._pending_rows = [], 0
 
     def close(self) -> StoredInfo:
+        self._wait()
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._thread = None
         if self._pending:
-            self._write(np.concatenate(self._pending))
+            tail = np.concatenate(self._pending)
             self._pending, self._pending_rows = [], 0
+            self._write(self._rows, tail)
+            self._rows += tail.shape[0]
         if self._capacity != self._rows:
             try:
                 self._array.resize((self._rows, *self._array.shape[1:]))
@@ -491,6 +535,10 @@ class StringWriter:
         self._offsets.append(self._position + np.cumsum(lengths))
         self._bytes.append(np.frombuffer(b"".join(encoded), dtype=np.uint8))
         self._position += int(lengths.sum())
+
+    def abort(self) -> None:
+        self._offsets.abort()
+        self._bytes.abort()
 
     def close(self) -> StoredInfo:
         offsets = self._offsets.close()

@@ -136,8 +136,9 @@ class Staging:
         writer = self.store.row_writer(
             self._key(kind), n_columns=None, dtype="uint8", chunk_rows=BYTES_CHUNK
         )
-        while block := stream.read(BYTES_CHUNK):
-            writer.append(np.frombuffer(block, dtype=np.uint8))
+        with _aborted_on_error(writer):
+            while block := stream.read(BYTES_CHUNK):
+                writer.append(np.frombuffer(block, dtype=np.uint8))
         self._records.append((kind, writer.close()))
 
     def record(self, dataset_id: int) -> None:
@@ -178,7 +179,8 @@ def row_writer(
     writer = store_of(session).row_writer(
         key, n_columns=n_columns, dtype=dtype, chunk_rows=chunk_rows
     )
-    yield writer
+    with _aborted_on_error(writer):
+        yield writer
     _record(session, dataset_id, run_id, kind, writer.close())
 
 
@@ -190,8 +192,20 @@ def string_writer(
     key = _key(session, dataset_id, kind, None)
     written(session, key)
     writer = store_of(session).string_writer(key, chunk_rows=chunk_rows)
-    yield writer
+    with _aborted_on_error(writer):
+        yield writer
     _record(session, dataset_id, None, kind, writer.close())
+
+
+@contextmanager
+def _aborted_on_error(writer: RowWriter | StringWriter) -> Iterator[None]:
+    """A writer whose block ends in an error (or is dropped unfinished) stops writing before
+    the rollback deletes what it wrote: its write in flight would put the array back."""
+    try:
+        yield
+    except BaseException:
+        writer.abort()
+        raise
 
 
 def write_array(

@@ -4,9 +4,11 @@ start-up sweep do what they say."""
 
 import hashlib
 import os
+import threading
 import time
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,6 +84,72 @@ def test_a_row_writer_refuses_rows_of_another_width(store: ArrayStore) -> None:
         writer.append(np.zeros((2, 4)))
     with pytest.raises(ValueError, match="3 columns"):
         writer.append(np.zeros(3))
+
+
+class _SlowArray:
+    """A stored array whose chunk writes wait for ``released`` (or fail when ``error``),
+    noting the thread each write ran on."""
+
+    def __init__(self, array: Any, error: Exception | None = None) -> None:
+        self.array, self.error = array, error
+        self.released = threading.Event()
+        self.threads: list[str] = []
+
+    def __setitem__(self, rows: slice, block: np.ndarray) -> None:
+        self.threads.append(threading.current_thread().name)
+        self.released.wait(10)
+        if self.error is not None:
+            raise self.error
+        self.array[rows] = block
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.array, name)
+
+
+def test_whole_chunks_are_written_behind_the_caller_and_in_order(store: ArrayStore) -> None:
+    table = _table(5 * CHUNK + 3, 2, "float64")
+    writer = store.row_writer("t/behind", n_columns=2, dtype="float64", chunk_rows=CHUNK)
+    slow = _SlowArray(writer._array)
+    writer._array = slow
+    writer.append(table[: 2 * CHUNK])  # two chunks handed over: the caller does not wait
+    assert slow.threads == [] or slow.threads[0].startswith("store-write")
+    slow.released.set()
+    writer.append(table[2 * CHUNK :])
+    info = writer.close()
+    np.testing.assert_array_equal(store.read("t/behind"), table)
+    assert info.content_hash == _blake(table.tobytes())
+    assert [t.startswith("store-write") for t in slow.threads] == [True, True, False]
+
+
+def test_a_failed_chunk_write_surfaces_at_the_next_append_and_at_close(
+    store: ArrayStore,
+) -> None:
+    for last_call in ("append", "close"):
+        writer = store.row_writer(f"t/{last_call}", n_columns=2, dtype="float64", chunk_rows=2)
+        slow = _SlowArray(writer._array, OSError("disk full"))
+        slow.released.set()
+        writer._array = slow
+        writer.append(np.zeros((2, 2)))  # in flight; it fails on its thread
+        with pytest.raises(StoreUnavailable, match="disk full"):
+            if last_call == "append":
+                writer.append(np.zeros((2, 2)))
+            else:
+                writer.close()
+        assert writer._thread is None  # stopped: nothing more is written
+
+
+def test_an_aborted_writer_finishes_its_write_in_flight_first(store: ArrayStore) -> None:
+    """So a rollback that deletes the array after the abort deletes it for good."""
+    writer = store.row_writer("gone/t", n_columns=2, dtype="float64", chunk_rows=CHUNK)
+    slow = _SlowArray(writer._array)
+    writer._array = slow
+    writer.append(_table(CHUNK, 2, "float64"))
+    threading.Timer(0.2, slow.released.set).start()
+    writer.abort()
+    assert slow.released.is_set() and writer._thread is None
+    store.delete("gone")
+    time.sleep(0.3)
+    assert not (Path(store.location) / "gone").exists()
 
 
 def test_one_dimensional_int32_arrays_round_trip(store: ArrayStore) -> None:

@@ -8,6 +8,7 @@ stored features. Any refusal raises InvalidInput naming row and column; the call
 transaction then rolls back and the store forgets what was written (`app/store/transactions`).
 """
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,9 @@ class TableSink:
         self._chunk_rows = chunk_rows
         self._id_column = id_column
         self._truth_column = ground_truth_column
+        # Writers still open; `finish` closes them in order, `__exit__` after an error aborts
+        # whichever are left (their chunks are written on threads of their own).
+        self._open: list[AbstractContextManager[Any]] = []
         self._features = chunks.row_writer(
             session=session,
             dataset_id=dataset.id,
@@ -112,7 +116,7 @@ class TableSink:
             dtype=dtype,
             chunk_rows=chunk_rows,
         )
-        self._feature_writer = self._features.__enter__()
+        self._feature_writer = self._enter(self._features)
         self._ids = (
             chunks.string_writer(
                 session=session, dataset_id=dataset.id, kind=ITEM_IDS, chunk_rows=chunk_rows
@@ -120,7 +124,7 @@ class TableSink:
             if id_column
             else None
         )
-        self._id_writer = self._ids.__enter__() if self._ids is not None else None
+        self._id_writer = self._enter(self._ids) if self._ids is not None else None
         self._id_hashes: list[NDArray[np.int64]] = []
         self._truth = (
             chunks.row_writer(
@@ -134,11 +138,28 @@ class TableSink:
             if ground_truth_column
             else None
         )
-        self._truth_writer = self._truth.__enter__() if self._truth is not None else None
+        self._truth_writer = self._enter(self._truth) if self._truth is not None else None
         self._class_codes: dict[str, int] = {}
         self._moments = _Moments()
         self._sample = _RowSample()
         self.n_rows = 0
+
+    def _enter(self, writer: AbstractContextManager[Any]) -> Any:
+        entered = writer.__enter__()
+        self._open.append(writer)
+        return entered
+
+    def _close(self, writer: AbstractContextManager[Any]) -> None:
+        self._open.remove(writer)
+        writer.__exit__(None, None, None)
+
+    def __enter__(self) -> "TableSink":
+        return self
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
+        """After a refusal: the writers still open stop before the rollback deletes them."""
+        while self._open:
+            self._open.pop().__exit__(kind, error, traceback)
 
     def add(
         self,
@@ -181,13 +202,13 @@ class TableSink:
         for the dataset row (n_items, feature statistics, classes)."""
         if self.n_rows == 0:
             raise InvalidInput("the table has no rows")
-        self._features.__exit__(None, None, None)
+        self._close(self._features)
         if self._ids is not None:
-            self._ids.__exit__(None, None, None)
+            self._close(self._ids)
             self._require_unique_ids()
         classes = None
         if self._truth is not None:
-            self._truth.__exit__(None, None, None)
+            self._close(self._truth)
             classes = self._order_classes()
         moments = self._moments
         assert moments.scatter is not None and moments.mean is not None
