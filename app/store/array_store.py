@@ -340,12 +340,13 @@ class RowWriter:
     buffered), hashing the bytes as they pass; ``close`` writes the tail and says what was
     stored. Memory: about two chunks.
 
-    Whole chunks are written (and hashed) on a thread of the writer's own while the caller
+    Whole chunks are written, and hashed, on two threads of the writer's own while the caller
     parses and checks the next rows: writing a table's chunks took as long as parsing it (the
-    kernel's page-cache writes on a local disk, a PUT each on S3), and both release the GIL.
-    One write is in flight at a time, so chunks land in order and an error surfaces at the
-    next ``append`` or at ``close``. A writer given up on (an upload refused half-way) must be
-    ``abort``-ed before its arrays are deleted: the write in flight would recreate them."""
+    kernel's page-cache writes on a local disk, a PUT each on S3), hashing half as long, and
+    both release the GIL. One chunk is in flight at a time, so chunks land and are hashed in
+    order, and an error surfaces at the next ``append`` or at ``close``. A writer given up on
+    (an upload refused half-way) must be ``abort``-ed before its arrays are deleted: the write
+    in flight would recreate them."""
 
     def __init__(
         self, store: ArrayStore, key: str, n_columns: int | None, dtype: np.dtype, chunk_rows: int
@@ -366,7 +367,7 @@ class RowWriter:
         self._pending_rows = 0
         self._hash = hashlib.blake2b(digest_size=16)
         self._thread: ThreadPoolExecutor | None = None
-        self._in_flight: Future[None] | None = None
+        self._in_flight: list[Future[None]] = []
 
     @property
     def rows(self) -> int:
@@ -387,28 +388,38 @@ class RowWriter:
             self._write_behind(joined[:whole])
 
     def _write_behind(self, block: NDArray) -> None:
-        """``block`` written on the writer's thread, once the write before it is done."""
+        """``block`` written and hashed on the writer's threads, once the chunk before it is."""
         self._wait()
         if self._thread is None:
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="store-write")
+            self._thread = ThreadPoolExecutor(2, thread_name_prefix="store-write")
+        block = np.ascontiguousarray(block)
         start = self._rows
         self._rows += block.shape[0]
-        self._in_flight = self._thread.submit(self._write, start, block)
+        self._in_flight = [
+            self._thread.submit(self._put, start, block),
+            self._thread.submit(self._hash.update, block.data.cast("B")),
+        ]
 
     def _wait(self) -> None:
-        """Until the write in flight is done; its error, if it failed."""
-        if self._in_flight is not None:
-            in_flight, self._in_flight = self._in_flight, None
-            try:
-                in_flight.result()
-            except BaseException:
-                self.abort()
-                raise
+        """Until the chunk in flight is written and hashed; its error, if it failed."""
+        in_flight, self._in_flight = self._in_flight, []
+        try:
+            for done in in_flight:
+                done.result()
+        except BaseException:
+            self.abort(in_flight)
+            raise
 
     def _write(self, start: int, block: NDArray) -> None:
         if block.shape[0] == 0:
             return
         block = np.ascontiguousarray(block)
+        self._put(start, block)
+        self._hash.update(block.data.cast("B"))  # the bytes in place, not a copy of them
+
+    def _put(self, start: int, block: NDArray) -> None:
+        if block.shape[0] == 0:
+            return
         stop = start + block.shape[0]
         try:
             if stop > self._capacity:
@@ -421,13 +432,12 @@ class RowWriter:
             raise StoreUnavailable(
                 f"writing {self.key!r} to the array store failed: {exc}"
             ) from exc
-        self._hash.update(block.data.cast("B"))  # the bytes in place, not a copy of them
 
-    def abort(self) -> None:
-        """Stop writing: the write in flight ends (its error dropped), nothing more starts."""
-        in_flight, self._in_flight = self._in_flight, None
-        if in_flight is not None:
-            in_flight.exception()  # waits for it; what went wrong no longer matters
+    def abort(self, in_flight: list[Future[None]] | None = None) -> None:
+        """Stop writing: the chunk in flight ends (its error dropped), nothing more starts."""
+        for done in [*(in_flight or []), *self._in_flight]:
+            done.exception()  # waits for it; what went wrong no longer matters
+        self._in_flight = []
         if self._thread is not None:
             self._thread.shutdown(wait=True)
             self._thread = None
