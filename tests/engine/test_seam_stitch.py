@@ -173,3 +173,22 @@ def test_a_grid_of_blocks_stitches_exactly_and_never_across_a_colour_edge(seed: 
     again, raw_again = _stitch(_NeverForgets(12, True), items, maps, compared, cuts)
     assert np.array_equal(again, final)
     assert np.array_equal(raw_again, raw)
+
+
+def test_colour_moments_are_exact_on_border_pieces_and_not_taken_inside() -> None:
+    """Only pieces touching the block's border are ever compared, so only theirs are taken."""
+    rng = np.random.default_rng(3)
+    items = np.repeat(np.repeat(np.arange(16).reshape(4, 4), 3, axis=0), 3, axis=1)  # 12 x 12
+    compared = rng.normal(size=(3, 12, 12)).astype(np.float32)
+    pieces = _pieces(items, rng.normal(size=(1, 12, 12)), compared)
+    inside = {5, 6, 9, 10}
+    for piece in range(16):
+        if piece in inside:
+            assert np.isnan(pieces.colour_mean[piece]).all() and np.isnan(pieces.colour_var[piece])
+            continue
+        pixels = compared[:, items == piece].astype(np.float64)  # (3, 9)
+        mean = pixels.mean(axis=1)
+        np.testing.assert_allclose(pieces.colour_mean[piece], mean, rtol=1e-12)
+        spread = ((pixels - mean[:, None]) ** 2).sum(axis=0).mean()
+        np.testing.assert_allclose(pieces.colour_var[piece], spread, rtol=1e-12)
+    assert pieces.sizes.tolist() == [9] * 16
