@@ -418,8 +418,6 @@ class RowWriter:
         self._hash.update(block.data.cast("B"))  # the bytes in place, not a copy of them
 
     def _put(self, start: int, block: NDArray) -> None:
-        if block.shape[0] == 0:
-            return
         stop = start + block.shape[0]
         try:
             if stop > self._capacity:
@@ -438,16 +436,17 @@ class RowWriter:
         for done in [*(in_flight or []), *self._in_flight]:
             done.exception()  # waits for it; what went wrong no longer matters
         self._in_flight = []
+        self._stop_threads()
+        self._pending, self._pending_rows = [], 0
+
+    def _stop_threads(self) -> None:
         if self._thread is not None:
             self._thread.shutdown(wait=True)
             self._thread = None
-        self._pending, self._pending_rows = [], 0
 
     def close(self) -> StoredInfo:
         self._wait()
-        if self._thread is not None:
-            self._thread.shutdown(wait=True)
-            self._thread = None
+        self._stop_threads()
         if self._pending:
             tail = np.concatenate(self._pending)
             self._pending, self._pending_rows = [], 0
