@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     blas_threads: int = Field(default=1, ge=1, le=256)
     dask_scheduler: str = "tcp://127.0.0.1:8786"
     # With JOBS_EXECUTOR=dask, CEC, CEC-IB and PPC runs on tables of at least this many items fit
-    # data-parallel over the store's chunks on all workers (app/engine/distributed); smaller
+    # data-parallel over the store's chunks on all workers (engine/*/chunked); smaller
     # ones fit in one task, which is faster where the data fits a worker (docs/distributed.md).
     distributed_min_items: int = Field(default=2_000_000, ge=2)
     # How often the app tries an unreachable scheduler again (runs wait meanwhile).

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from app.db.models import Dataset
 
-# The methods with a data-parallel fit (app/engine/distributed).
+# The methods with a data-parallel fit (the methods' chunked/ folders).
 DATA_PARALLEL_ALGORITHMS = frozenset({"cec", "cec-ib", "ppc"})
 # Rows one pass task reads: whole store chunks, about 20-40 MB of float32 features at d = 10-20,
 # so a task's arithmetic outweighs its scheduling.

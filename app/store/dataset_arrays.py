@@ -56,7 +56,7 @@ def load_features(*, session: Session, dataset: Dataset) -> NDArray:
 
 def chunked_features(*, session: Session, dataset: Dataset, rows_per_task: int) -> Any:
     """The feature matrix as a lazy dask array whose tasks read the store's chunks (fits
-    past one machine, app/engine/distributed)."""
+    past one machine, the methods' chunked/ folders)."""
     return chunks.dask_array(
         session=session, dataset_id=dataset.id, kind=FEATURES, rows_per_task=rows_per_task
     )

@@ -22,8 +22,24 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
-def _app_imports(path: Path) -> set[str]:
-    """The top-level `app.<package>` names a module imports."""
+# Inside the engine the same rule, one level down: each method's folder (its data-parallel path
+# in its own `chunked/`) imports only the shared numerics below it. Order is top to bottom.
+ENGINE_ALLOWED: dict[str, set[str]] = {
+    "c3l": {"c4s", "core", "fit_warnings", "side_info"},
+    "c4s": {"core", "fit_warnings", "side_info"},
+    "cec": {"core", "fit_warnings", "side_info"},
+    "ppc": {"core", "fit_warnings", "side_info"},
+    "smic": {"core", "fit_warnings", "side_info"},
+    "image": {"core"},
+    "active": set(),
+    "core": {"fit_warnings"},
+    "fit_warnings": set(),
+    "side_info": set(),
+}
+
+
+def _app_imports(path: Path, depth: int = 1) -> set[str]:
+    """The `app.<package>` names a module imports (`app.engine.<part>` names with depth 2)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -34,8 +50,8 @@ def _app_imports(path: Path) -> set[str]:
             continue
         for module in modules:
             parts = module.split(".")
-            if parts[0] == "app" and len(parts) > 1:
-                names.add(parts[1])
+            if parts[0] == "app" and len(parts) > depth and (depth == 1 or parts[1] == "engine"):
+                names.add(parts[depth])
     return names
 
 
@@ -50,6 +66,26 @@ def test_package_imports_only_layers_below(package: str) -> None:
         for imported in _app_imports(module) - {package} - ALLOWED[package]:
             offences.append(f"{module.relative_to(APP.parent)} imports app.{imported}")
     assert not offences, "imports that run against the layers:\n" + "\n".join(offences)
+
+
+def _engine_part(path: Path) -> str:
+    return path.relative_to(APP / "engine").parts[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize("part", sorted(ENGINE_ALLOWED))
+def test_engine_part_imports_only_parts_below(part: str) -> None:
+    offences = []
+    for module in _modules("engine"):
+        if _engine_part(module) != part:
+            continue
+        for imported in _app_imports(module, depth=2) - {part} - ENGINE_ALLOWED[part]:
+            offences.append(f"{module.relative_to(APP.parent)} imports app.engine.{imported}")
+    assert not offences, "imports that run against the engine's layers:\n" + "\n".join(offences)
+
+
+def test_every_engine_part_is_placed_in_a_layer() -> None:
+    parts = {_engine_part(p) for p in _modules("engine")} - {"__init__"}
+    assert parts == set(ENGINE_ALLOWED), "place new engine folders in ENGINE_ALLOWED"
 
 
 def test_engine_has_no_relative_imports_out_of_a_method() -> None:

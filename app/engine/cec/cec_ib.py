@@ -25,15 +25,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_random_state
 
+from app.engine.cec.chunked.chunked_cec import fit_chunked
 from app.engine.cec.estimator import LABELED_INITS, Progress, _CECBase
 from app.engine.cec.labeled_weight_cv import choose_labeled_weight
 from app.engine.core.cec_fit import ASK_ONLY, agreement_share
 from app.engine.core.cec_shell import check_cec_settings
+from app.engine.core.chunked_input import is_dask_array
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.fresh_starts import FRESH_STARTS, check_agreement
 from app.engine.core.validation import check_choice, check_int, check_partial_labels, check_real
-from app.engine.distributed.chunked_cec import fit_chunked
-from app.engine.distributed.chunked_input import is_dask_array
 
 AUTO = "auto"
 # The weight search fits at most this many items (a uniform sample of larger data): it compares
@@ -123,7 +123,7 @@ class CECIB(_CECBase):
         """Cluster ``X`` using labels ``y`` (integers, -1 = unlabeled; None = all unlabeled).
 
         On a ``dask.array.Array`` the fit runs data-parallel over its chunks on the current
-        Dask scheduler (``y`` chunked like X's rows; ``app/engine/distributed``), always from
+        Dask scheduler (``y`` chunked like X's rows; ``app/engine/cec/chunked``), always from
         fresh starts (``warm_start`` applies to in-memory fits)."""
         beta = check_real("beta", self.beta, 0.0)
         auto = isinstance(self.labeled_weight, str)

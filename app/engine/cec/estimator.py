@@ -14,13 +14,13 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
+from app.engine.cec.chunked.chunked_cec import fit_chunked, predict_chunked
 from app.engine.core.cec_fit import fit_cec
 from app.engine.core.cec_shell import check_cec_settings, predict_components, store_gaussian_fit
+from app.engine.core.chunked_input import is_dask_array
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.projection import fit_space
 from app.engine.core.validation import check_choice, check_partial_labels
-from app.engine.distributed.chunked_cec import fit_chunked, predict_chunked
-from app.engine.distributed.chunked_input import is_dask_array
 
 FloatArray = NDArray[np.float64]
 Progress = Callable[[int, float], object]
@@ -161,7 +161,7 @@ class CEC(_CECBase):
     @engine_errstate
     def fit(self, X: ArrayLike, y: object = None) -> CEC:
         """Cluster ``X``; ``y`` is ignored. On a ``dask.array.Array`` the fit runs
-        data-parallel over its chunks on the current Dask scheduler (``app/engine/distributed``;
+        data-parallel over its chunks on the current Dask scheduler (``app/engine/cec/chunked``;
         ``labels_`` is then a dask array)."""
         if is_dask_array(X):
             fit_chunked(self, X, None, beta=0.0)

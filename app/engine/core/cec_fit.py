@@ -104,48 +104,55 @@ def seeds_from_labels(init: str, beta: float, n_categories: int, n_clusters: int
     return init == "labels" and beta > 0.0 and 1 <= n_categories <= n_clusters
 
 
+@dataclass(frozen=True)
+class _Problem:
+    """What every start of one fit shares: the data, its labels and the fit's settings."""
+
+    X: FloatArray
+    categories: IntArray
+    n_categories: int
+    n_clusters: int
+    family: int
+    beta: float
+    min_size: float
+    max_iter: int
+    init: str
+    rng: np.random.RandomState
+    progress: Progress | None
+    local_trials: int | None
+
+
 def _start(
-    X: FloatArray,
-    categories: IntArray,
-    n_categories: int,
-    n_clusters: int,
-    family: int,
-    beta: float,
-    min_size: float,
-    init: str,
-    rng: np.random.RandomState,
-    work: FloatArray,
-    restart: int,
-    warm: IntArray | None = None,
-    local_trials: int | None = None,
+    p: _Problem, work: FloatArray, restart: int, warm: IntArray | None = None
 ) -> tuple[IntArray, ClusterState]:
     """Initial partition with invalid clusters already removed: ``warm`` when given (a
     previous fit's partition); with ``init='labels'``, from the categories' means
     (``label_seeding``); else k-means++ (``local_trials`` candidates per seed) or random."""
+    X, categories, n_categories, n_clusters = p.X, p.categories, p.n_categories, p.n_clusters
     n, d = X.shape
     if warm is not None:
         assign = warm.astype(np.int64, copy=True)
-    elif seeds_from_labels(init, beta, n_categories, n_clusters):
+    elif seeds_from_labels(p.init, p.beta, n_categories, n_clusters):
         # One cluster per category: the labeled means, then the same Lloyd-refined, then
         # refined means of resampled labeled items. With extra clusters every start draws its
         # own extra centres (refinement did not help there, docs/cec-ib.md).
         one_each = n_clusters == n_categories
         seeds = (
-            resampled_categories(categories, n_categories, rng)
+            resampled_categories(categories, n_categories, p.rng)
             if one_each and restart >= 2
             else categories
         )
         assign = label_seeded_partition(
-            X, seeds, n_categories, n_clusters, rng, refine=one_each and restart >= 1
+            X, seeds, n_categories, n_clusters, p.rng, refine=one_each and restart >= 1
         )
     else:
-        assign = initial_partition(
-            X, n_clusters, "random" if init == "random" else "k-means++", rng, local_trials
-        )
+        how = "random" if p.init == "random" else "k-means++"
+        assign = initial_partition(X, n_clusters, how, p.rng, p.local_trials)
     state = new_state(n_clusters, d, n_categories)
     state.alive[:] = np.bincount(assign, minlength=n_clusters) > 0
+    family, beta = p.family, p.beta
     recompute_state(X, assign, categories, state, family, float(n), beta)
-    if dissolve_invalid(X, assign, categories, state, family, float(n), beta, min_size, work) < 0:
+    if dissolve_invalid(X, assign, categories, state, family, float(n), beta, p.min_size, work) < 0:
         assign[:] = 0
         state.alive[:] = False
         state.alive[0] = True
@@ -160,59 +167,46 @@ def _start(
 
 
 def _run(
-    X: FloatArray,
-    categories: IntArray,
-    n_categories: int,
+    p: _Problem,
     *,
-    n_clusters: int,
-    family: int,
-    beta: float,
-    min_size: float,
-    max_iter: int,
-    init: str,
-    rng: np.random.RandomState,
-    progress: Progress | None,
     first_iteration: int,
     restart: int,
     seen: set[bytes] | None = None,
     warm: IntArray | None = None,
-    local_trials: int | None = None,
 ) -> tuple[_Run | None, bool]:
     """One restart (from ``warm`` when given); returns the run and whether ``progress`` asked
     to stop. With ``seen`` (the start partitions run so far), a start already run is skipped
     (None): sweeps are deterministic, so it would end where that one did."""
+    X, categories, family, beta = p.X, p.categories, p.family, p.beta
     n, d = X.shape
     work = np.empty(3 * d)
-    delta = np.empty(n_clusters)
-    assign, state = _start(
-        X, categories, n_categories, n_clusters, family, beta, min_size, init, rng, work,
-        restart, warm, local_trials,
-    )  # fmt: skip
+    delta = np.empty(p.n_clusters)
+    assign, state = _start(p, work, restart, warm)
     if seen is not None:
         key = hashlib.blake2b(assign.tobytes(), digest_size=16).digest()  # 16 bytes, not 8n
         if key in seen:
             return None, False
         seen.add(key)
-    clock = new_clock(n, n_clusters)
+    clock = new_clock(n, p.n_clusters)
     history: list[float] = []
     converged = False
     stop = False
     sweeps = 0
-    for sweeps in range(1, max_iter + 1):
+    for sweeps in range(1, p.max_iter + 1):
         moves = hartigan_sweep(
-            X, assign, categories, state, family, float(n), beta, min_size, MOVE_TOL, clock,
+            X, assign, categories, state, family, float(n), beta, p.min_size, MOVE_TOL, clock,
             delta, work,
         )  # fmt: skip
         recompute_state(X, assign, categories, state, family, float(n), beta)
         removed = dissolve_invalid(
-            X, assign, categories, state, family, float(n), beta, min_size, work
+            X, assign, categories, state, family, float(n), beta, p.min_size, work
         )
         if removed > 0:
             mark_all_changed(clock)
         energy = total_energy(state)
         history.append(energy)
-        if progress is not None:
-            answer = progress(first_iteration + sweeps, energy)
+        if p.progress is not None:
+            answer = p.progress(first_iteration + sweeps, energy)
             stop = answer is not None and not answer
         if moves == 0 and removed <= 0:
             converged = True
@@ -342,9 +336,8 @@ def fit_cec(
     tries splits and removals after each converged start, "remove" removals only, False
     nothing (module docstring).
 
-    ``categories[i]`` is the category code 0..n_categories-1 of point i, or -1 if unlabeled.
-
-    ``warm`` (cluster ids in 0..n_clusters-1, one per point): a previous fit's partition, run
+    ``categories[i]``: point i's category code 0..n_categories-1, or -1 if unlabeled. ``warm``
+    (cluster ids in 0..n_clusters-1, one per point): a previous fit's partition, run
     first as one more start under the same rule (it wins exact ties). Often the labels added
     since do not move its optimum, and fresh starts then land in others of about the same
     energy, which redraws the clusters; continued, the fit stays (docs/cec-ib.md, "Warm
@@ -352,114 +345,120 @@ def fit_cec(
     labeled points (``agreement_share``), the fresh starts are not drawn (``fresh_starts.py``).
     """
     n, d = X.shape
-    min_size = min_cluster_size(n, d, family, min_cluster_fraction)
-    by_labels = seeds_from_labels(init, beta, n_categories, n_clusters) and (
-        n_clusters == n_categories
-    )
-
-    def rank(run: _Run) -> tuple[int, float, int]:
-        agreement = (
-            labeled_agreement(run.assign, categories, n_clusters, n_categories) if by_labels else 0
-        )
-        return (-agreement, run.energy, 0 if run.warm else 1)  # exact ties keep the warm start
-
-    # Resampled labeled starts often refine to a start already run (many labeled items: images)
-    seen: set[bytes] | None = set() if by_labels else None
-    best: _Run | None = None
-    iteration = 0
-    stop = False
+    problem = _Problem(
+        X, categories, n_categories, n_clusters, family, beta,
+        min_cluster_size(n, d, family, min_cluster_fraction), max_iter, init, rng, progress,
+        local_trials,
+    )  # fmt: skip
+    search = _Search(problem, polish)
     starts: list[IntArray | None] = [None] * n_init if warm is None else [warm, *[None] * n_init]
-
-    def descend(restart: int, start: IntArray | None) -> _Run | None:
-        nonlocal iteration, stop
-        run, stop = _run(
-            X,
-            categories,
-            n_categories,
-            n_clusters=n_clusters,
-            family=family,
-            beta=beta,
-            min_size=min_size,
-            max_iter=max_iter,
-            init=init,
-            rng=rng,
-            progress=progress,
-            first_iteration=iteration,
-            restart=restart,
-            seen=seen if restart >= 0 else None,
-            warm=start,
-            local_trials=local_trials,
-        )
-        if run is not None:
-            iteration += run.n_iter
-        return run
-
-    def better(trial: _Run, run: _Run) -> bool:
-        """A polishing step is taken when it ranks first by a clear energy margin (or, under
-        the labels' rule, agrees with more labeled items)."""
-        mine, theirs = rank(trial), rank(run)
-        if mine[0] != theirs[0]:
-            return mine[0] < theirs[0]
-        return trial.energy < run.energy - MOVE_TOL
-
-    budget = [max(POLISH_MIN_RUNS, POLISH_POINT_RUNS // max(n, 1)) if polish else 0]
-    splits = polish is True or polish == "full"
-    whitening = whitening_map(X) if budget[0] > 0 and splits else np.eye(d)
-
-    def moves(assign: IntArray) -> Iterator[IntArray]:
-        """The polishing starts around ``assign``: a cluster split in two into a slot CEC
-        emptied; then each cluster dissolved, alone or with another split into its slot
-        (largest first)."""
-        live = np.unique(assign)
-        sizes = np.bincount(assign, minlength=n_clusters)
-        by_size = live[np.argsort(-sizes[live], kind="stable")]
-        free = np.flatnonzero(sizes == 0)
-        if free.shape[0] and splits:
-            for other in by_size:
-                yield split_cluster(X, whitening, assign, int(other), int(free[0]))
-        if live.shape[0] < 2:
-            return
-        for cluster in live:
-            emptied = without_cluster(
-                X, assign, categories, n_categories, n_clusters, int(cluster), family, beta
-            )
-            yield emptied
-            for other in by_size if splits else ():
-                if other != cluster:
-                    yield split_cluster(X, whitening, emptied, int(other), int(cluster))
-
-    def polished(run: _Run) -> _Run:
-        """Descent over whole clusters from ``run`` (``polish``), within the budget: the
-        first polishing start that ends lower is taken, and its neighbours tried next."""
-        improved = True
-        while improved and budget[0] > 0:
-            improved = False
-            for candidate in moves(run.assign):
-                if budget[0] <= 0:
-                    break
-                budget[0] -= 1
-                trial = descend(-1, candidate)
-                if stop:
-                    return run
-                if trial is not None and better(trial, run):
-                    run = _continued(run, trial)
-                    improved = True
-                    break
-        return run
-
+    best: _Run | None = None
     for restart, start in enumerate(starts):
-        run = descend(restart - (warm is not None), start)
+        run = search.descend(restart - (warm is not None), start)
         # Polishing continues a converged fit under the energy rule; under the labels' rule
         # the starts are the labels' and a lower energy often agrees less (digits).
-        if run is not None and run.converged and not stop and not by_labels:
-            run = polished(run)
-        if run is not None and (best is None or rank(run) < rank(best)):
+        if run is not None and run.converged and not search.stop and not search.by_labels:
+            run = search.polished(run)
+        if run is not None and (best is None or search.rank(run) < search.rank(best)):
             best = run
-        if stop:
+        if search.stop:
             break
         if run is not None and run.warm:
             share = agreement_share(run.assign, categories, n_clusters, n_categories)
             if continued_is_enough(share, warm_enough):
                 break
     assert best is not None
-    return _result(best, family, stop)
+    return _result(best, family, search.stop)
+
+
+class _Search:
+    """One fit's descent over starts and polishing moves. It keeps what the starts share: the
+    sweeps run so far (``progress`` counts on across starts), whether ``progress`` asked to
+    stop, the start partitions already run and the polishing runs left."""
+
+    def __init__(self, problem: _Problem, polish: bool | str) -> None:
+        p = self.problem = problem
+        n, d = p.X.shape
+        self.by_labels = seeds_from_labels(p.init, p.beta, p.n_categories, p.n_clusters) and (
+            p.n_clusters == p.n_categories
+        )
+        # Resampled labeled starts often refine to a start already run (many labeled items:
+        # images)
+        self.seen: set[bytes] | None = set() if self.by_labels else None
+        self.iteration = 0
+        self.stop = False
+        self.budget = max(POLISH_MIN_RUNS, POLISH_POINT_RUNS // max(n, 1)) if polish else 0
+        self.splits = polish is True or polish == "full"
+        self.whitening = whitening_map(p.X) if self.budget > 0 and self.splits else np.eye(d)
+
+    def rank(self, run: _Run) -> tuple[int, float, int]:
+        p = self.problem
+        agreement = (
+            labeled_agreement(run.assign, p.categories, p.n_clusters, p.n_categories)
+            if self.by_labels
+            else 0
+        )
+        return (-agreement, run.energy, 0 if run.warm else 1)  # exact ties keep the warm start
+
+    def descend(self, restart: int, start: IntArray | None) -> _Run | None:
+        run, self.stop = _run(
+            self.problem,
+            first_iteration=self.iteration,
+            restart=restart,
+            seen=self.seen if restart >= 0 else None,
+            warm=start,
+        )
+        if run is not None:
+            self.iteration += run.n_iter
+        return run
+
+    def better(self, trial: _Run, run: _Run) -> bool:
+        """A polishing step is taken when it ranks first by a clear energy margin (or, under
+        the labels' rule, agrees with more labeled items)."""
+        mine, theirs = self.rank(trial), self.rank(run)
+        if mine[0] != theirs[0]:
+            return mine[0] < theirs[0]
+        return trial.energy < run.energy - MOVE_TOL
+
+    def moves(self, assign: IntArray) -> Iterator[IntArray]:
+        """The polishing starts around ``assign``: a cluster split in two into a slot CEC
+        emptied; then each cluster dissolved, alone or with another split into its slot
+        (largest first)."""
+        p = self.problem
+        live = np.unique(assign)
+        sizes = np.bincount(assign, minlength=p.n_clusters)
+        by_size = live[np.argsort(-sizes[live], kind="stable")]
+        free = np.flatnonzero(sizes == 0)
+        if free.shape[0] and self.splits:
+            for other in by_size:
+                yield split_cluster(p.X, self.whitening, assign, int(other), int(free[0]))
+        if live.shape[0] < 2:
+            return
+        for cluster in live:
+            emptied = without_cluster(
+                p.X, assign, p.categories, p.n_categories, p.n_clusters, int(cluster),
+                p.family, p.beta,
+            )  # fmt: skip
+            yield emptied
+            for other in by_size if self.splits else ():
+                if other != cluster:
+                    yield split_cluster(p.X, self.whitening, emptied, int(other), int(cluster))
+
+    def polished(self, run: _Run) -> _Run:
+        """Descent over whole clusters from ``run`` (``polish``), within the budget: the
+        first polishing start that ends lower is taken, and its neighbours tried next."""
+        improved = True
+        while improved and self.budget > 0:
+            improved = False
+            for candidate in self.moves(run.assign):
+                if self.budget <= 0:
+                    break
+                self.budget -= 1
+                trial = self.descend(-1, candidate)
+                if self.stop:
+                    return run
+                if trial is not None and self.better(trial, run):
+                    run = _continued(run, trial)
+                    improved = True
+                    break
+        return run

@@ -26,14 +26,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from app.engine.core.chunked_input import is_dask_array
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import DIAGONAL, FULL
 from app.engine.core.fresh_starts import FRESH_STARTS, check_agreement, continued_is_enough
 from app.engine.core.validation import check_choice, check_int, check_real
-from app.engine.distributed.chunked_input import is_dask_array
-from app.engine.distributed.chunked_ppc import fit_chunked_ppc
-from app.engine.distributed.ppc_results import predict_proba_chunked
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
+from app.engine.ppc.chunked.chunked_ppc import fit_chunked_ppc
+from app.engine.ppc.chunked.ppc_results import predict_proba_chunked
 from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
 from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky

@@ -387,7 +387,7 @@ class Schedule:
 class StopRule:
     """When EM from one start has converged: the annealing schedule, then the objective's
     relative change (exact E-steps), also the parameters' (mean field), or their change and
-    drift (Gibbs). ``run_em`` and the data-parallel EM (app/engine/distributed) both use it."""
+    drift (Gibbs). ``run_em`` and the data-parallel EM (app/engine/ppc/chunked) both use it."""
 
     def __init__(self, graph: RelationGraph, opts: Options, scale: float) -> None:
         self.schedule = Schedule(graph, opts)

@@ -1,4 +1,4 @@
-"""Oracles for what one chunk does in a data-parallel pass (app/engine/distributed).
+"""Oracles for what one chunk does in a data-parallel pass (app/engine/cec/chunked).
 
 ``assign_chunk`` against the brute-force argmin of the documented cost, computed with scipy's
 Gaussian log-density; ``accumulate_chunk`` + ``Totals.moments`` against numpy's weighted mean
@@ -15,15 +15,13 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from app.engine.core.cost import cec_ib_energy
-from app.engine.core.families import DIAGONAL, FAMILIES, FULL
-from app.engine.distributed.chunk_kernels import (
+from app.engine.cec.chunked.chunk_kernels import (
     accumulate_chunk,
     assign_chunk,
     pass_rows,
     polish_chunk,
 )
-from app.engine.distributed.cluster_totals import (
+from app.engine.cec.chunked.cluster_totals import (
     Frozen,
     Totals,
     energy,
@@ -31,6 +29,8 @@ from app.engine.distributed.cluster_totals import (
     polish_state,
     precision,
 )
+from app.engine.core.cost import cec_ib_energy
+from app.engine.core.families import DIAGONAL, FAMILIES, FULL
 
 COVARIANCES = ["full", "diagonal", "spherical"]
 

@@ -1,4 +1,4 @@
-"""``CEC.fit`` / ``CECIB.fit`` on a dask array (app/engine/distributed) against the in-memory fit
+"""``CEC.fit`` / ``CECIB.fit`` on a dask array (app/engine/cec/chunked) against the in-memory fit
 and the from-scratch cost ``cec_ib_energy``; bad input, cancel, and a real ``LocalCluster``
 (one that loses a worker mid-fit).
 
@@ -27,9 +27,9 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
-import app.engine.distributed.chunked_cec as chunked_cec
-import app.engine.distributed.chunked_input as chunked_input
-import app.engine.distributed.passes as passes
+import app.engine.cec.chunked.chunked_cec as chunked_cec
+import app.engine.cec.chunked.passes as passes
+import app.engine.core.chunked_input as chunked_input
 from app.engine.cec.cec_ib import CECIB
 from app.engine.cec.estimator import CEC
 from app.engine.core.cost import cec_ib_energy

@@ -1,4 +1,4 @@
-"""``PPC.fit`` on a dask array (app/engine/distributed/chunked_ppc.py) against the in-memory EM.
+"""``PPC.fit`` on a dask array (app/engine/ppc/chunked/chunked_ppc.py) against the in-memory EM.
 
 From the same start and with exact E-steps, the data-parallel EM is the in-memory EM step for
 step: relations that cross chunks are solved in their relation group, labeled rows are
@@ -22,8 +22,8 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-import app.engine.distributed.chunked_input as chunked_input
-import app.engine.distributed.relation_groups as relation_groups
+import app.engine.core.chunked_input as chunked_input
+import app.engine.ppc.chunked.relation_groups as relation_groups
 from app.engine.ppc import PPC
 from tests.engine.distributed.clusters import process_cluster
 

@@ -1,4 +1,4 @@
-"""The pruned mixture E-step kernel (app/engine/distributed/mixture_kernels.py) against the dense
+"""The pruned mixture E-step kernel (app/engine/ppc/chunked/mixture_kernels.py) against the dense
 E-step in NumPy: scores by ``ppc.mstep.log_gaussian``, posteriors by softmax, statistics by
 brute force. On separated clusters (most components pruned), on overlapping ones (none
 pruned), for every family, with labeled rows and EM-lambda weights. Passes with
@@ -11,9 +11,9 @@ import pytest
 from scipy.special import logsumexp
 
 from app.engine.core.families import DIAGONAL, FULL, SPHERICAL
-from app.engine.distributed.mixture_kernels import CUT, SKIP
-from app.engine.distributed.mixture_stats import MixtureStats
-from app.engine.distributed.ppc_tasks import MixtureRule
+from app.engine.ppc.chunked.mixture_kernels import CUT, SKIP
+from app.engine.ppc.chunked.mixture_stats import MixtureStats
+from app.engine.ppc.chunked.ppc_tasks import MixtureRule
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 
 FAMILIES = {"full": FULL, "diagonal": DIAGONAL, "spherical": SPHERICAL}

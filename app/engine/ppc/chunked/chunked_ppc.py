@@ -25,29 +25,29 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.utils import check_random_state
 
-from app.engine.core.validation import check_choice, check_int
-from app.engine.distributed.chunked_input import (
+from app.engine.core.chunked_input import (
     ChunkedInput,
     as_rows,
     is_dask_array,
     scan,
     to_workers,
 )
-from app.engine.distributed.mixture_stats import MixtureStats
-from app.engine.distributed.ppc_results import lazy_labels_and_marginals
-from app.engine.distributed.ppc_tasks import (
+from app.engine.core.validation import check_choice, check_int
+from app.engine.fit_warnings import reset_fit_warnings
+from app.engine.ppc.chunked.mixture_stats import MixtureStats
+from app.engine.ppc.chunked.ppc_results import lazy_labels_and_marginals
+from app.engine.ppc.chunked.ppc_tasks import (
     ChunkEStep,
     GroupEStep,
     MixtureRule,
     chunk_estep,
     group_estep,
 )
-from app.engine.distributed.relation_groups import (
+from app.engine.ppc.chunked.relation_groups import (
     RelatedRows,
     excluded_per_chunk,
     related_rows,
 )
-from app.engine.fit_warnings import reset_fit_warnings
 from app.engine.ppc.fit import (
     Options,
     Params,

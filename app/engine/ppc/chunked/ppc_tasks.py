@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.core.chunk_scan import floats_of, rows_of
 from app.engine.core.families import DIAGONAL, FULL
-from app.engine.distributed.chunk_tasks import floats_of, rows_of
-from app.engine.distributed.mixture_kernels import (
+from app.engine.ppc.chunked.mixture_kernels import (
     SKIP,
     log_constants,
     mixture_pass,
     precision_bounds,
 )
-from app.engine.distributed.mixture_stats import MixtureStats
-from app.engine.distributed.relation_groups import RelationGroup
+from app.engine.ppc.chunked.mixture_stats import MixtureStats
+from app.engine.ppc.chunked.relation_groups import RelationGroup
 from app.engine.ppc.fit import Options, Params, _Chain, infer, m_step_weights
 from app.engine.ppc.mstep import log_gaussian
 

@@ -18,18 +18,18 @@ from numpy.typing import NDArray
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from app.engine.cec.chunked.chunk_tasks import categories_of, predict_chunk
+from app.engine.cec.chunked.cluster_totals import Frozen, freeze
+from app.engine.cec.chunked.passes import PassSettings, fit_passes, fitted_labels
 from app.engine.core.cec_fit import min_cluster_size
 from app.engine.core.cec_shell import (
     AUTO_FRACTION,
     auto_min_cluster_fraction,
     warn_unless_converged,
 )
+from app.engine.core.chunked_input import ChunkedInput, scan
 from app.engine.core.families import DIAGONAL, FAMILIES, FULL, family_covariances
 from app.engine.core.validation import check_choice, check_int, check_real
-from app.engine.distributed.chunk_tasks import categories_of, predict_chunk
-from app.engine.distributed.chunked_input import ChunkedInput, scan
-from app.engine.distributed.cluster_totals import Frozen, freeze
-from app.engine.distributed.passes import PassSettings, fit_passes, fitted_labels
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 
 FloatArray = NDArray[np.float64]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine.distributed.chunk_tasks import ChunkScan, scan_chunk
+from app.engine.core.chunk_scan import ChunkScan, scan_chunk
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine.distributed.chunked_input import ChunkedInput, as_rows
-from app.engine.distributed.ppc_tasks import (
+from app.engine.core.chunked_input import ChunkedInput, as_rows
+from app.engine.ppc.chunked.ppc_tasks import (
     MixtureRule,
     chunk_labels,
     chunk_marginals,
     chunk_proba,
 )
-from app.engine.distributed.relation_groups import excluded_per_chunk
+from app.engine.ppc.chunked.relation_groups import excluded_per_chunk
 from app.engine.ppc.select import family_of
 
 FloatArray = NDArray[np.float64]

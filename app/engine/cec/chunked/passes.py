@@ -25,9 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.engine.distributed.chunk_tasks import ChunkRule, Polish, labels_chunk, pass_chunk
-from app.engine.distributed.chunked_input import ChunkedInput
-from app.engine.distributed.cluster_totals import (
+from app.engine.cec.chunked.chunk_tasks import ChunkRule, Polish, labels_chunk, pass_chunk
+from app.engine.cec.chunked.cluster_totals import (
     Frozen,
     Totals,
     energy,
@@ -35,6 +34,7 @@ from app.engine.distributed.cluster_totals import (
     freeze,
     polish_state,
 )
+from app.engine.core.chunked_input import ChunkedInput
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
