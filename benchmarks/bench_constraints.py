@@ -52,6 +52,7 @@ from sklearn.preprocessing import StandardScaler
 from app.engine import C4S, CECIB, PPC
 from app.jobs.algorithms.cec import CECIBParams, plan_cec_ib
 from app.jobs.algorithms.ppc import PPCParams, plan_ppc
+from app.jobs.fitted import read_fitted
 from app.sideinfo import SideInformation
 
 FloatArray = NDArray[np.float64]
@@ -195,7 +196,7 @@ def _fit_ppc_labels_api(task: Task) -> IntArray:
     info = SideInformation(task.X.shape[0], 0, task.labels.astype(np.int32), names)
     plan = plan_ppc(PPCParams(), info, task.X, lambda _i, _e: True)
     plan.estimator.fit(task.X, **plan.fit_kwargs)
-    return np.asarray(plan.estimator.labels_)
+    return np.asarray(read_fitted(plan.estimator).labels)
 
 
 def _fit_cecib(task: Task, factor: int) -> IntArray:

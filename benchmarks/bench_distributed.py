@@ -99,7 +99,7 @@ class Blobs:
         import zarr
 
         # As app/store writes a table: raw float chunks, integers byte-shuffled LZ4.
-        from app.store.array_store import compressors_for
+        from app.store.stored import compressors_for
 
         def create(name: str, shape: tuple[int, ...], dtype: Any) -> Any:
             return zarr.create_array(

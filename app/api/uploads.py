@@ -9,6 +9,8 @@ from app.api.deps import ProjectAccess
 from app.config import Settings
 from app.db.models import Dataset
 from app.services import collections, datasets
+from app.services.ingest.table_readers import TableColumns
+from app.services.ingest.upload import UploadedFile, UploadLimits
 
 
 def upload_size(file: UploadFile) -> int:
@@ -39,24 +41,15 @@ def import_uploaded_file(
     ground_truth: UploadFile | None = None,
 ) -> Dataset:
     """A multipart upload (the form's or the API's) through the dataset import use case."""
-    name, id_column, ground_truth_column = form.name, form.id_column, form.ground_truth_column
     return datasets.import_upload(
         session=session,
         project=access.project,
         user=access.user,
-        name=name or file.filename or "",
-        stream=file.file,
-        filename=file.filename or "",
-        content_type=file.content_type,
-        size=upload_size(file),
-        max_bytes=settings.max_upload_bytes,
-        chunk_rows=settings.chunk_rows,
-        id_column=id_column or None,
-        ground_truth_column=ground_truth_column or None,
+        name=form.name or file.filename or "",
+        upload=_uploaded(file),
+        limits=UploadLimits.from_settings(settings),
+        columns=TableColumns(form.id_column or None, form.ground_truth_column or None),
         ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
-        max_active_jobs=settings.max_active_jobs_per_user,
-        max_image_pixels=settings.image_max_pixels,
-        whole_image_pixels=settings.image_whole_pixels,
     )
 
 
@@ -73,10 +66,10 @@ def import_collection(
         project=access.project,
         user=access.user,
         name=name,
-        files=[collections.UploadedFile(f.file, f.filename or "", upload_size(f)) for f in files],
-        max_bytes=settings.max_upload_bytes,
-        chunk_rows=settings.chunk_rows,
-        max_active_jobs=settings.max_active_jobs_per_user,
-        max_image_pixels=settings.image_max_pixels,
-        whole_image_pixels=settings.image_whole_pixels,
+        files=[_uploaded(f) for f in files],
+        limits=UploadLimits.from_settings(settings),
     )
+
+
+def _uploaded(file: UploadFile) -> UploadedFile:
+    return UploadedFile(file.file, file.filename or "", upload_size(file), file.content_type)

@@ -16,9 +16,11 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import and_, case, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,15 +34,15 @@ from app.jobs import engine_state
 from app.jobs.cluster_count import count_metrics, removal_warning
 from app.jobs.continuation import warm_start_metrics
 from app.jobs.data_parallel import cluster_client
+from app.jobs.fitted import Fitted, cluster_params, read_fitted
 from app.jobs.image_runs import image_outputs
 from app.jobs.metrics import run_metrics
 from app.jobs.numbering import latest_fitted_result, order_like, renumbered, renumbered_params
-from app.jobs.run_inputs import load_inputs
+from app.jobs.run_inputs import RunInputs, load_inputs
 from app.store.run_arrays import write_labels
 
 log = logging.getLogger(__name__)
 
-MAX_PARAM_VALUES = 100_000  # per-cluster parameters larger than this are not kept
 PROGRESS_INTERVAL_S = 0.25  # at most 4 progress writes a second
 ENGINE_VERSION = __version__  # recorded on every run
 FINAL_WRITE_ATTEMPTS = 6  # backoff 0.5 s doubling: about 30 s of database trouble survived
@@ -217,28 +219,6 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def _cluster_params(estimator: Any) -> dict[str, Any]:
-    """What the result shows of each cluster; with the covariances and their model, a later
-    run can also continue this mixture (``warm_start``, app/jobs/continuation.py)."""
-    params: dict[str, Any] = {}
-    for name in ("weights_", "means_", "covariances_"):
-        value = getattr(estimator, name, None)
-        if value is not None and np.size(value) <= MAX_PARAM_VALUES:
-            params[name.rstrip("_")] = np.asarray(value).tolist()
-    if isinstance(getattr(estimator, "covariance_", None), str):
-        params["covariance"] = estimator.covariance_
-    # agreement_, labeled_weight_, weight_searched_with_: what a later run's warm start
-    # continues beside the partition (app/jobs/continuation.py).
-    for name in (
-        "energy_", "n_iter_", "n_neighbors_", "smi_", "converged_", "agreement_",
-        "labeled_weight_", "weight_searched_with_",
-    ):  # fmt: skip
-        value = getattr(estimator, name, None)
-        if isinstance(value, (int, float, bool, np.integer, np.floating, np.bool_)):
-            params[name.rstrip("_")] = value.item() if hasattr(value, "item") else value
-    return params
-
-
 def execute_run(
     factory: sessionmaker[Session],
     run_id: int,
@@ -260,21 +240,79 @@ def execute_run(
         claim.finish("failed", f"{type(exc).__name__}: {exc}")
 
 
+@dataclass(frozen=True)
+class _Loaded:
+    inputs: RunInputs
+    reference: Any  # the run this one's clusters are numbered like (numbering.py), or None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    fitted: Fitted
+    order: NDArray[np.int64] | None  # the clusters' renumbering, applied to `fitted.labels`
+    notes: tuple[str, ...]
+    seconds: float
+
+
 def _fit_and_store(claim: Claim, token: CancelToken | None, data_parallel_from: int | None) -> None:
+    loaded = _load(claim, data_parallel_from)
+    if loaded is None:
+        return  # deleted between the claim and here
+    progress = ProgressRecorder(claim, token)
+    outcome = _fit(loaded, progress)
+    if progress.stop_reason == GONE:
+        log.info("run %s was deleted while running; stopped", claim.run_id)
+        return
+    if progress.stop_reason is not None:
+        reason = progress.stop_reason
+        claim.finish(*(("cancelled", None) if reason == "cancelled" else ("failed", reason)))
+        return
+    metrics = _metrics(loaded, outcome)
+    params = cluster_params(outcome.fitted.model)
+    if outcome.order is not None:
+        params = renumbered_params(params, outcome.order)
+    mask = model = None
+    if loaded.inputs.image is not None:
+        layout = loaded.inputs.image
+        mask, image_metrics = image_outputs(
+            outcome.fitted.labels,
+            layout.item_of_pixel,
+            layout.pixel_truth,
+            metrics.get("cluster_labels", []),
+        )
+        metrics.update(image_metrics)
+        if loaded.inputs.model is None:
+            model = _pickled(outcome.fitted.model)
+    result = RunResult(
+        run_id=claim.run_id,
+        cluster_params=json_safe(params),
+        cost_history=[c if math.isfinite(c) else None for c in progress.history],
+        metrics=json_safe(metrics),
+        model=model,
+        mask=mask,
+    )
+    _store(claim, progress, outcome.fitted.labels, result)
+
+
+def _load(claim: Claim, data_parallel_from: int | None) -> _Loaded | None:
     started = time.perf_counter()
     with session_scope(claim.factory) as session:
         run = session.get(Run, claim.run_id)
         if run is None or run.worker_key != claim.key:
-            return  # deleted between the claim and here
+            return None
         dataset = session.get(Dataset, run.dataset_id)
         assert dataset is not None
         inputs = load_inputs(session, run, dataset, data_parallel_from)
         reference = latest_fitted_result(session, run) if inputs.model is None else None
-    load_seconds = time.perf_counter() - started
+    return _Loaded(inputs, reference, time.perf_counter() - started)
 
-    progress = ProgressRecorder(claim, token)
-    fit_started = time.perf_counter()
-    choice = None
+
+def _fit(loaded: _Loaded, progress: ProgressRecorder) -> _Outcome:
+    """The plan fitted (or another run's model applied), its clusters numbered like the
+    reference run's."""
+    started = time.perf_counter()
+    inputs = loaded.inputs
     notes: tuple[str, ...] = ()
     if inputs.model is not None:  # apply another run's fitted model to a new image
         inputs.featurize_target()
@@ -282,7 +320,7 @@ def _fit_and_store(claim: Claim, token: CancelToken | None, data_parallel_from: 
         estimator = inputs.model
         if inputs.algorithm.pools_covariance_on_apply and inputs.image is not None:
             estimator = for_another_image(estimator)
-        labels = np.asarray(estimator.predict(inputs.features), dtype=np.int32)
+        fitted = read_fitted(estimator, labels=estimator.predict(inputs.features))
         # The model's clusters carry the numbers they were stored under in its own run.
         order = inputs.source_cluster_order
     else:
@@ -292,54 +330,40 @@ def _fit_and_store(claim: Claim, token: CancelToken | None, data_parallel_from: 
         )
         with engine_state.fitting(inputs.algorithm.id), _scheduler(inputs.data_parallel):
             plan.estimator.fit(inputs.features, **plan.fit_kwargs)
-            # A chooser among candidate fits (MostCoherentFit) is not the model: its pick is.
-            estimator = getattr(plan.estimator, "best_estimator_", plan.estimator)
-            labels = np.asarray(_computed(estimator.labels_), dtype=np.int32)
-        choice = getattr(plan.estimator, "choice_", None)
+            fitted = read_fitted(plan.estimator)
         notes = plan.notes
-        order = order_like(labels, reference)
+        order = order_like(fitted.labels, loaded.reference)
     if order is not None:
-        labels = renumbered(labels, order)
-    fit_seconds = time.perf_counter() - fit_started
-    if progress.stop_reason == GONE:
-        log.info("run %s was deleted while running; stopped", claim.run_id)
-        return
-    if progress.stop_reason is not None:
-        reason = progress.stop_reason
-        claim.finish(*(("cancelled", None) if reason == "cancelled" else ("failed", reason)))
-        return
+        fitted = replace(fitted, labels=renumbered(fitted.labels, order))
+    return _Outcome(fitted, order, notes, time.perf_counter() - started)
 
-    metrics = run_metrics(labels, inputs.info, inputs.truth)
-    if choice is not None:
-        metrics["choice"] = choice
+
+def _metrics(loaded: _Loaded, outcome: _Outcome) -> dict[str, Any]:
+    inputs, fitted, notes = loaded.inputs, outcome.fitted, outcome.notes
+    metrics = run_metrics(fitted.labels, inputs.info, inputs.truth)
+    if fitted.choice is not None:
+        metrics["choice"] = fitted.choice
     if inputs.model is None:
-        metrics.update(warm_start_metrics(inputs.warm_start, inputs.previous, estimator))
+        metrics.update(warm_start_metrics(inputs.warm_start, inputs.previous, fitted.model))
     if inputs.source_cluster_labels is not None:
         metrics["cluster_labels"] = inputs.source_cluster_labels
-    if reference is not None and order is not None:
-        metrics["cluster_order"] = order.tolist()
-        metrics["numbered_like_run"] = reference.run_id
-    metrics["timings"] = {"load_s": load_seconds, "fit_s": fit_seconds}
-    if inputs.data_parallel:  # what ran where: chunks, passes (app/engine/distributed)
-        metrics["execution"] = getattr(estimator, "execution_", {})
-    # Read from the estimator, not caught process-wide: runs in other threads keep theirs.
+    if loaded.reference is not None and outcome.order is not None:
+        metrics["cluster_order"] = outcome.order.tolist()
+        metrics["numbered_like_run"] = loaded.reference.run_id
+    metrics["timings"] = {"load_s": loaded.seconds, "fit_s": outcome.seconds}
+    if inputs.data_parallel:  # what ran where: chunks, passes
+        metrics["execution"] = fitted.execution
     if inputs.model is None:
-        metrics["cluster_count"] = count_metrics(inputs.params, inputs.info, estimator)
-        removal = removal_warning(estimator)
+        metrics["cluster_count"] = count_metrics(inputs.params, inputs.info, fitted.model)
+        removal = removal_warning(fitted.model)
         notes = (*notes, removal) if removal else notes
-    metrics["warnings"] = sorted(set(getattr(estimator, "fit_warnings_", [])) | set(notes))
-    params = _cluster_params(estimator)
-    if order is not None:
-        params = renumbered_params(params, order)
-    mask = model = None
-    if inputs.image is not None:
-        layout = inputs.image
-        mask, image_metrics = image_outputs(
-            labels, layout.item_of_pixel, layout.pixel_truth, metrics.get("cluster_labels", [])
-        )
-        metrics.update(image_metrics)
-        if inputs.model is None:
-            model = _pickled(estimator)
+    metrics["warnings"] = sorted(fitted.warnings | set(notes))
+    return metrics
+
+
+def _store(
+    claim: Claim, progress: ProgressRecorder, labels: NDArray[np.int32], result: RunResult
+) -> None:
     with session_scope(claim.factory) as session:
         ours = claim.update(
             session,
@@ -352,27 +376,13 @@ def _fit_and_store(claim: Claim, token: CancelToken | None, data_parallel_from: 
             session.rollback()  # deleted at the last moment: nothing is written anywhere
             return
         write_labels(session=session, run_id=claim.run_id, labels=labels)
-        session.add(
-            RunResult(
-                run_id=claim.run_id,
-                cluster_params=json_safe(params),
-                cost_history=[c if math.isfinite(c) else None for c in progress.history],
-                metrics=json_safe(metrics),
-                model=model,
-                mask=mask,
-            )
-        )
+        session.add(result)
     claim.notify(claim.run_id)
 
 
 def _scheduler(data_parallel: bool) -> AbstractContextManager[None]:
     """The Dask cluster as the scheduler of a data-parallel fit; nothing otherwise."""
     return cluster_client() if data_parallel else nullcontext()
-
-
-def _computed(labels: Any) -> Any:
-    """A data-parallel fit's labels are a lazy dask array: computed on the cluster."""
-    return labels.compute() if hasattr(labels, "dask") else labels
 
 
 def _pickled(estimator: Any) -> bytes:

@@ -69,14 +69,23 @@ def _strokes(dataset: Dataset, strokes: list[dict[str, Any]], field: str) -> lis
     return clean
 
 
+def scribble_problem(label: str | None, erase: bool | None) -> str | None:
+    """Why a scribble is refused, or None: it gives a label or erases, never both or neither
+    (the API's schema asks the same)."""
+    if erase and label is not None:
+        return "an eraser scribble takes no label"
+    if not erase and label is None:
+        return 'a scribble needs a label (or "erase": true to remove labels)'
+    return None
+
+
 def _scribble(dataset: Dataset, body: dict[str, Any]) -> dict[str, Any]:
     strokes = _strokes(dataset, body["strokes"], "strokes")
+    problem = scribble_problem(body.get("label"), body.get("erase"))
+    if problem:
+        raise InvalidInput(problem)
     if body.get("erase"):
-        if body.get("label") is not None:
-            raise InvalidInput("an eraser scribble takes no label")
         return {"erase": True, "strokes": strokes}
-    if body.get("label") is None:
-        raise InvalidInput('a scribble needs a label (or "erase": true to remove labels)')
     return {"label": _label(body["label"], "label"), "strokes": strokes}
 
 

@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db.models import Project, User
-from app.services import accounts, datasets, projects, security
+from app.services import accounts, datasets, image_uploads, projects, security
 from app.services.demo_data import demo_image, demo_tables
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def ensure_demo_project(*, session: Session, settings: Settings, owner: User) ->
             ground_truth_column="class",
         )
     name, image = demo_image()
-    datasets.create_image_dataset(
+    image_uploads.create_image_dataset(
         session=session,
         project=project,
         user=owner,

@@ -2,26 +2,17 @@
 image dataset each, named after their file and place, sharing `meta.collection`. A fitted run
 then segments them all at once (`POST /runs/{id}/apply` with `dataset_ids`)."""
 
-from dataclasses import dataclass
-from typing import BinaryIO
-
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
-from app.services.datasets import create_image_dataset, valid_name
 from app.services.errors import InvalidInput, PayloadTooLarge
-from app.services.ingest.image_file import MAX_PIXELS, parse_collection_file, whole_limit
+from app.services.image_uploads import create_image_dataset
+from app.services.ingest.image_file import parse_collection_file, whole_limit
 from app.services.ingest.parsed import ParsedImage
+from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
 from app.services.job_limits import check_active_jobs
 
 MAX_COLLECTION_IMAGES = 1000
-
-
-@dataclass(frozen=True)
-class UploadedFile:
-    stream: BinaryIO
-    filename: str
-    size: int
 
 
 def create_collection(
@@ -31,11 +22,7 @@ def create_collection(
     user: User | None,
     name: str,
     files: list[UploadedFile],
-    max_bytes: int,
-    chunk_rows: int,
-    max_active_jobs: int | None = None,
-    max_image_pixels: int = MAX_PIXELS,
-    whole_image_pixels: int = MAX_PIXELS,
+    limits: UploadLimits,
 ) -> list[Dataset]:
     """Every file is read and checked before anything is stored (one bad file: a 4xx naming it,
     nothing stored). The featurizations are queued (the caller submits them after committing);
@@ -44,9 +31,11 @@ def create_collection(
     if not files:
         raise InvalidInput("a collection needs at least one image file")
     total = sum(f.size for f in files)
-    if total > max_bytes:
-        raise PayloadTooLarge(f"the files have {total:,} bytes; the limit is {max_bytes:,} bytes")
-    limit, setting = whole_limit(max_image_pixels, whole_image_pixels)
+    if total > limits.max_bytes:
+        raise PayloadTooLarge(
+            f"the files have {total:,} bytes; the limit is {limits.max_bytes:,} bytes"
+        )
+    limit, setting = whole_limit(limits.max_image_pixels, limits.whole_image_pixels)
     images: list[tuple[str, ParsedImage, str]] = []
     for file in files:
         if file.size == 0:
@@ -58,7 +47,7 @@ def create_collection(
                     f"the files hold more than {MAX_COLLECTION_IMAGES:,} images; upload them "
                     "as several collections"
                 )
-    check_active_jobs(session, user, max_active_jobs)
+    check_active_jobs(session, user, limits.max_active_jobs)
     return [
         create_image_dataset(
             session=session,
@@ -67,7 +56,7 @@ def create_collection(
             name=image_name,
             image=image,
             source_filename=filename,
-            chunk_rows=chunk_rows,
+            chunk_rows=limits.chunk_rows,
             collection=collection,
         )
         for image_name, image, filename in images

@@ -4,44 +4,31 @@ An upload is parsed and validated completely before the first row is written, an
 are written in the caller's transaction, so a bad file leaves nothing behind.
 """
 
-from collections.abc import Iterable
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Annotation, Dataset, Project, User
-from app.engine.image.image_file import TIFF_MAGICS
-from app.engine.image.masks import decode_index_png
 from app.jobs.featurizer import queue_featurization
 from app.jobs.recipe import RecipeParams
-from app.services import deep_zoom
+from app.services import image_uploads
 from app.services.errors import (
     Conflict,
     InvalidInput,
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from app.services.image_rows import insert_image_dataset
-from app.services.ingest.csv_table import csv_blocks, plan_csv
 from app.services.ingest.detect import detect_format
-from app.services.ingest.image_file import MAX_PIXELS, parse_image, whole_limit
-from app.services.ingest.npy_array import npy_blocks, plan_npy
-from app.services.ingest.parquet_table import open_parquet, parquet_blocks
-from app.services.ingest.parsed import ParsedImage, ParsedTable
+from app.services.ingest.parsed import ParsedTable
+from app.services.ingest.table_readers import TABLE_READERS, TableBlocks, TableColumns
 from app.services.ingest.table_sink import TableSink
+from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
 from app.services.job_limits import check_active_jobs
 from app.services.paging import get_or_not_found, page
-from app.services.slides import create_slide_dataset, slide_header
 from app.store import chunks, dataset_arrays
-from app.store.dataset_arrays import (
-    DISPLAY_IMAGE,
-    FEATURES,
-    IMAGE,
-    ITEM_IDS,
-    PIXEL_GROUND_TRUTH,
-)
+from app.store.dataset_arrays import FEATURES, ITEM_IDS
 
 
 def import_upload(
@@ -50,108 +37,47 @@ def import_upload(
     project: Project,
     user: User,
     name: str,
-    stream: BinaryIO,
-    filename: str,
-    content_type: str | None,
-    size: int,
-    max_bytes: int,
-    chunk_rows: int,
-    id_column: str | None = None,
-    ground_truth_column: str | None = None,
+    upload: UploadedFile,
+    limits: UploadLimits,
+    columns: TableColumns = TableColumns(),
     ground_truth_image: bytes | None = None,
-    max_active_jobs: int | None = None,
-    max_image_pixels: int = MAX_PIXELS,
-    whole_image_pixels: int = MAX_PIXELS,
 ) -> Dataset:
-    """Validate and store an upload. An image may come with `ground_truth_image`, a PNG index
-    image of the same size (pixel value = class; 255 = unknown); its featurization counts
-    toward the user's `max_active_jobs` (429 beyond, nothing stored). A TIFF above
-    `whole_image_pixels` is a slide (`slides.py`), read in bands."""
-    name = valid_name(name or filename)
-    if size > max_bytes:
-        raise PayloadTooLarge(f"the file has {size:,} bytes; the limit is {max_bytes:,} bytes")
-    if size == 0:
+    """Validate and store an upload: a table read by its format's reader, or an image
+    (`image_uploads.py`), which may come with `ground_truth_image`."""
+    name = valid_name(name or upload.filename)
+    if upload.size > limits.max_bytes:
+        raise PayloadTooLarge(
+            f"the file has {upload.size:,} bytes; the limit is {limits.max_bytes:,} bytes"
+        )
+    if upload.size == 0:
         raise InvalidInput("the file is empty")
-    stream.seek(0)
-    head = stream.read(16)
-    match detect_format(head, filename, content_type):
-        case "image":
-            if id_column or ground_truth_column:
-                raise InvalidInput("id_column and ground_truth_column apply to tables, not images")
-            if head.startswith(TIFF_MAGICS):
-                header = slide_header(stream, filename, size)
-                if header.width * header.height > whole_image_pixels:
-                    if ground_truth_image is not None:
-                        raise InvalidInput(
-                            "a ground_truth image is taken for images decoded whole (up to "
-                            f"{whole_image_pixels:,} pixels, IMAGE_WHOLE_PIXELS), not for slides"
-                        )
-                    check_active_jobs(session, user, max_active_jobs)
-                    return create_slide_dataset(
-                        session=session,
-                        project=project,
-                        user=user,
-                        name=name,
-                        stream=stream,
-                        filename=filename,
-                        size=size,
-                        max_pixels=max_image_pixels,
-                    )
-            image = parse_image(
-                stream, filename, *whole_limit(max_image_pixels, whole_image_pixels)
-            )
-            check_active_jobs(session, user, max_active_jobs)
-            return create_image_dataset(
-                session=session,
-                project=project,
-                user=user,
-                name=name,
-                image=image,
-                source_filename=filename,
-                ground_truth_image=ground_truth_image,
-                chunk_rows=chunk_rows,
-            )
-        case _ if ground_truth_image is not None:
-            raise InvalidInput("a ground_truth image applies to image uploads, not tables")
-        case "bad_image":
-            raise UnsupportedMediaType(
-                f"{filename!r} was sent as an image but is not a PNG, JPEG or TIFF file"
-            )
-        case "npy":
-            if id_column or ground_truth_column:
-                raise InvalidInput(
-                    "id_column and ground_truth_column name CSV columns; an NPY array has none"
-                )
-            npy, array = plan_npy(stream)
-            blocks: Iterable[Block] = ((b, None, None) for b in npy_blocks(array, npy, chunk_rows))
-            names, dtype, ignored = npy.feature_names, npy.dtype, []
-        case "parquet":
-            parquet, file = open_parquet(
-                stream, id_column=id_column, ground_truth_column=ground_truth_column
-            )
-            blocks = parquet_blocks(file, parquet, chunk_rows)
-            names, dtype, ignored = parquet.feature_names, parquet.dtype, parquet.ignored_names
-        case _:
-            plan = plan_csv(stream, id_column=id_column, ground_truth_column=ground_truth_column)
-            blocks = csv_blocks(stream, plan)
-            names, dtype, ignored = plan.feature_names, "float64", plan.ignored_names
+    upload.stream.seek(0)
+    head = upload.stream.read(16)
+    kind = detect_format(head, upload.filename, upload.content_type)
+    if kind == "image":
+        if columns.id_column or columns.ground_truth_column:
+            raise InvalidInput("id_column and ground_truth_column apply to tables, not images")
+        return image_uploads.import_image(
+            session=session, project=project, user=user, name=name, upload=upload,
+            limits=limits, head=head, ground_truth_image=ground_truth_image,
+        )  # fmt: skip
+    if ground_truth_image is not None:
+        raise InvalidInput("a ground_truth image applies to image uploads, not tables")
+    if kind == "bad_image":
+        raise UnsupportedMediaType(
+            f"{upload.filename!r} was sent as an image but is not a PNG, JPEG or TIFF file"
+        )
+    table = TABLE_READERS[kind](upload.stream, columns, limits.chunk_rows)
     return _stream_table(
         session=session,
         project=project,
         user=user,
         name=name,
-        source_filename=filename,
-        feature_names=names,
-        dtype=dtype,
-        blocks=blocks,
-        chunk_rows=chunk_rows,
-        id_column=id_column or None,
-        ground_truth_column=ground_truth_column or None,
-        ignored_columns=ignored,
+        source_filename=upload.filename,
+        table=table,
+        chunk_rows=limits.chunk_rows,
+        columns=columns,
     )
-
-
-Block = tuple[np.ndarray, list[str] | None, list[str] | None]
 
 
 def _stream_table(
@@ -161,13 +87,9 @@ def _stream_table(
     user: User | None,
     name: str,
     source_filename: str,
-    feature_names: list[str],
-    dtype: str,
-    blocks: Iterable[Block],
+    table: TableBlocks,
     chunk_rows: int,
-    id_column: str | None,
-    ground_truth_column: str | None,
-    ignored_columns: list[str],
+    columns: TableColumns,
 ) -> Dataset:
     """A table dataset from row blocks, each checked and written as it comes (`TableSink`);
     the row is complete once the last block is in. A refusal rolls everything back."""
@@ -177,11 +99,11 @@ def _stream_table(
         kind="table",
         status="ready",
         n_items=0,
-        n_features=len(feature_names),
-        feature_names=feature_names,
-        dtype=dtype,
-        id_column=id_column,
-        ground_truth_column=ground_truth_column,
+        n_features=len(table.feature_names),
+        feature_names=table.feature_names,
+        dtype=table.dtype,
+        id_column=columns.id_column,
+        ground_truth_column=columns.ground_truth_column,
         source_filename=source_filename,
         meta={},
         created_by_id=user.id if user else None,
@@ -191,18 +113,21 @@ def _stream_table(
     with TableSink(
         session=session,
         dataset=dataset,
-        feature_names=feature_names,
-        dtype=dtype,
+        feature_names=table.feature_names,
+        dtype=table.dtype,
         chunk_rows=chunk_rows,
-        id_column=id_column,
-        ground_truth_column=ground_truth_column,
+        id_column=columns.id_column,
+        ground_truth_column=columns.ground_truth_column,
     ) as sink:
-        for features, ids, truth in blocks:
+        for features, ids, truth in table.blocks:
             sink.add(features, ids, truth)
         facts = sink.finish()
     dataset.n_items = facts["n_items"]
     dataset.ground_truth_classes = facts["ground_truth_classes"]
-    dataset.meta = {"ignored_columns": ignored_columns, "feature_stats": facts["feature_stats"]}
+    dataset.meta = {
+        "ignored_columns": table.ignored_columns,
+        "feature_stats": facts["feature_stats"],
+    }
     session.flush()
     return dataset
 
@@ -230,84 +155,18 @@ def create_table_dataset(
         user=user,
         name=name,
         source_filename=source_filename,
-        feature_names=table.feature_names,
-        dtype=np.dtype(table.features.dtype).name,
-        blocks=[(table.features, table.item_ids, truth)],
+        table=TableBlocks(
+            blocks=[(table.features, table.item_ids, truth)],
+            feature_names=table.feature_names,
+            dtype=np.dtype(table.features.dtype).name,
+            ignored_columns=table.ignored_columns,
+        ),
         chunk_rows=chunk_rows,
-        id_column=id_column if table.item_ids is not None else None,
-        ground_truth_column=ground_truth_column if truth is not None else None,
-        ignored_columns=table.ignored_columns,
+        columns=TableColumns(
+            id_column=id_column if table.item_ids is not None else None,
+            ground_truth_column=ground_truth_column if truth is not None else None,
+        ),
     )
-
-
-def create_image_dataset(
-    *,
-    session: Session,
-    project: Project,
-    user: User | None,
-    name: str,
-    image: ParsedImage,
-    source_filename: str,
-    ground_truth_image: bytes | None = None,
-    chunk_rows: int = 65_536,
-    collection: str | None = None,
-) -> Dataset:
-    """Store the image and queue its featurization with the default recipe (the caller submits
-    it after committing); pixels become items when it finishes. `collection`: the name of the
-    images uploaded with it (`meta.collection`)."""
-    truth, classes = None, None
-    if ground_truth_image is not None:
-        truth, classes = _pixel_classes(ground_truth_image, (image.height, image.width))
-    dataset = insert_image_dataset(
-        session=session,
-        project=project,
-        user=user,
-        name=valid_name(name),
-        source_filename=source_filename,
-        image={
-            "format": image.format,
-            "width": image.width,
-            "height": image.height,
-            "mode": image.mode,
-            "dtype": image.dtype,
-            "channels": image.channel_names,
-            "bytes": len(image.data),
-        },
-        ground_truth_classes=classes,
-        collection=collection,
-    )
-    chunks.write_blob(session=session, dataset_id=dataset.id, kind=IMAGE, data=image.data)
-    if image.display is not None:
-        chunks.write_blob(
-            session=session, dataset_id=dataset.id, kind=DISPLAY_IMAGE, data=image.display
-        )
-    deep_zoom.add_picture_pyramid(session=session, dataset=dataset, shown=image.shown)
-    if truth is not None:
-        chunks.write_array(
-            session=session,
-            dataset_id=dataset.id,
-            kind=PIXEL_GROUND_TRUTH,
-            array=truth.ravel(),
-            chunk_rows=chunk_rows,
-        )
-    return dataset
-
-
-UNKNOWN_CLASS_VALUE = 255  # the usual "ignore" value of segmentation ground truths
-
-
-def _pixel_classes(data: bytes, shape: tuple[int, int]) -> tuple[np.ndarray, list[str]]:
-    """Class codes per pixel (-1 unknown) and class names (the pixel values, as text)."""
-    try:
-        values = decode_index_png(data, shape)
-    except ValueError as exc:
-        raise InvalidInput(f"ground_truth: {exc}") from None
-    present = np.unique(values[values != UNKNOWN_CLASS_VALUE])
-    if present.size == 0:
-        raise InvalidInput("ground_truth: every pixel is 255 (unknown); no class is given")
-    codes = np.searchsorted(present, values).astype(np.int32)
-    codes[values == UNKNOWN_CLASS_VALUE] = -1
-    return codes, [str(int(v)) for v in present]
 
 
 def get_dataset(*, session: Session, dataset_id: int) -> Dataset:
@@ -389,13 +248,6 @@ def require_ready(dataset: Dataset) -> None:
 def load_features(*, session: Session, dataset: Dataset) -> np.ndarray:
     require_ready(dataset)
     return dataset_arrays.load_features(session=session, dataset=dataset)
-
-
-def valid_name(name: str) -> str:
-    name = (name or "").strip()
-    if not name or len(name) > 200:
-        raise InvalidInput("dataset name must be 1 to 200 characters")
-    return name
 
 
 ITEM_INDEXED_KINDS = ("label", "must_link", "cannot_link", "boundary")

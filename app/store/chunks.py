@@ -15,8 +15,9 @@ from sqlalchemy.orm import Session
 
 from app.db.models.runs import Run
 from app.db.models.stored_arrays import StoredArray
-from app.store.array_store import BYTES_CHUNK, RowWriter, StoredInfo, StringWriter, TiledWriter
+from app.store.stored import BYTES_CHUNK, StoredInfo
 from app.store.transactions import NEW_PREFIXES, doom, store_of, written
+from app.store.writers import RowWriter, StringWriter, TiledWriter
 
 
 def _owned_by(dataset_id: int | None, run_id: int | None) -> ColumnElement[bool]:

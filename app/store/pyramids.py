@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
 from app.store import chunks
-from app.store.array_store import TiledWriter
+from app.store.writers import TiledWriter
 
 CHUNK = 256  # a Deep Zoom tile with its overlap (254 + 2) spans at most two chunks a side
 PICTURE = "picture_level_"  # + level: a dataset's picture

@@ -36,6 +36,8 @@ from app.config import Settings
 from app.db.models import Run, User
 from app.main import create_app
 from app.services import accounts, annotations, datasets, projects, runs, views
+from app.services.ingest.table_readers import TableColumns
+from app.services.ingest.upload import UploadedFile, UploadLimits
 from tests.conftest import ADMIN_PASSWORD, _empty_tables
 
 pytestmark = pytest.mark.db
@@ -166,14 +168,9 @@ def _seed(settings: Settings, session: Session, executor: Any) -> tuple[str, dic
         project=project,
         user=admin,
         name="blobs",
-        stream=io.BytesIO(text),
-        filename="blobs.csv",
-        content_type="text/csv",
-        size=len(text),
-        max_bytes=settings.max_upload_bytes,
-        chunk_rows=settings.chunk_rows,
-        id_column="id",
-        ground_truth_column="class",
+        upload=UploadedFile(io.BytesIO(text), "blobs.csv", len(text), "text/csv"),
+        limits=UploadLimits.from_settings(settings),
+        columns=TableColumns(id_column="id", ground_truth_column="class"),
     )
     view = views.list_views(session=session, dataset=dataset)[0]
     for kind, body in [

@@ -24,17 +24,19 @@ ALLOWED: dict[str, set[str]] = {
 
 # Inside the engine the same rule, one level down: each method's folder (its data-parallel path
 # in its own `chunked/`) imports only the shared numerics below it. Order is top to bottom.
+# The modules at the bottom (array types, the progress protocol, warnings, side information's
+# routing) may be imported by every folder.
+BOTTOM = {"arrays", "progress", "fit_warnings", "side_info"}
 ENGINE_ALLOWED: dict[str, set[str]] = {
-    "c3l": {"c4s", "core", "fit_warnings", "side_info"},
-    "c4s": {"core", "fit_warnings", "side_info"},
-    "cec": {"core", "fit_warnings", "side_info"},
-    "ppc": {"core", "fit_warnings", "side_info"},
-    "smic": {"core", "fit_warnings", "side_info"},
-    "image": {"core"},
-    "active": set(),
-    "core": {"fit_warnings"},
-    "fit_warnings": set(),
-    "side_info": set(),
+    "c3l": {"c4s", "core", *BOTTOM},
+    "c4s": {"core", *BOTTOM},
+    "cec": {"core", *BOTTOM},
+    "ppc": {"core", *BOTTOM},
+    "smic": {"core", *BOTTOM},
+    "image": {"core", *BOTTOM},
+    "active": {*BOTTOM},
+    "core": {*BOTTOM},
+    **{module: set() for module in BOTTOM},
 }
 
 

@@ -16,6 +16,7 @@ from app.api.schemas.common import (
     given_group,
     one_of_groups,
 )
+from app.services.annotations import scribble_problem
 
 ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
 ItemId = Annotated[str, Field(max_length=1000)]
@@ -137,8 +138,9 @@ class ScribbleCreate(RequestBody):
 
     @model_validator(mode="after")
     def _label_or_erase(self) -> "ScribbleCreate":
-        if (self.label is None) == (self.erase is None):
-            raise ValueError('give either a label or "erase": true')
+        problem = scribble_problem(self.label, self.erase)
+        if problem:
+            raise ValueError(problem)
         return self
 
 

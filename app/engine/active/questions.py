@@ -53,9 +53,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from app.engine.active.posteriors import ClusterPosteriors, cluster_posteriors
-
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
+from app.engine.arrays import FloatArray, IntArray
 
 SAME_PAIR_DISCOUNT = 0.5  # per question already chosen for the same pair of clusters
 BOUNDARY_CANDIDATES_PER_QUESTION = 4

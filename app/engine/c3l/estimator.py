@@ -12,7 +12,6 @@ constraint off (plain CEC with the product family).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,8 +29,7 @@ from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import FAMILIES
 from app.engine.core.projection import fit_space, predict_space
 from app.engine.core.validation import check_choice, check_real
-
-Progress = Callable[[int, float], object]
+from app.engine.progress import Progress
 
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 

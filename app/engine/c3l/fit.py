@@ -15,7 +15,6 @@ sides in proportion to their sizes (at least one each), with k-means++ seeds wit
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -23,6 +22,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.c3l.cost import constrained_fit, leakage_of, side_cost
 from app.engine.core.cec_fit import SingularDataError, min_cluster_size
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
@@ -46,10 +46,7 @@ from app.engine.core.seeding import (
     initial_partition,
     kmeanspp_seeds,
 )
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-Progress = Callable[[int, float], object]
+from app.engine.progress import Progress
 
 SIDE_RIDGE = 1e-6
 

@@ -14,11 +14,10 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from app.engine.arrays import IntArray
 from app.engine.side_info import PAIRS_NAME_ROWS
-
-IntArray = NDArray[np.int64]
 
 
 def check_pairs(name: str, pairs: ArrayLike | None, n_samples: int) -> IntArray:

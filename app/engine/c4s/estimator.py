@@ -15,7 +15,6 @@ Restarts repeat steps 2-3 and keep the lowest pre-merge CEC cost (eq. 4), which 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -23,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.c4s.auto_covariance import AUTO_FAMILIES, constraint_agreement
 from app.engine.c4s.constraints import (
     Chunklets,
@@ -54,10 +54,7 @@ from app.engine.core.families import FAMILIES, SPHERICAL, UNIT
 from app.engine.core.fitted_gaussians import partition_gaussians
 from app.engine.core.projection import fit_space
 from app.engine.core.validation import check_int
-
-Progress = Callable[[int, float], object]
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
+from app.engine.progress import Progress
 
 # the families C4S fits; tied_spherical runs the kernels' fixed unit family on rescaled data
 C4S_FAMILIES = {**FAMILIES, "tied_spherical": UNIT}

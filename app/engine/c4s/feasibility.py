@@ -24,9 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
-IntArray = NDArray[np.int64]
+from app.engine.arrays import IntArray
 
 # nodes one exact colouring search may visit; constraints from real partitions need ~|core|
 SEARCH_BUDGET = 200_000

@@ -15,15 +15,14 @@ for step (same start, deltas, tolerance, removals), which the tests check.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 from app.engine.c4s.items import Items
 from app.engine.c4s.validity import CannotLinkGraph, move_is_valid
 from app.engine.core.cec_state import (
@@ -49,11 +48,7 @@ from app.engine.core.hartigan import (
 )
 from app.engine.core.int_args import minus_one
 from app.engine.core.seeding import greedy_trials, kmeanspp_seeds
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
-Progress = Callable[[int, float], object]
+from app.engine.progress import Progress
 
 # random orders the valid greedy seeding tries before the colouring start (a failed order costs
 # one pass over the watched items)

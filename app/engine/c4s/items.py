@@ -11,12 +11,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.cec_fit import SingularDataError, fit_cec, min_cluster_size
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 class Items(NamedTuple):

@@ -23,10 +23,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
+from app.engine.arrays import FloatArray, IntArray
 
 # Most whole C4S searches per fit; the pooled variance settles within 1 % in two or three rounds
 # on the benchmark data, each further round costs one more search.

@@ -19,10 +19,8 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
+from app.engine.arrays import BoolArray, IntArray
 
 
 class CannotLinkGraph(NamedTuple):

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_random_state
 
 from app.engine.cec.chunked.chunked_cec import fit_chunked
-from app.engine.cec.estimator import LABELED_INITS, Progress, _CECBase
+from app.engine.cec.estimator import LABELED_INITS, _CECBase
 from app.engine.cec.labeled_weight_cv import choose_labeled_weight
 from app.engine.core.cec_fit import ASK_ONLY, agreement_share
 from app.engine.core.cec_shell import check_cec_settings
@@ -34,6 +34,7 @@ from app.engine.core.chunked_input import is_dask_array
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.fresh_starts import FRESH_STARTS, check_agreement
 from app.engine.core.validation import check_choice, check_int, check_partial_labels, check_real
+from app.engine.progress import Progress
 
 AUTO = "auto"
 # The weight search fits at most this many items (a uniform sample of larger data): it compares

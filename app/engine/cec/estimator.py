@@ -6,7 +6,6 @@ H(Y) + sum_i p_i H(N(m_i, S_i)) (eq. 2 of specs/cec-ib.md), in nats.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,9 +20,7 @@ from app.engine.core.chunked_input import is_dask_array
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.projection import fit_space
 from app.engine.core.validation import check_choice, check_partial_labels
-
-FloatArray = NDArray[np.float64]
-Progress = Callable[[int, float], object]
+from app.engine.progress import Progress
 
 INITS = ("k-means++", "random")
 POLISHES = (True, False, "full", "remove")

@@ -23,13 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from numpy.typing import NDArray
+
+from app.engine.arrays import IntArray
 
 CANDIDATES = (1, 3, 10)
 FOLDS = 3
 MIN_GAIN = 2
-
-IntArray = NDArray[np.int64]
 
 
 def stratified_folds(labels: IntArray, folds: int, rng: np.random.Generator) -> list[IntArray]:

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.families import family_covariances, min_cluster_points
 from app.engine.core.fresh_starts import continued_is_enough
@@ -41,10 +41,8 @@ from app.engine.core.label_seeding import (
     resampled_categories,
 )
 from app.engine.core.seeding import initial_partition
+from app.engine.progress import Progress
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-Progress = Callable[[int, float], object]
 # The iteration a caller passes to `progress` to ask only whether to go on (a falsy answer
 # stops), from work that has no sweep to show: CEC-IB's labeled-weight search.
 ASK_ONLY = -1

@@ -12,18 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.density import assign_by_density
 from app.engine.core.families import DENSITY_FAMILIES, FAMILIES, FULL
 from app.engine.core.projection import predict_space
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 AUTO_FRACTION = "auto"
 # The removal threshold 'auto' never exceeds: the authors' example and R's CEC default.

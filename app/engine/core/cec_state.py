@@ -17,14 +17,10 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 from app.engine.core.families import family_entropy, spread_bound
 from app.engine.core.moments import moments_from_labels
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 
 class ClusterState(NamedTuple):

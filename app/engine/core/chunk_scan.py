@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
+from app.engine.arrays import FloatArray, IntArray
 
 
 @dataclass(frozen=True)

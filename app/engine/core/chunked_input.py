@@ -16,10 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.chunk_scan import ChunkScan, scan_chunk
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 # Rows the start is fitted on (at least SAMPLE_PER_CLUSTER per cluster), and labeled rows added.
 SAMPLE_ROWS = 50_000

@@ -9,9 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
-
-FloatArray = NDArray[np.float64]
+from numpy.typing import ArrayLike
 
 _FAMILIES = ("full", "diagonal", "spherical", "unit")
 

@@ -8,9 +8,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
 
+from app.engine.arrays import FloatArray
 from app.engine.core.families import DIAGONAL, FULL
-
-FloatArray = NDArray[np.float64]
 
 _CHUNK = 65536  # rows per block, so memory stays O(chunk * k) for large X
 

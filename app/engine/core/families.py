@@ -22,8 +22,8 @@ import math
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray
 from app.engine.core.linalg import (
     SCALE_RTOL,
     cholesky_lower,
@@ -32,8 +32,6 @@ from app.engine.core.linalg import (
     largest_diagonal,
     mahalanobis_sq,
 )
-
-FloatArray = NDArray[np.float64]
 
 FULL = 0
 DIAGONAL = 1

@@ -8,13 +8,10 @@ CEC rule argmax_i p_i f_i(x) to new points exactly as ``CEC.predict`` does.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.families import family_covariances
 from app.engine.core.moments import moments_from_labels
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 def partition_gaussians(

@@ -29,8 +29,8 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.cec_state import (
     ClusterState,
     cluster_energy,
@@ -49,9 +49,6 @@ from app.engine.core.families import (
 from app.engine.core.int_args import minus_one, plus_one
 from app.engine.core.linalg import cholesky_rank_one, half_logdet, invert_lower
 from app.engine.core.moments import add_group, add_point, remove_group, remove_point
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 @numba.njit(nogil=True, cache=True)

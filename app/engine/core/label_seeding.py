@@ -19,12 +19,9 @@ mixes labeled categories.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.seeding import assign_nearest_centre
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 # Lloyd iterations of the refined start; seeded k-means on the data sets measured stops in 5-15.
 LLOYD_ITER = 50

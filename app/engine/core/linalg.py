@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 
 import numba
-import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
+from app.engine.arrays import FloatArray
 
 # A pivot that keeps less than this fraction of its diagonal entry means the matrix is singular
 # to working precision (reciprocal condition number about 1e-12, spec cec-ib.md Sec. 3.5).

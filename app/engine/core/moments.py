@@ -14,11 +14,8 @@ All functions update ``mean`` and ``cov`` in place and return the new weight.
 from __future__ import annotations
 
 import numba
-import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
+from app.engine.arrays import FloatArray, IntArray
 
 
 @numba.njit(nogil=True, cache=True)

@@ -12,10 +12,10 @@ with their match take the numbers left free, in their own order.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 
-IntArray = NDArray[np.int64]
+from app.engine.arrays import IntArray
 
 
 def numbering_like(labels: ArrayLike, reference: ArrayLike) -> IntArray:

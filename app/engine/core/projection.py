@@ -13,14 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from sklearn.decomposition import PCA
 
+from app.engine.arrays import FloatArray
 from app.engine.core.cec_fit import SingularDataError
 from app.engine.core.families import family_entropy
 from app.engine.fit_warnings import warn_fit
-
-FloatArray = NDArray[np.float64]
 
 #: The paper's choice for its high-dimensional singular data (Sec. 5.6).
 MAX_COMPONENTS = 10

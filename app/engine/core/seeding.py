@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
+from app.engine.arrays import FloatArray, IntArray
 
 
 @numba.njit(nogil=True, cache=True)

@@ -10,9 +10,9 @@ import numbers
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-IntArray = NDArray[np.int64]
+from app.engine.arrays import IntArray
 
 UNLABELED = -1
 

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-FloatArray = NDArray[np.float64]
+from app.engine.arrays import FloatArray
+
 Float32Array = NDArray[np.float32]
 
 _FIELDS = ("scaler_mean", "scaler_scale", "pca_mean", "components", "explained_variance")

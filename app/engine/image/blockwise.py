@@ -45,7 +45,6 @@ from app.engine.image.superpixel_count import default_superpixels
 
 Int32Array = NDArray[np.int32]
 T = TypeVar("T")
-Progress = Callable[[float], None]
 
 BLOCK = 2048
 LOCAL_THREADS = max(1, min(4, os.cpu_count() or 1))  # blocks at once on this machine

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -46,8 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from app.engine.core.cec_fit import ASK_ONLY
-
-Progress = Callable[[int, float], object]
+from app.engine.progress import Progress
 
 
 def stray_fraction(labels: ArrayLike, pairs: ArrayLike, weights: ArrayLike) -> float:

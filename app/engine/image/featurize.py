@@ -37,7 +37,7 @@ not with the number of raw maps.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -71,6 +71,7 @@ from app.engine.image.blockwise import (
 )
 from app.engine.image.channels import Multichannel
 from app.engine.image.superpixel_count import default_superpixels
+from app.engine.progress import ShareDone
 
 __all__ = [
     "AUTO_SUPERPIXEL_PIXELS",
@@ -81,7 +82,6 @@ __all__ = [
     "featurize",
 ]
 
-Progress = Callable[[float], None]
 Int32Array = NDArray[np.int32]
 
 AUTO_SUPERPIXEL_PIXELS = 512 * 512
@@ -239,7 +239,7 @@ class Featurization:
 def featurize(
     image: ArrayLike | Multichannel,
     recipe: Recipe | None = None,
-    progress: Progress | None = None,
+    progress: ShareDone | None = None,
     block_size: int | None = None,
 ) -> Featurization:
     """Featurize ``image`` (a photo: H x W grey or H x W x 3/4 colour; or a ``Multichannel``
@@ -257,7 +257,7 @@ def apply_featurization(
     image: ArrayLike | Multichannel,
     recipe: Recipe,
     fitted: FittedReduction,
-    progress: Progress | None = None,
+    progress: ShareDone | None = None,
     block_size: int | None = None,
 ) -> Featurization:
     """Featurize another image with ``recipe`` and an already fitted reduction (not refitted).
@@ -272,7 +272,7 @@ def apply_featurization(
 
 
 class _Meter:
-    def __init__(self, progress: Progress | None, total: float) -> None:
+    def __init__(self, progress: ShareDone | None, total: float) -> None:
         self.progress, self.total, self.done = progress, max(total, 1.0), 0.0
 
     def advance(self, units: float = 1.0) -> None:
@@ -290,7 +290,7 @@ def _run(
     image: ArrayLike | Multichannel,
     recipe: Recipe,
     fitted: FittedReduction | None,
-    progress: Progress | None,
+    progress: ShareDone | None,
     block_size: int | None,
 ) -> Featurization:
     if not isinstance(recipe, Recipe):
@@ -482,7 +482,7 @@ def _run_in_blocks(
     picture: _Picture,
     recipe: Recipe,
     fitted: FittedReduction | None,
-    progress: Progress | None,
+    progress: ShareDone | None,
     block: int,
 ) -> Featurization:
     maps = MapRecipe(recipe.filters, recipe.sigmas, recipe.energy_window, recipe.window)

@@ -8,12 +8,10 @@ weight ``w`` gives each neighbour pair the factor exp(2 w [z_i = z_j]), as in eq
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.validation import check_choice, check_int
-
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
 
 _OFFSETS = {4: ((0, 1), (1, 0)), 8: ((0, 1), (1, 0), (1, 1), (1, -1))}
 

@@ -10,10 +10,9 @@ so that the mean link has the given weight.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
+from app.engine.arrays import FloatArray, IntArray
 
 
 def region_index(segments: ArrayLike) -> tuple[IntArray, int]:

@@ -52,10 +52,10 @@ from app.engine.image.featurize import (
     _pca_sample,
 )
 from app.engine.image.seam_stitch import BlockPieces, SeamStitcher
+from app.engine.progress import ShareDone
 
 Int32Array = NDArray[np.int32]
 Int64Array = NDArray[np.int64]
-Progress = Callable[[float], None]
 SPILL_ROWS = 65_536  # raw rows read back at once
 MOMENT_ROWS = 8_192  # of those, taken into the reduction's means and scales at once
 # A slide is always cut into blocks of about this side, smaller than a whole picture's (BLOCK):
@@ -174,7 +174,7 @@ def featurize_slide(
     picture: StoredPicture,
     recipe: Recipe,
     write_items: Callable[[int, int, Int32Array], None],
-    progress: Progress | None = None,
+    progress: ShareDone | None = None,
     block_size: int | None = None,
 ) -> SlideItems:
     """Superpixels of ``picture`` and their features; ``write_items(row, column, items)`` gets

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage as ndi
 
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 from app.engine.core.validation import check_choice, check_int
 
 __all__ = [
@@ -45,9 +46,6 @@ __all__ = [
     "rasterize_strokes",
 ]
 
-BoolArray = NDArray[np.bool_]
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 ITEM_RULES = ("half", "any")
 

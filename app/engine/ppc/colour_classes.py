@@ -24,11 +24,8 @@ import math
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 
 
 @numba.njit(nogil=True, cache=True)

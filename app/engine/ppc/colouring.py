@@ -11,11 +11,8 @@ which puts the hard part of the graph first.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 
 
 def dsatur(

@@ -26,6 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from app.engine.arrays import FloatArray
 from app.engine.core.chunked_input import is_dask_array
 from app.engine.core.errstate import engine_errstate
 from app.engine.core.families import DIAGONAL, FULL
@@ -34,7 +35,7 @@ from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 from app.engine.ppc.chunked.chunked_ppc import fit_chunked_ppc
 from app.engine.ppc.chunked.ppc_results import predict_proba_chunked
-from app.engine.ppc.fit import Options, Params, PPCResult, Progress, check_feasible, run_em
+from app.engine.ppc.fit import Options, Params, PPCResult, check_feasible, run_em
 from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 from app.engine.ppc.prior import PI_UPDATES
@@ -48,8 +49,7 @@ from app.engine.ppc.select import (
     family_of,
 )
 from app.engine.ppc.start import INITS, group_whitening, kmeans_start, random_start
-
-FloatArray = NDArray[np.float64]
+from app.engine.progress import Progress
 
 
 def confidence_to_weight(confidence: ArrayLike, link: ArrayLike = True) -> FloatArray:

@@ -20,14 +20,10 @@ import math
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 from app.engine.ppc.colour_classes import cheaper_than_enumeration, colour_class_sums
 from app.engine.ppc.graph import ExactSet
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 
 @numba.njit(nogil=True, cache=True)

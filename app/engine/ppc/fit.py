@@ -13,14 +13,13 @@ constant.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.ppc.colouring import dsatur
 from app.engine.ppc.exact import solve_exact
 from app.engine.ppc.gibbs import feasible_labels, gibbs_sweep
@@ -30,10 +29,7 @@ from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
 from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky, tie
 from app.engine.ppc.prior import grid_log_omega, grid_pi, log_omega, optimize_pi, simplex_grid
 from app.engine.ppc.stationary import DriftMonitor, parameter_change
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-Progress = Callable[[int, float], object]
+from app.engine.progress import Progress
 
 
 @dataclass(frozen=True)

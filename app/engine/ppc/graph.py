@@ -25,11 +25,8 @@ from numpy.typing import NDArray
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 from app.engine.ppc.relations import Relations, chunklets
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 SINGLE = 0
 TREE = 1

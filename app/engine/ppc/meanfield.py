@@ -21,10 +21,8 @@ import math
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
+from app.engine.arrays import FloatArray, IntArray
 
 
 @numba.njit(nogil=True, cache=True)

@@ -12,12 +12,10 @@ import math
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 from scipy.linalg.lapack import dtrtri
 
+from app.engine.arrays import FloatArray
 from app.engine.core.families import DIAGONAL, FULL
-
-FloatArray = NDArray[np.float64]
 
 
 def precision_cholesky(covariances: FloatArray, family: int) -> FloatArray:

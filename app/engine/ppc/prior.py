@@ -19,12 +19,10 @@ import itertools
 import math
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray
 from app.engine.ppc.exact import solve_exact
 from app.engine.ppc.graph import OmegaModel
-
-FloatArray = NDArray[np.float64]
 
 PI_UPDATES = ("auto", "optimize", "grid", "fixed")
 PI_FLOOR = 1e-12

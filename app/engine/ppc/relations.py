@@ -8,15 +8,12 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 from app.engine.side_info import PAIRS_NAME_ROWS
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,10 @@ mean-field components (image grids).
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import IntArray
 from app.engine.core.families import FAMILIES, FULL
 from app.engine.ppc.relations import Relations
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 COVARIANCES = (*FAMILIES, "tied", "auto")
 AUTO_CANDIDATES = ("full", "tied")

@@ -15,13 +15,10 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 from sklearn.cluster import KMeans
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.ppc.mstep import data_covariance, gaussian_m_step
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 INITS = ("kmeans", "random")
 KMEANS_SAMPLE = 20_000

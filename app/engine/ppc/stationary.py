@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
+from app.engine.arrays import FloatArray
 
 DRIFT_WINDOW = 10  # iterations over which drift and noise are compared
 DRIFT_RATIO = 3.0  # net change over the window, in mean steps, below which EM only wanders

@@ -11,26 +11,25 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.sparse.csgraph import connected_components
 
+from app.engine.arrays import IndexArray
 from app.engine.side_info import PAIRS_NAME_ROWS
-
-IntArray = NDArray[np.intp]
 
 
 @dataclass(frozen=True)
 class Constraints:
-    must_link: IntArray  # (m, 2)
-    cannot_link: IntArray  # (m', 2)
-    chunklet: IntArray  # chunklet id per point; singletons have their own id
+    must_link: IndexArray  # (m, 2)
+    cannot_link: IndexArray  # (m', 2)
+    chunklet: IndexArray  # chunklet id per point; singletons have their own id
 
     @property
     def empty(self) -> bool:
         return self.must_link.shape[0] == 0 and self.cannot_link.shape[0] == 0
 
 
-def validate_pairs(pairs: ArrayLike | None, n: int, name: str) -> IntArray:
+def validate_pairs(pairs: ArrayLike | None, n: int, name: str) -> IndexArray:
     """An (m, 2) integer array of indices into the n rows of X, or a ValueError naming the pair."""
     if pairs is None:
         return np.empty((0, 2), dtype=np.intp)
@@ -73,11 +72,11 @@ def compile_constraints(
     return Constraints(must_link=ml, cannot_link=cl, chunklet=chunklet)
 
 
-def _chunklet_cliques(chunklet: IntArray) -> sp.csr_matrix:
+def _chunklet_cliques(chunklet: IndexArray) -> sp.csr_matrix:
     """Ones on every pair inside a chunklet of size >= 2: sum of squared sizes entries."""
     n = chunklet.shape[0]
-    rows: list[IntArray] = []
-    cols: list[IntArray] = []
+    rows: list[IndexArray] = []
+    cols: list[IndexArray] = []
     ids, sizes = np.unique(chunklet, return_counts=True)
     for cid in ids[sizes > 1]:
         members = np.flatnonzero(chunklet == cid)
@@ -108,7 +107,7 @@ def edit_kernel(K: sp.csr_matrix, constraints: Constraints) -> sp.csr_matrix:
     return result
 
 
-def count_violations(labels: IntArray, constraints: Constraints) -> int:
+def count_violations(labels: IndexArray, constraints: Constraints) -> int:
     """Must-links split across clusters plus cannot-links inside one cluster."""
     ml, cl = constraints.must_link, constraints.cannot_link
     broken = np.count_nonzero(labels[ml[:, 0]] != labels[ml[:, 1]])

@@ -7,8 +7,6 @@ orchestrates the pure functions of the `_smic_*` modules and stores the fitted s
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -16,8 +14,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from app.engine.arrays import FloatArray
 from app.engine.core.errstate import engine_errstate
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
+from app.engine.progress import Progress
 from app.engine.smic.constraints import compile_constraints
 from app.engine.smic.kernel import (
     local_scaling_kernel,
@@ -30,10 +30,6 @@ from app.engine.smic.predict import kernel_model, posterior
 from app.engine.smic.search import Candidate, Problem, graph, search
 from app.engine.smic.selection import Selection, near_tolerance
 from app.engine.smic.spectral import near_ties
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
-Progress = Callable[[int, float], bool]
 
 NORMALIZE_OPTIONS = ("auto", "none", "symmetric")
 KERNELS = ("none", "symmetric")

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
+from app.engine.arrays import FloatArray, IndexArray
 
 
 @numba.njit(nogil=True, cache=True)
@@ -23,9 +21,9 @@ def holdout_errors(
     sums: FloatArray,
     counts: FloatArray,
     fold_sizes: FloatArray,
-    centre_order: IntArray,
-    class_starts: IntArray,
-    class_ids: IntArray,
+    centre_order: IndexArray,
+    class_starts: IndexArray,
+    class_ids: IndexArray,
     deltas: FloatArray,
 ) -> FloatArray:
     """(G, D) hold-out error of eq. 14 without its constant, averaged over the M folds.

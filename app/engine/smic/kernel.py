@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.typing import NDArray
 from sklearn.neighbors import KDTree, NearestNeighbors
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
+from app.engine.arrays import FloatArray, IndexArray
 
 # Brute force evaluates n distances per query, as one BLAS product; a k-d tree evaluates fewer,
 # each about 20 times as costly (make_blobs, d = 10: the tree visited 0.15 n points per query and
@@ -47,7 +45,7 @@ def neighbour_algorithm(X: FloatArray, k: int) -> str:
 
 def nearest_neighbors(
     X: FloatArray, t_max: int, algorithm: str | None = None
-) -> tuple[IntArray, FloatArray]:
+) -> tuple[IndexArray, FloatArray]:
     """The t_max nearest *other* points of every row of X, sorted by (distance, index).
 
     scikit-learn finds the candidates; the distances are then recomputed directly, because its
@@ -65,12 +63,12 @@ def nearest_neighbors(
     return np.take_along_axis(idx, order, axis=1), np.take_along_axis(dist, order, axis=1)
 
 
-def zero_scale_points(dist: FloatArray, t: int) -> IntArray:
+def zero_scale_points(dist: FloatArray, t: int) -> IndexArray:
     """Points whose t-th neighbour is an exact duplicate, so sigma_i = 0 and eq. 7 is 0/0."""
     return np.flatnonzero(dist[:, t - 1] <= 0.0).astype(np.intp)
 
 
-def local_scaling_kernel(idx: IntArray, dist: FloatArray, t: int) -> sp.csr_matrix:
+def local_scaling_kernel(idx: IndexArray, dist: FloatArray, t: int) -> sp.csr_matrix:
     """K of eq. 7 on the symmetrised t-NN graph, with K_ii = 1 (decision A1), as CSR."""
     n = idx.shape[0]
     bad = zero_scale_points(dist, t)

@@ -11,13 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.typing import NDArray
 from scipy.spatial.distance import cdist
 
+from app.engine.arrays import FloatArray, IndexArray
 from app.engine.smic.holdout import holdout_errors
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
 
 # Paper Sec. 4.3.1: 9 x 9 grid.
 DEFAULT_GAMMAS: FloatArray = 10.0 ** np.arange(-2.0, 2.01, 0.5)
@@ -36,9 +33,9 @@ class LSMIDesign:
     computed once per gamma and shared by every candidate labelling (`fold_grams`).
     """
 
-    rows: IntArray  # the samples LSMI uses (all n when n <= MAX_LSMI_SAMPLES)
-    centres: IntArray  # indices into rows
-    folds: IntArray
+    rows: IndexArray  # the samples LSMI uses (all n when n <= MAX_LSMI_SAMPLES)
+    centres: IndexArray  # indices into rows
+    folds: IndexArray
     n_folds: int
     sq_dist: FloatArray
     _grams: dict[float, FloatArray] = field(
@@ -98,7 +95,7 @@ def basis(design: LSMIDesign, gamma: float) -> FloatArray:
 
 
 def lsmi_fixed(
-    L: FloatArray, labels: IntArray, centre_labels: IntArray, delta: float
+    L: FloatArray, labels: IndexArray, centre_labels: IndexArray, delta: float
 ) -> tuple[float, FloatArray]:
     """LSMI (eq. 14, closed form) and theta for one (gamma, delta), fitted on all samples.
 
@@ -147,7 +144,7 @@ def _stacked(design: LSMIDesign, gammas: FloatArray) -> tuple[FloatArray, FloatA
     return design._stacks[key]
 
 
-def _fold_class_sums(L: FloatArray, labels: IntArray, design: LSMIDesign) -> FloatArray:
+def _fold_class_sums(L: FloatArray, labels: IndexArray, design: LSMIDesign) -> FloatArray:
     """(n_folds, n_labels, columns of L): sum of L_i over the samples of each (fold, label) cell.
 
     One sparse one-hot product instead of a boolean-indexed copy of L per class and fold.
@@ -162,7 +159,7 @@ def _fold_class_sums(L: FloatArray, labels: IntArray, design: LSMIDesign) -> Flo
 
 
 def lsmi_cv(
-    design: LSMIDesign, labels: IntArray, gammas: FloatArray, deltas: FloatArray
+    design: LSMIDesign, labels: IndexArray, gammas: FloatArray, deltas: FloatArray
 ) -> LSMIResult:
     """Choose (gamma, delta) by M-fold CV of the hold-out error, then LSMI on all samples.
 

@@ -18,11 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.typing import NDArray
 from sklearn.neighbors import NearestNeighbors
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
+from app.engine.arrays import FloatArray, IndexArray
 
 # Queries per block of the reverse-neighbour search: bounds its memory on large inputs.
 CHUNK = 2048
@@ -74,12 +72,12 @@ def kernel_model(
     return KernelModel(center, scale, X, sigma, t, coef, normalized, search)
 
 
-def _exact(Q: FloatArray, X: FloatArray, rows: IntArray, cols: IntArray) -> FloatArray:
+def _exact(Q: FloatArray, X: FloatArray, rows: IndexArray, cols: IndexArray) -> FloatArray:
     # Recomputed as kernel.nearest_neighbors does, so a training point's distances are the same.
     return np.asarray(np.sqrt(((Q[rows] - X[cols]) ** 2).sum(axis=1)), dtype=np.float64)
 
 
-def _forward(model: KernelModel, Q: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
+def _forward(model: KernelModel, Q: FloatArray) -> tuple[IndexArray, FloatArray, FloatArray]:
     """The t nearest training points of every query (a distance-0 match excluded), their
     exact distances, and 1.0 where the query had its own diagonal 1 (no distance-0 match)."""
     t = model.t

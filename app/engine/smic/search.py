@@ -12,23 +12,19 @@ changing what it can choose:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import scipy.sparse as sp
-from numpy.typing import NDArray
 from scipy.sparse.csgraph import connected_components
 
+from app.engine.arrays import FloatArray, IndexArray
+from app.engine.progress import Progress
 from app.engine.smic.constraints import Constraints, count_violations, edit_kernel
 from app.engine.smic.kernel import local_scaling_kernel, normalize_symmetric
 from app.engine.smic.lsmi import LSMIDesign, LSMIResult, lsmi_cv
 from app.engine.smic.selection import Scored, Selection, clearly_past_peak, select
 from app.engine.smic.spectral import Assignment, Crowding, assign, top_eigenpairs
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
-Progress = Callable[[int, float], bool]
 
 
 @dataclass(frozen=True)
@@ -52,7 +48,7 @@ class Candidate:
 class Problem:
     """The fixed inputs of every candidate."""
 
-    idx: IntArray
+    idx: IndexArray
     dist: FloatArray
     constraints: Constraints
     prior: FloatArray

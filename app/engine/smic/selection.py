@@ -22,10 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 from sklearn.metrics import adjusted_rand_score
 
-IntArray = NDArray[np.intp]
+from app.engine.arrays import IndexArray
 
 NEAR_TOL = 0.005  # LSMI gaps below 0.5% of (c - 1) / 2 are within the estimator's noise
 AGREE_ARI = 0.9  # rivals that agree this well with the choice are not a different answer
@@ -39,7 +38,7 @@ class Scored:
 
     kernel: int  # position of the kernel in the estimator's kernel list
     t: int
-    labels: IntArray
+    labels: IndexArray
     smi: float
     violations: int
 
@@ -52,7 +51,7 @@ class Selection:
     rival_ari: float  # ARI between chosen and rival labels (nan without rival)
 
 
-def canonical(labels: IntArray) -> bytes:
+def canonical(labels: IndexArray) -> bytes:
     """The partition of `labels`, independent of cluster numbering (first occurrence order)."""
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.intp)

@@ -7,14 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
-from numpy.typing import NDArray
 from pyamg import smoothed_aggregation_solver
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh, lobpcg
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
-BoolArray = NDArray[np.bool_]
+from app.engine.arrays import BoolArray, FloatArray, IndexArray
 
 # A5: relative gaps below this make the eigenbasis, and so the labels, solver-dependent.
 TIE_RTOL = 1e-10
@@ -84,7 +81,7 @@ def _per_component(
     k: int,
     solver: str,
     v0: FloatArray,
-    comp: IntArray,
+    comp: IndexArray,
     n_comp: int,
     normalized: bool,
     crowding: Crowding,
@@ -92,7 +89,7 @@ def _per_component(
     n = K.shape[0]
     values: list[float] = []
     order_keys: list[tuple[float, int, int]] = []
-    columns: list[tuple[IntArray, FloatArray]] = []
+    columns: list[tuple[IndexArray, FloatArray]] = []
     # connected_components numbers components by their lowest point index.
     for cid in range(n_comp):
         members = np.flatnonzero(comp == cid).astype(np.intp)
@@ -192,7 +189,7 @@ def _amg_lobpcg(K: sp.csr_matrix, k: int, v0: FloatArray) -> tuple[FloatArray, F
     return 1.0 - np.asarray(values), np.asarray(vectors)
 
 
-def near_ties(eigenvalues: FloatArray, eigenvectors: FloatArray | None = None) -> IntArray:
+def near_ties(eigenvalues: FloatArray, eigenvectors: FloatArray | None = None) -> IndexArray:
     """Indices y with lambda_y and lambda_{y+1} equal to relative tolerance TIE_RTOL (A5).
 
     With eigenvectors given, a tie between vectors on disjoint supports (different graph
@@ -212,7 +209,7 @@ def near_ties(eigenvalues: FloatArray, eigenvectors: FloatArray | None = None) -
 class Assignment:
     """Hard labels, raw posteriors n*p(y|x_i) (column means = pi_y) and unclaimed points."""
 
-    labels: IntArray
+    labels: IndexArray
     posterior: FloatArray
     unclaimed: BoolArray
 

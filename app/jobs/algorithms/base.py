@@ -8,10 +8,11 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.engine.progress import Progress
+from app.jobs.fitted import FittedEstimator
 from app.sideinfo import SideInformation
 from app.sideinfo.groups import distinct_groups
 
-Progress = Callable[[int, float], bool]
 FloatArray = NDArray[np.floating]
 
 # Side-information kinds an algorithm may use.
@@ -63,7 +64,7 @@ class ItemStructure:
 class FitPlan:
     """An estimator ready to fit, and the keyword arguments that carry the side information."""
 
-    estimator: Any
+    estimator: FittedEstimator
     fit_kwargs: dict[str, Any] = field(default_factory=dict)
     # What the run's result should tell the user about how the plan was made (a guessed
     # parameter): shown with the estimator's own warnings.

@@ -24,12 +24,10 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.arrays import BoolArray, FloatArray, IntArray
 from app.engine.core.cec_state import ClusterState
 from app.engine.core.hartigan import extract_point, insert_point, point_move_deltas
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 RowsArray = NDArray[np.floating[Any]]  # a chunk's rows: float64, or float32 as stored
 
 LOG_2PI = math.log(2.0 * math.pi)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.cec.chunked.chunk_kernels import (
     accumulate_chunk,
     assign_chunk,
@@ -24,9 +24,6 @@ from app.engine.cec.chunked.cluster_totals import Frozen, Totals
 from app.engine.core.cec_state import ClusterState
 from app.engine.core.chunk_scan import floats_of, rows_of
 from app.engine.core.density import assign_by_density
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 # Smallest energy decrease that counts as a Hartigan move (as cec_fit.MOVE_TOL).
 MOVE_TOL = 1e-12

@@ -14,10 +14,10 @@ import warnings
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from app.engine.arrays import FloatArray
 from app.engine.cec.chunked.chunk_tasks import categories_of, predict_chunk
 from app.engine.cec.chunked.cluster_totals import Frozen, freeze
 from app.engine.cec.chunked.passes import PassSettings, fit_passes, fitted_labels
@@ -31,8 +31,6 @@ from app.engine.core.chunked_input import ChunkedInput, scan
 from app.engine.core.families import DIAGONAL, FAMILIES, FULL, family_covariances
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
-
-FloatArray = NDArray[np.float64]
 
 
 def _check_params(estimator: Any) -> tuple[int, float | None]:

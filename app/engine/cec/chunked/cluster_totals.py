@@ -14,13 +14,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import BoolArray, FloatArray
 from app.engine.core.cec_state import ClusterState, new_state, refresh_energy, xlogx
 from app.engine.core.families import DIAGONAL, FULL, family_entropy
-
-FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
 
 LOG_2PI = math.log(2.0 * math.pi)
 

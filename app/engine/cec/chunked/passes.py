@@ -18,13 +18,12 @@ statistics, so the two can end in different local minima (docs/distributed.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import BoolArray, IntArray
 from app.engine.cec.chunked.chunk_tasks import ChunkRule, Polish, labels_chunk, pass_chunk
 from app.engine.cec.chunked.cluster_totals import (
     Frozen,
@@ -35,11 +34,7 @@ from app.engine.cec.chunked.cluster_totals import (
     polish_state,
 )
 from app.engine.core.chunked_input import ChunkedInput
-
-FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
-IntArray = NDArray[np.int64]
-Progress = Callable[[int, float], object]
+from app.engine.progress import Progress
 
 # A pass that lowers the energy by less than this share of it ends the passes.
 CONVERGED_RTOL = 1e-7

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from sklearn.utils import check_random_state
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.chunked_input import (
     ChunkedInput,
     as_rows,
@@ -61,9 +61,6 @@ from app.engine.ppc.graph import E_STEPS, build_graph
 from app.engine.ppc.prior import log_omega
 from app.engine.ppc.relations import Relations, check_labels, check_relations
 from app.engine.ppc.select import COVARIANCES, agreement, agreement_share, family_of
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 # Related rows the start's sample may hold (whole relation components, in order).
 START_RELATED_ROWS = 20_000

@@ -28,10 +28,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.families import DIAGONAL, FULL
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 CUT = 45.0  # a posterior under e^-45 (relative to the best) is below float64 rounding
 SKIP = -2  # a row's label that leaves it out (a related row: its group's E-step places it)

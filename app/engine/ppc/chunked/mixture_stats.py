@@ -13,12 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray
 from app.engine.core.families import DIAGONAL, FULL
 from app.engine.ppc.mstep import _scatter
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.chunked_input import ChunkedInput, as_rows
 from app.engine.ppc.chunked.ppc_tasks import (
     MixtureRule,
@@ -22,9 +22,6 @@ from app.engine.ppc.chunked.ppc_tasks import (
 )
 from app.engine.ppc.chunked.relation_groups import excluded_per_chunk
 from app.engine.ppc.select import family_of
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 def lazy_labels_and_marginals(

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.core.chunk_scan import floats_of, rows_of
 from app.engine.core.families import DIAGONAL, FULL
 from app.engine.ppc.chunked.mixture_kernels import (
@@ -27,9 +28,6 @@ from app.engine.ppc.chunked.mixture_stats import MixtureStats
 from app.engine.ppc.chunked.relation_groups import RelationGroup
 from app.engine.ppc.fit import Options, Params, _Chain, infer, m_step_weights
 from app.engine.ppc.mstep import log_gaussian
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.ppc.graph import RelationGraph, build_graph
 from app.engine.ppc.relations import Relations
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 # Rows per group task: as a store chunk's task, so a group's E-step weighs like a chunk's.
 GROUP_ROWS = 262_144
