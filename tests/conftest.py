@@ -10,7 +10,9 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import hypothesis
 import numpy as np
@@ -146,17 +148,60 @@ def row_counts(session: Session) -> dict[str, int]:
     }
 
 
+def admin_project(client: TestClient, name: str = "P") -> tuple[dict[str, str], int]:
+    """Sign in as the admin on `client` (an app of the test's own) and make a project:
+    the admin's headers and the project's id."""
+    headers = token_headers(client, "admin", ADMIN_PASSWORD)
+    response = client.post("/api/v1/projects", json={"name": name}, headers=headers)
+    return headers, int(response.json()["id"])
+
+
+@pytest.fixture
+def client_with(db_engine: Engine, settings: Settings) -> Iterator[Callable[..., TestClient]]:
+    """Clients of apps whose settings differ from the test's by the given ones, closed
+    after the test (and the tables emptied): `client_with(max_upload_bytes=2000)`."""
+    with ExitStack() as stack:
+
+        def make(**update: object) -> TestClient:
+            app = create_app(settings.model_copy(update=update))
+            return stack.enter_context(TestClient(app))
+
+        yield make
+    _empty_tables(db_engine)
+
+
+def post_dataset(
+    client: TestClient,
+    project_id: int,
+    headers: dict[str, str],
+    filename: str,
+    content: bytes,
+    content_type: str = "application/octet-stream",
+    **form: str,
+):  # type: ignore[no-untyped-def]
+    """POST `content` as a file (and `form` fields) to the project's datasets; the response."""
+    return client.post(
+        f"/api/v1/projects/{project_id}/datasets",
+        files={"file": (filename, content, content_type)},
+        data=form,
+        headers=headers,
+    )
+
+
+def get_page(
+    client: TestClient, url: str, headers: dict[str, str], *, limit: int, offset: int
+) -> dict[str, Any]:
+    """The page of a listing at `url` (items, total, limit, offset)."""
+    return client.get(url, params={"limit": limit, "offset": offset}, headers=headers).json()
+
+
 def upload_npy(
     client: TestClient, project_id: int, headers: dict[str, str], array: np.ndarray
 ) -> int:
     """Upload `array` as an NPY dataset; its id."""
     buffer = io.BytesIO()
     np.save(buffer, array)
-    response = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("d.npy", buffer.getvalue(), "application/octet-stream")},
-        headers=headers,
-    )
+    response = post_dataset(client, project_id, headers, "d.npy", buffer.getvalue())
     assert response.status_code == 201, response.text
     return int(response.json()["id"])
 

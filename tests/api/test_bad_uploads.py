@@ -1,19 +1,16 @@
 """Every bad upload gets a 4xx that says what is wrong and where, and stores nothing."""
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 import tifffile
 from fastapi.testclient import TestClient
 from PIL import Image
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.main import create_app
-from tests.conftest import ADMIN_PASSWORD, row_counts, token_headers
+from tests.conftest import admin_project, post_dataset, row_counts
 
 pytestmark = pytest.mark.db
 
@@ -162,12 +159,7 @@ def test_bad_upload_is_refused_with_a_clear_message_and_writes_nothing(
     filename, content, form, status, words = BAD_UPLOADS[case]
     mime = "image/jpeg" if case == "text sent as image/jpeg" else "application/octet-stream"
     before = row_counts(session)
-    response = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": (filename, content, mime)},
-        data=form,
-        headers=admin_headers,
-    )
+    response = post_dataset(client, project_id, admin_headers, filename, content, mime, **form)
     assert response.status_code == status, response.text
     body = response.json()
     for word in words:
@@ -176,29 +168,18 @@ def test_bad_upload_is_refused_with_a_clear_message_and_writes_nothing(
     assert row_counts(session) == before
 
 
-@pytest.fixture
-def small_limit_client(db_engine: Engine, settings: Settings) -> Iterator[TestClient]:
-    app = create_app(settings.model_copy(update={"max_upload_bytes": 2000}))
-    with TestClient(app) as test_client:
-        yield test_client
-
-
 def test_a_file_over_the_upload_limit_gets_413_and_writes_nothing(
-    small_limit_client: TestClient, session: Session
+    client_with: Callable[..., TestClient], session: Session
 ) -> None:
-    client = small_limit_client
-    headers = token_headers(client, "admin", ADMIN_PASSWORD)
-    project_id = client.post("/api/v1/projects", json={"name": "L"}, headers=headers).json()["id"]
+    client = client_with(max_upload_bytes=2000)
+    headers, project_id = admin_project(client, "L")
     before = row_counts(session)
     # Just over the limit, the request gets through the Content-Length guard (which allows for
     # multipart framing), so the service's own size check answers; far over it, it is refused
     # from the Content-Length header, before the body is read.
     for lines, words in ((1200, "limit is 2,000 bytes"), (600_000, "limited to 2,000 bytes")):
-        response = client.post(
-            f"/api/v1/projects/{project_id}/datasets",
-            files={"file": ("big.csv", b"a\n" + b"1\n" * lines, "text/csv")},
-            headers=headers,
-        )
+        content = b"a\n" + b"1\n" * lines
+        response = post_dataset(client, project_id, headers, "big.csv", content, "text/csv")
         assert response.status_code == 413
         assert words in response.json()["detail"]
     assert row_counts(session) == before
@@ -223,26 +204,14 @@ def test_bad_paging_parameters_get_422(
     assert "limit" in response.json()["detail"]
 
 
-@pytest.fixture
-def small_image_client(db_engine: Engine, settings: Settings) -> Iterator[TestClient]:
-    app = create_app(settings.model_copy(update={"image_max_pixels": 1000}))
-    with TestClient(app) as test_client:
-        yield test_client
-
-
 def test_the_image_size_limit_is_a_setting(
-    small_image_client: TestClient, session: Session
+    client_with: Callable[..., TestClient], session: Session
 ) -> None:
     """IMAGE_MAX_PIXELS: over it, single uploads and collections get 422 naming the limit."""
-    client = small_image_client
-    headers = token_headers(client, "admin", ADMIN_PASSWORD)
-    project_id = client.post("/api/v1/projects", json={"name": "L"}, headers=headers).json()["id"]
+    client = client_with(image_max_pixels=1000)
+    headers, project_id = admin_project(client, "L")
     before = row_counts(session)
-    single = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("big.png", _png((40, 30)), "image/png")},
-        headers=headers,
-    )
+    single = post_dataset(client, project_id, headers, "big.png", _png((40, 30)), "image/png")
     assert single.status_code == 422 and "at most 1,000" in single.json()["detail"]
     assert "IMAGE_MAX_PIXELS" in single.json()["detail"]
     stack = _tiff(np.zeros((2, 30, 40), np.uint16), metadata={"axes": "ZYX"})
@@ -253,10 +222,6 @@ def test_the_image_size_limit_is_a_setting(
         headers=headers,
     )
     assert collection.status_code == 422 and "at most 1,000" in collection.json()["detail"]
-    small = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("small.png", _png((20, 30)), "image/png")},
-        headers=headers,
-    )
+    small = post_dataset(client, project_id, headers, "small.png", _png((20, 30)), "image/png")
     assert small.status_code == 201, small.text
     assert row_counts(session)["datasets"] == before["datasets"] + 1

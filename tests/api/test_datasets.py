@@ -16,26 +16,9 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.models import StoredArray
 from tests.api.test_image_featurization import wait_ready
-from tests.conftest import row_counts
+from tests.conftest import get_page, post_dataset, row_counts
 
 pytestmark = pytest.mark.db
-
-
-def upload(
-    client: TestClient,
-    project_id: int,
-    headers: dict[str, str],
-    filename: str,
-    content: bytes,
-    content_type: str = "application/octet-stream",
-    **form: str,
-):  # type: ignore[no-untyped-def]
-    return client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": (filename, content, content_type)},
-        data=form,
-        headers=headers,
-    )
 
 
 def csv_bytes(header: list[str], rows: list[list[object]]) -> bytes:
@@ -57,7 +40,7 @@ def test_csv_upload_with_ids_ground_truth_and_a_text_column(
     classes = ["b", "a", "c", "10", "2"]
     rows = [[f"item-{i}", *values[i], classes[i % 5], f"note {i}"] for i in range(200)]
     body = csv_bytes(["key", "x", "y", "z", "species", "comment"], rows)
-    response = upload(
+    response = post_dataset(
         client,
         project_id,
         admin_headers,
@@ -81,21 +64,17 @@ def test_csv_upload_with_ids_ground_truth_and_a_text_column(
     assert stats[2]["std"] == pytest.approx(values[:, 2].std())
 
     # Items straddle chunk boundaries (the tests store 64 rows per chunk).
-    page = client.get(
-        f"/api/v1/datasets/{dataset['id']}/items",
-        params={"limit": 10, "offset": 60},
-        headers=admin_headers,
-    ).json()
+    page = get_page(
+        client, f"/api/v1/datasets/{dataset['id']}/items", admin_headers, limit=10, offset=60
+    )
     assert page["total"] == 200
     assert [item["index"] for item in page["items"]] == list(range(60, 70))
     assert page["items"][0]["id"] == "item-60"
     assert page["items"][0]["ground_truth"] == classes[0]
     assert page["items"][3]["values"] == pytest.approx(values[63])
-    tail = client.get(
-        f"/api/v1/datasets/{dataset['id']}/items",
-        params={"limit": 50, "offset": 190},
-        headers=admin_headers,
-    ).json()
+    tail = get_page(
+        client, f"/api/v1/datasets/{dataset['id']}/items", admin_headers, limit=50, offset=190
+    )
     assert len(tail["items"]) == 10
 
     features = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=admin_headers)
@@ -109,7 +88,7 @@ def test_csv_quirks_are_tolerated(
 ) -> None:
     # A byte-order mark, quoted headers and values, CRLF line ends, a trailing blank line.
     body = '\ufeff"a","b"\r\n"1.5",2\r\n3,-4e2\r\n\r\n'.encode()
-    response = upload(client, project_id, admin_headers, "q.csv", body)
+    response = post_dataset(client, project_id, admin_headers, "q.csv", body)
     assert response.status_code == 201, response.text
     assert response.json()["feature_names"] == ["a", "b"]
     features = client.get(
@@ -125,7 +104,7 @@ def test_npy_upload_keeps_values_and_float32(
     array = (np.arange(300 * 4).reshape(300, 4) % 97).astype(dtype)
     buffer = io.BytesIO()
     np.save(buffer, array)
-    response = upload(client, project_id, admin_headers, "m.npy", buffer.getvalue())
+    response = post_dataset(client, project_id, admin_headers, "m.npy", buffer.getvalue())
     assert response.status_code == 201, response.text
     dataset = response.json()
     assert (dataset["n_items"], dataset["n_features"]) == (300, 4)
@@ -139,7 +118,7 @@ def test_one_dimensional_npy_is_one_feature(
 ) -> None:
     buffer = io.BytesIO()
     np.save(buffer, np.array([1.0, 2.0, 3.0]))
-    response = upload(client, project_id, admin_headers, "v.npy", buffer.getvalue())
+    response = post_dataset(client, project_id, admin_headers, "v.npy", buffer.getvalue())
     assert response.status_code == 201
     assert (response.json()["n_items"], response.json()["n_features"]) == (3, 1)
 
@@ -160,7 +139,7 @@ def test_image_upload_is_stored_and_featurized(
     mime: str,
 ) -> None:
     content = image_bytes(fmt)
-    response = upload(client, project_id, admin_headers, filename, content, mime)
+    response = post_dataset(client, project_id, admin_headers, filename, content, mime)
     assert response.status_code == 201, response.text
     dataset = response.json()
     assert dataset["kind"] == "image"
@@ -188,12 +167,10 @@ def test_datasets_are_listed_as_a_page(
     client: TestClient, project_id: int, admin_headers: dict[str, str]
 ) -> None:
     for name in ("one", "two", "three"):
-        upload(client, project_id, admin_headers, f"{name}.csv", b"a\n1\n2\n")
-    page = client.get(
-        f"/api/v1/projects/{project_id}/datasets",
-        params={"limit": 2, "offset": 1},
-        headers=admin_headers,
-    ).json()
+        post_dataset(client, project_id, admin_headers, f"{name}.csv", b"a\n1\n2\n")
+    page = get_page(
+        client, f"/api/v1/projects/{project_id}/datasets", admin_headers, limit=2, offset=1
+    )
     assert page["total"] == 3
     assert (page["limit"], page["offset"]) == (2, 1)
     assert [d["name"] for d in page["items"]] == ["two.csv", "three.csv"]
@@ -207,7 +184,7 @@ def test_deleting_a_dataset_removes_its_arrays(
     settings: Settings,
 ) -> None:
     before = row_counts(session)
-    created = upload(client, project_id, admin_headers, "d.csv", b"a,b\n1,2\n3,4\n").json()
+    created = post_dataset(client, project_id, admin_headers, "d.csv", b"a,b\n1,2\n3,4\n").json()
     assert row_counts(session)["stored_arrays"] > before["stored_arrays"]
     directories = [d for d in (Path(settings.array_store) / "datasets").iterdir() if d.is_dir()]
     assert len(directories) == 1 and any(directories[0].iterdir())
@@ -230,7 +207,7 @@ def test_features_are_stored_as_row_chunks_in_the_array_store(
     array = np.random.default_rng(1).normal(size=(150, 5))
     buffer = io.BytesIO()
     np.save(buffer, array)
-    upload(client, project_id, admin_headers, "m.npy", buffer.getvalue())
+    post_dataset(client, project_id, admin_headers, "m.npy", buffer.getvalue())
     row = session.scalars(select(StoredArray).where(StoredArray.kind == "features")).one()
     assert (row.shape, row.dtype, row.chunk_rows) == ([150, 5], "float64", 64)
     assert row.nbytes == array.nbytes

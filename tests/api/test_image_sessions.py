@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from tests.api.test_image_featurization import two_regions, upload_image, wait_ready
 from tests.api.test_runs import wait
-from tests.conftest import row_counts
+from tests.conftest import post_dataset, row_counts
 
 pytestmark = pytest.mark.db
 
@@ -128,11 +128,8 @@ def test_bad_scribbles_are_refused_and_write_nothing(
 def test_a_scribble_on_a_table_is_refused(
     client: TestClient, project_id: int, admin_headers: dict[str, str]
 ) -> None:
-    table = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("t.csv", b"a,b\n1,2\n3,4\n5,7\n", "text/csv")},
-        headers=admin_headers,
-    ).json()
+    csv = b"a,b\n1,2\n3,4\n5,7\n"
+    table = post_dataset(client, project_id, admin_headers, "t.csv", csv, "text/csv").json()
     response = client.post(
         f"/api/v1/datasets/{table['id']}/annotations",
         json=scribble("x", [[0, 0]]),

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db.models import Dataset, LoginThrottle, Role, User
-from app.jobs import executors
+from app.jobs.execute import executors
 from app.main import create_app
 from app.services import login_throttle
 from app.services.errors import TooManyRequests
@@ -27,6 +27,7 @@ from tests.conftest import (
     ADMIN_PASSWORD,
     PASSWORD,
     _empty_tables,
+    post_dataset,
     row_counts,
     run_concurrently,
     token_headers,
@@ -53,8 +54,12 @@ def settings(settings: Settings) -> Settings:
     )
 
 
-def token_attempt(client: TestClient, username: str, password: str):  # type: ignore[no-untyped-def]
-    return client.post(TOKEN_URL, data={"username": username, "password": password})
+def token_attempt(client: TestClient, username: str, password: str, forwarded_for: str = ""):  # type: ignore[no-untyped-def]
+    """Ask for a token (saying X-Forwarded-For: `forwarded_for`, if given)."""
+    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else None
+    return client.post(
+        TOKEN_URL, data={"username": username, "password": password}, headers=headers
+    )
 
 
 # ---- runs per user ------------------------------------------------------------------------
@@ -158,11 +163,7 @@ def _png(side: int = 32) -> bytes:
 
 
 def _upload_png(client: TestClient, project_id: int, headers: dict[str, str]):  # type: ignore[no-untyped-def]
-    return client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("pic.png", _png(), "image/png")},
-        headers=headers,
-    )
+    return post_dataset(client, project_id, headers, "pic.png", _png(), "image/png")
 
 
 def _featurizing_for(session: Session, project_id: int, user_id: int, name: str) -> int:
@@ -346,17 +347,9 @@ def test_forwarded_addresses_are_ignored_unless_the_proxy_is_trusted(
     127.0.0.1; the app is served with that off, and trusts TRUSTED_PROXIES only)."""
     local = TestClient(client.app, client=("127.0.0.1", 40000))
     for i in range(3):
-        response = local.post(
-            TOKEN_URL,
-            data={"username": "admin", "password": "guess"},
-            headers={"X-Forwarded-For": f"192.0.2.{i}"},
-        )
+        response = token_attempt(local, "admin", "guess", f"192.0.2.{i}")
         assert response.status_code == 401
-    forged = local.post(
-        TOKEN_URL,
-        data={"username": "admin", "password": ADMIN_PASSWORD},
-        headers={"X-Forwarded-For": "192.0.2.200"},
-    )
+    forged = token_attempt(local, "admin", ADMIN_PASSWORD, "192.0.2.200")
     assert forged.status_code == 429, forged.text
 
 
@@ -367,40 +360,20 @@ def test_a_trusted_proxy_names_the_client(settings: Settings, db_engine: Engine)
     try:
         with TestClient(app, client=("127.0.0.1", 40000)) as proxy:
             for _ in range(3):
-                response = proxy.post(
-                    TOKEN_URL,
-                    data={"username": "admin", "password": "guess"},
-                    # The client could prepend anything; the proxy appends what it saw.
-                    headers={"X-Forwarded-For": "1.2.3.4, 192.0.2.50, 10.1.1.1"},
-                )
+                # The client could prepend anything; the proxy appends what it saw.
+                response = token_attempt(proxy, "admin", "guess", "1.2.3.4, 192.0.2.50, 10.1.1.1")
                 assert response.status_code == 401
-            blocked = proxy.post(
-                TOKEN_URL,
-                data={"username": "admin", "password": ADMIN_PASSWORD},
-                headers={"X-Forwarded-For": "192.0.2.50"},
-            )
+            blocked = token_attempt(proxy, "admin", ADMIN_PASSWORD, "192.0.2.50")
             assert blocked.status_code == 429  # 192.0.2.50's pair, whatever it prepended
-            other = proxy.post(
-                TOKEN_URL,
-                data={"username": "admin", "password": ADMIN_PASSWORD},
-                headers={"X-Forwarded-For": "192.0.2.51"},
-            )
+            other = token_attempt(proxy, "admin", ADMIN_PASSWORD, "192.0.2.51")
             assert other.status_code == 200, other.text
             untrusted = TestClient(app, client=("203.0.113.5", 40000))
             for _ in range(3):
-                response = untrusted.post(
-                    TOKEN_URL,
-                    data={"username": "admin", "password": "guess"},
-                    headers={"X-Forwarded-For": "192.0.2.60"},
-                )
+                response = token_attempt(untrusted, "admin", "guess", "192.0.2.60")
                 assert response.status_code == 401
             # Counted against 203.0.113.5 itself, not the address it claimed.
             claimed = TestClient(app, client=("127.0.0.1", 40001))
-            response = claimed.post(
-                TOKEN_URL,
-                data={"username": "admin", "password": ADMIN_PASSWORD},
-                headers={"X-Forwarded-For": "192.0.2.60"},
-            )
+            response = token_attempt(claimed, "admin", ADMIN_PASSWORD, "192.0.2.60")
             assert response.status_code == 200, response.text
             assert token_attempt(untrusted, "admin", ADMIN_PASSWORD).status_code == 429
     finally:

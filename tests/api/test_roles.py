@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.db.models import Role
+from tests.conftest import post_dataset
 
 pytestmark = pytest.mark.db
 
@@ -19,11 +20,7 @@ def _npy(rows: int = 5) -> bytes:
 
 
 def _upload(client: TestClient, project_id: int, headers: dict[str, str]):  # type: ignore[no-untyped-def]
-    return client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("x.npy", _npy(), "application/octet-stream")},
-        headers=headers,
-    )
+    return post_dataset(client, project_id, headers, "x.npy", _npy())
 
 
 @pytest.fixture

@@ -23,9 +23,11 @@ from app.config import Settings
 from app.main import create_app
 from app.store.array_store import ArrayStore
 from benchmarks._server import wait_until_serving
-from tests.conftest import ADMIN_PASSWORD, row_counts, token_headers
+from tests.conftest import ADMIN_PASSWORD, admin_project, post_dataset, row_counts, token_headers
 
 pytestmark = pytest.mark.db
+
+CSV = b"a,b\n1,2\n3,4\n"
 
 
 def test_an_unusable_store_is_reported_and_uploads_get_503(
@@ -39,14 +41,9 @@ def test_an_unusable_store_is_reported_and_uploads_get_503(
         assert health["status"] == "ok"
         assert health["array_store"]["status"] == "unavailable"
         assert health["array_store"]["detail"]
-        headers = token_headers(client, "admin", ADMIN_PASSWORD)
-        project = client.post("/api/v1/projects", json={"name": "P"}, headers=headers).json()
+        headers, project_id = admin_project(client)
         before = row_counts(session)
-        response = client.post(
-            f"/api/v1/projects/{project['id']}/datasets",
-            files={"file": ("d.csv", b"a,b\n1,2\n3,4\n", "text/csv")},
-            headers=headers,
-        )
+        response = post_dataset(client, project_id, headers, "d.csv", CSV, "text/csv")
         assert response.status_code == 503
         assert response.json()["code"] == "store_unavailable"
         assert row_counts(session) == before
@@ -58,11 +55,7 @@ def test_start_up_removes_what_no_dataset_refers_to(
     project_id: int,
     admin_headers: dict[str, str],
 ) -> None:
-    kept = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("d.csv", b"a,b\n1,2\n3,4\n", "text/csv")},
-        headers=admin_headers,
-    ).json()
+    kept = post_dataset(client, project_id, admin_headers, "d.csv", CSV, "text/csv").json()
     store = ArrayStore(settings.array_store)
     store.write("datasets/999-deadbeef/features.x", np.zeros((3, 2)), chunk_rows=2)
     assert "999-deadbeef" in store.children("datasets")

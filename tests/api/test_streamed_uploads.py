@@ -14,7 +14,7 @@ from sklearn.decomposition import PCA
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from tests.conftest import row_counts
+from tests.conftest import post_dataset, row_counts
 
 pytestmark = pytest.mark.db
 
@@ -22,19 +22,28 @@ ROWS = 3_000  # 47 chunks of the tests' 64 rows; Arrow reads it in one block, so
 # that matter are those across chunks and across the sink's blocks
 
 
-def _post(client: TestClient, project_id: int, headers: dict[str, str], name: str, data: bytes,
-          **form: str):  # fmt: skip
-    return client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": (name, data, "application/octet-stream")},
-        data=form,
-        headers=headers,
-    )
-
-
 def _store_dirs(settings: Settings) -> list[Path]:
     root = Path(settings.array_store) / "datasets"
     return [d for d in root.iterdir() if d.is_dir()] if root.exists() else []
+
+
+def _refused_leaving_nothing(
+    client: TestClient,
+    project_id: int,
+    headers: dict[str, str],
+    session: Session,
+    settings: Settings,
+    upload: tuple[str, bytes],
+    words: list[str],
+) -> None:
+    """Uploading the file (name, content) gets 422 naming `words`, and stores nothing."""
+    before = row_counts(session)
+    response = post_dataset(client, project_id, headers, *upload)
+    assert response.status_code == 422, response.text
+    for word in words:
+        assert word in response.json()["detail"]
+    assert row_counts(session) == before
+    assert _store_dirs(settings) == []
 
 
 @pytest.fixture(params=["whole", "stream"])
@@ -78,13 +87,8 @@ def test_a_bad_row_deep_in_a_csv_is_named_and_nothing_is_stored(
     words: list[str],
     csv_reading: str,
 ) -> None:
-    before = row_counts(session)
-    response = _post(client, project_id, admin_headers, "d.csv", _csv(ROWS, 2500, bad))
-    assert response.status_code == 422, response.text
-    for word in words:
-        assert word in response.json()["detail"]
-    assert row_counts(session) == before
-    assert _store_dirs(settings) == []
+    upload = ("d.csv", _csv(ROWS, 2500, bad))
+    _refused_leaving_nothing(client, project_id, admin_headers, session, settings, upload, words)
 
 
 def test_duplicate_ids_far_apart_are_found(
@@ -92,7 +96,7 @@ def test_duplicate_ids_far_apart_are_found(
 ) -> None:
     lines = ["id,a"] + [f"item-{i},{i}" for i in range(ROWS)] + ["item-17,1"]
     before = row_counts(session)
-    response = _post(
+    response = post_dataset(
         client, project_id, admin_headers, "d.csv", "\n".join(lines).encode(), id_column="id"
     )
     assert response.status_code == 422
@@ -112,7 +116,7 @@ def test_what_comes_from_the_whole_table_equals_the_in_memory_answer(
         f"{i},{k},{','.join(repr(float(v)) for v in row)}\n"
         for i, k, row in zip(ids, classes, X, strict=True)
     )
-    response = _post(
+    response = post_dataset(
         client, project_id, admin_headers, "t.csv", text.encode(),
         id_column="id", ground_truth_column="class",
     )  # fmt: skip
@@ -166,7 +170,7 @@ def test_a_parquet_table_uploads_with_ids_classes_and_ignored_columns(
             "label": [["a", "b"][i % 2] for i in range(n)],
         }
     )
-    response = _post(
+    response = post_dataset(
         client, project_id, admin_headers, "t.parquet", _parquet(table),
         id_column="key", ground_truth_column="label",
     )  # fmt: skip
@@ -203,13 +207,8 @@ def test_bad_parquet_files_are_refused_and_store_nothing(
     data: bytes,
     words: list[str],
 ) -> None:
-    before = row_counts(session)
-    response = _post(client, project_id, admin_headers, "t.parquet", data)
-    assert response.status_code == 422, response.text
-    for word in words:
-        assert word in response.json()["detail"]
-    assert row_counts(session) == before
-    assert _store_dirs(settings) == []
+    upload = ("t.parquet", data)
+    _refused_leaving_nothing(client, project_id, admin_headers, session, settings, upload, words)
 
 
 def test_a_large_npy_is_read_from_its_spooled_file_block_by_block(
@@ -220,13 +219,13 @@ def test_a_large_npy_is_read_from_its_spooled_file_block_by_block(
     array[39_999, 3] = np.nan
     buffer = io.BytesIO()
     np.save(buffer, array)
-    response = _post(client, project_id, admin_headers, "a.npy", buffer.getvalue())
+    response = post_dataset(client, project_id, admin_headers, "a.npy", buffer.getvalue())
     assert response.status_code == 422
     assert "NaN in column 'x3' at row 40000" in response.json()["detail"]
     array[39_999, 3] = 0.0
     buffer = io.BytesIO()
     np.save(buffer, np.asfortranarray(array))
-    response = _post(client, project_id, admin_headers, "a.npy", buffer.getvalue())
+    response = post_dataset(client, project_id, admin_headers, "a.npy", buffer.getvalue())
     assert response.status_code == 201, response.text
     assert response.json()["dtype"] == "float32"
     items = client.get(

@@ -22,7 +22,16 @@ from app.db.models import StoredArray
 from app.main import create_app
 from app.store.array_store import ArrayStore, StoreUnavailable, sweep_orphans
 from app.store.transactions import store_of
-from tests.conftest import ADMIN_PASSWORD, _empty_tables, row_counts, token_headers
+from tests.conftest import (
+    ADMIN_PASSWORD,
+    _empty_tables,
+    admin_project,
+    get_page,
+    post_dataset,
+    row_counts,
+    token_headers,
+    upload_npy,
+)
 from tests.store.s3_server import S3Server, free_port
 
 pytestmark = pytest.mark.db
@@ -160,9 +169,7 @@ def test_the_api_end_to_end_on_s3(s3_app: tuple[TestClient, str], s3_server: S3S
     client, prefix = s3_app
     health = client.get("/api/v1/health").json()
     assert health["array_store"] == {"status": "ok"}
-    headers = token_headers(client, "admin", ADMIN_PASSWORD)
-    project = client.post("/api/v1/projects", json={"name": "S3"}, headers=headers)
-    project_id = project.json()["id"]
+    headers, project_id = admin_project(client, "S3")
 
     rng = np.random.default_rng(3)
     centers = np.array([[0.0, 0.0], [8.0, 8.0], [0.0, 8.0]])
@@ -171,33 +178,25 @@ def test_the_api_end_to_end_on_s3(s3_app: tuple[TestClient, str], s3_server: S3S
     lines = ["key,x,y,species"] + [
         f"item-{i},{values[i, 0]},{values[i, 1]},s{truth[i]}" for i in range(150)
     ]
-    upload = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("blobs.csv", "\n".join(lines).encode(), "text/csv")},
-        data={"id_column": "key", "ground_truth_column": "species"},
-        headers=headers,
+    upload = post_dataset(
+        client,
+        project_id,
+        headers,
+        "blobs.csv",
+        "\n".join(lines).encode(),
+        "text/csv",
+        id_column="key",
+        ground_truth_column="species",
     )
     assert upload.status_code == 201, upload.text
     dataset_id = upload.json()["id"]
     assert upload.json()["ground_truth_classes"] == ["s0", "s1", "s2"]
 
-    npy = io.BytesIO()
     matrix = np.arange(100 * 4, dtype=np.float32).reshape(100, 4)
-    np.save(npy, matrix)
-    npy_upload = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("m.npy", npy.getvalue(), "application/octet-stream")},
-        headers=headers,
-    )
-    assert npy_upload.status_code == 201, npy_upload.text
-    npy_id = npy_upload.json()["id"]
+    npy_id = upload_npy(client, project_id, headers, matrix)
 
     # Items across a chunk boundary (64 rows a chunk): ids, values and ground truth.
-    page = client.get(
-        f"/api/v1/datasets/{dataset_id}/items",
-        params={"limit": 10, "offset": 60},
-        headers=headers,
-    ).json()
+    page = get_page(client, f"/api/v1/datasets/{dataset_id}/items", headers, limit=10, offset=60)
     assert page["total"] == 150
     assert [item["id"] for item in page["items"]] == [f"item-{i}" for i in range(60, 70)]
     assert page["items"][4]["values"] == pytest.approx(values[64])
