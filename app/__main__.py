@@ -13,7 +13,7 @@ from app import __version__
 from app.config import Settings, get_settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
-from app.jobs.run_events import close_all_streams
+from app.jobs.run.run_events import close_all_streams
 from app.services import accounts, security
 from app.services.errors import ServiceError
 from app.store.array_store import ArrayStore
@@ -103,7 +103,7 @@ def main() -> None:
         compile_group(args.kernels)
         return
     if args.command == "warm-cache":
-        from app.jobs import warm_cache, warm_children  # imports every estimator
+        from app.jobs.warmup import warm_cache, warm_children  # imports every estimator
 
         if args.only:
             warm_cache.warm_numba_cache(args.only)
@@ -116,7 +116,7 @@ def main() -> None:
     _limit_blas_threads(settings.blas_threads)
     if settings.jobs_executor == "inline" and settings.warm_kernels_on_start:
         # Before uvicorn imports the app (2 s): the compiling children gain those seconds.
-        from app.jobs import warm_children
+        from app.jobs.warmup import warm_children
 
         warm_children.warm_in_background()
     config = uvicorn.Config(

@@ -16,9 +16,9 @@ from app.config import Settings, get_settings
 from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.error_handlers import install_error_handlers
-from app.jobs import engine_state, warm_children
-from app.jobs.executors import make_executor
-from app.jobs.run_events import RunEvents
+from app.jobs.execute.executors import make_executor
+from app.jobs.run.run_events import RunEvents
+from app.jobs.warmup import engine_state, warm_children
 from app.services.array_store_state import sweep_array_store
 from app.services.bootstrap import bootstrap
 from app.store.array_store import ArrayStore

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +29,23 @@ class LiveServer:
     port: int = 0
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nobody listens on (now)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def start_server(port: int, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`python -m app serve` on `port` with the environment `env`, its output added to `log`
+    (ready once `wait_until_serving` returns)."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "app", "serve", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def wait_until_serving(
@@ -56,7 +69,7 @@ def wait_until_serving(
 @contextmanager
 def live_server(database_url: str | None = None, **env: str) -> Iterator[LiveServer]:
     """The server on a throwaway database and array store."""
-    with _serving(Path(tempfile.mkdtemp(prefix="bench-")), _free_port(), database_url, env) as live:
+    with _serving(Path(tempfile.mkdtemp(prefix="bench-")), free_port(), database_url, env) as live:
         yield live
 
 
@@ -82,13 +95,7 @@ def _serving(
     }
     log = workdir / f"server-{time.time_ns()}.log"
     started = time.perf_counter()
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "app", "serve", "--port", str(port)],
-            env=environment,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    server = start_server(port, environment, log)
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
         wait_until_serving(base, server, log=log)

@@ -39,7 +39,7 @@ def kernels() -> dict[str, float]:
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
         code = (
-            "import json; from app.jobs.warm_cache import warm_numba_cache; "
+            "import json; from app.jobs.warmup.warm_cache import warm_numba_cache; "
             "print(json.dumps(warm_numba_cache()))"
         )
         out = subprocess.run(

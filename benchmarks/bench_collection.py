@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import tifffile
 from PIL import Image
 from scipy import ndimage as ndi
 from skimage import draw, feature
@@ -43,6 +42,7 @@ from app.engine.image.masks import mean_iou
 from benchmarks._server import live_server
 from benchmarks.bench_image import Api, code_state, label_mask
 from benchmarks.image_tasks import scribbles
+from benchmarks.ome import ome_tiff
 from benchmarks.run_choice import describe_choice
 
 CLASSES = ("background", "nucleus")
@@ -76,18 +76,6 @@ def cells(seed: int, size: int) -> tuple[np.ndarray, np.ndarray]:
     cy5 = 10_000 + rng.normal(0, 3_000, truth.shape)
     planes = np.stack([dapi, gfp, cy5])
     return np.clip(planes, 0, 65_535).astype(np.uint16), truth
-
-
-def ome_tiff(planes: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    tifffile.imwrite(
-        out,
-        planes,
-        ome=True,
-        compression="zlib",
-        metadata={"axes": "CYX", "Channel": {"Name": CHANNELS}},
-    )
-    return out.getvalue()
 
 
 def forest_features(planes: np.ndarray) -> np.ndarray:
@@ -130,7 +118,7 @@ class Applied:
 
 
 def upload_first(api: Api, first: np.ndarray, truth: np.ndarray, seed: int) -> int:
-    files = {"file": ("first.ome.tif", ome_tiff(first), "image/tiff")}
+    files = {"file": ("first.ome.tif", ome_tiff(first, CHANNELS), "image/tiff")}
     dataset = int(api.post(f"/projects/{api.project}/datasets", files=files)["id"])
     api.wait_ready(dataset)
     strokes, _ = scribbles(truth, len(CLASSES), seed)
@@ -149,7 +137,7 @@ def upload_collection(api: Api, images: list[tuple[np.ndarray, np.ndarray]]) -> 
         made = api.post(
             f"/projects/{api.project}/collections",
             files=[
-                ("files", (f"well-{start + k}.ome.tif", ome_tiff(planes), "image/tiff"))
+                ("files", (f"well-{start + k}.ome.tif", ome_tiff(planes, CHANNELS), "image/tiff"))
                 for k, (planes, _) in enumerate(batch)
             ],
             data={"name": "bench"},

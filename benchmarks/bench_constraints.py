@@ -52,7 +52,7 @@ from sklearn.preprocessing import StandardScaler
 from app.engine import C4S, CECIB, PPC
 from app.jobs.algorithms.cec import CECIBParams, plan_cec_ib
 from app.jobs.algorithms.ppc import PPCParams, plan_ppc
-from app.jobs.fitted import read_fitted
+from app.jobs.results.fitted import read_fitted
 from app.sideinfo import SideInformation
 
 FloatArray = NDArray[np.float64]

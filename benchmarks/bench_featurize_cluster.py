@@ -12,8 +12,8 @@ fluorescence-like field), featurized with the default recipe in blocks of ``--bl
   T threads each, as the Dask executor runs a featurization job: on a cluster with more threads
   than the local ones its blocks become tasks on the cluster's workers, else they run on the
   job's worker's threads (``Blocks.map``; the table says which). With the executor's worker
-  plugin (``HeapForArrays``, app/jobs/worker_heap.py) and, for comparison, on workers as Dask
-  starts them, whose allocator maps every large array afresh.
+  plugin (``HeapForArrays``, app/jobs/execute/worker_heap.py) and, for comparison, on workers
+  as Dask starts them, whose allocator maps every large array afresh.
 
 Each timing is the median of ``--repeat`` calls after an untimed call on a small picture (numba,
 imports and the workers' first contact). The result must be the same: the item map equal, the
@@ -34,7 +34,7 @@ from scipy import ndimage as ndi
 from app.engine.image.blockwise import LOCAL_THREADS
 from app.engine.image.channels import Multichannel
 from app.engine.image.featurize import Featurization, Recipe, featurize
-from app.jobs.worker_heap import HeapForArrays
+from app.jobs.execute.worker_heap import HeapForArrays
 
 
 def picture(size: int, seed: int = 0) -> Multichannel:

@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Annotation, Dataset, Project, User
-from app.jobs.featurizer import queue_featurization
-from app.jobs.recipe import RecipeParams
+from app.jobs.featurize.featurizer import queue_featurization
+from app.jobs.featurize.recipe import RecipeParams
 from app.services import image_uploads
 from app.services.errors import (
     Conflict,

@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
 from app.engine.image.featurize import Recipe
-from app.jobs.featurizer import queue_featurization
+from app.jobs.featurize.featurizer import queue_featurization
 
 
 def insert_image_dataset(

@@ -6,7 +6,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from app.db.models import User
-from app.jobs.job_owners import ACTIVE_RUN_STATUSES, active_jobs
+from app.jobs.execute.job_owners import ACTIVE_RUN_STATUSES, active_jobs
 from app.services.errors import TooManyRequests
 
 __all__ = ["ACTIVE_RUN_STATUSES", "check_active_jobs"]

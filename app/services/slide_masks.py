@@ -1,9 +1,9 @@
 """A run's mask on a slide, made where it is read: never stored whole, never held whole.
 
 A mask pixel is the run's label of the pixel's item, so a tile of the mask at any zoom is the
-run's labels looked up in the same tile of the slide's items pyramid (written at featurization,
-`app/jobs/slide_featurizer.py`), and the full-resolution PNG is its rows looked up band by band
-and streamed (`masks.png_stream`).
+run's labels looked up in the same tile of the slide's items pyramid (written at
+featurization, `app/jobs/featurize/slide_featurizer.py`), and the full-resolution PNG is its
+rows looked up band by band and streamed (`masks.png_stream`).
 """
 
 import threading

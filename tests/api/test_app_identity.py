@@ -11,7 +11,7 @@ from sqlalchemy.orm import sessionmaker
 
 from app.config import Settings
 from app.db.session import make_engine
-from app.jobs.dask_executor import DaskExecutor, Places
+from app.jobs.execute.dask_executor import DaskExecutor, Places
 
 
 def test_the_version_is_the_distributions_everywhere_it_is_shown(client: TestClient) -> None:

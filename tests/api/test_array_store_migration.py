@@ -2,7 +2,6 @@
 read back identical from the array store after the upgrade, and are SQL blobs again, with
 the same bytes, after the downgrade."""
 
-import hashlib
 import json
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -15,56 +14,15 @@ import sqlalchemy as sa
 from alembic import command
 from sqlalchemy import Engine, inspect, select
 
-from app.db.migrate import alembic_config
 from app.db.models import StoredArray
-from app.db.session import make_session_factory
 from app.store import chunks, pyramids
 from app.store.array_store import ArrayStore
-from app.store.transactions import bind_store
-from tests.conftest import _empty_tables
+from tests.api.old_rows import CHUNKS, VIEWS, OldProject, at_revision, blake, insert, store_session
 
 pytestmark = pytest.mark.db
 
 BEFORE = "0005_image_runs"
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-
-_users = sa.table(
-    "users",
-    sa.column("id", sa.Integer),
-    *(sa.column(c) for c in ("username", "password_hash", "is_admin", "is_active", "created_at")),
-)
-_projects = sa.table(
-    "projects",
-    sa.column("id", sa.Integer),
-    *(sa.column(c) for c in ("name", "description", "created_by_id", "created_at")),
-)
-_datasets = sa.table(
-    "datasets",
-    sa.column("id", sa.Integer),
-    *(sa.column(c) for c in ("project_id", "name", "kind", "status", "n_items", "n_features")),
-    *(sa.column(c) for c in ("dtype", "source_filename", "revision", "created_by_id")),
-    *(sa.column(c, sa.JSON) for c in ("feature_names", "meta")),
-    sa.column("created_at"),
-)
-_views = sa.table(
-    "views",
-    sa.column("id", sa.Integer),
-    *(sa.column(c) for c in ("dataset_id", "name", "method", "created_at")),
-    sa.column("params", sa.JSON),
-)
-_chunks = sa.table(
-    "dataset_chunks",
-    *(sa.column(c) for c in ("dataset_id", "kind", "index", "start_row", "n_rows")),
-    sa.column("data", sa.LargeBinary),
-)
-
-
-def _blake(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _insert(conn: sa.Connection, table: sa.TableClause, **values: Any) -> int:
-    return int(conn.execute(table.insert().values(**values).returning(table.c.id)).scalar_one())
 
 
 def _split(values: Any, sizes: list[int]) -> list[Any]:
@@ -77,7 +35,7 @@ def _old_blob(conn: sa.Connection, dataset_id: int, kind: str, parts: list[bytes
     """A blob (a picture, a fitted reduction) as the old code stored it, in ``parts``."""
     for index, data in enumerate(parts):
         conn.execute(
-            _chunks.insert().values(
+            CHUNKS.insert().values(
                 dataset_id=dataset_id, kind=kind, index=index, start_row=0, n_rows=1, data=data
             )
         )
@@ -91,7 +49,7 @@ def _old_array(
     for index, part in enumerate(_split(array, sizes)):
         little = part.astype(part.dtype.newbyteorder("<"))
         conn.execute(
-            _chunks.insert().values(
+            CHUNKS.insert().values(
                 dataset_id=dataset_id,
                 kind=kind,
                 index=index,
@@ -107,7 +65,7 @@ def _old_strings(conn: sa.Connection, dataset_id: int, values: list[str], sizes:
     start = 0
     for index, part in enumerate(_split(values, sizes)):
         conn.execute(
-            _chunks.insert().values(
+            CHUNKS.insert().values(
                 dataset_id=dataset_id,
                 kind="item_ids",
                 index=index,
@@ -131,43 +89,12 @@ def _write_old_data(engine: Engine) -> dict[str, Any]:
     reduction = b"PK\x03\x04 a fitted reduction"
     pixels = np.arange(20, dtype=np.int32) // 3
     with engine.begin() as conn:
-        user = _insert(
-            conn,
-            _users,
-            username="old-owner",
-            password_hash="x",
-            is_admin=False,
-            is_active=True,
-            created_at=NOW,
-        )
-        project = _insert(
-            conn, _projects, name="Old", description="", created_by_id=user, created_at=NOW
-        )
-
-        def dataset(name: str, kind: str, n_items: int, n_features: int, dtype: str) -> int:
-            return _insert(
-                conn,
-                _datasets,
-                project_id=project,
-                name=name,
-                kind=kind,
-                status="ready",
-                n_items=n_items,
-                n_features=n_features,
-                feature_names=[f"x{i}" for i in range(n_features)],
-                dtype=dtype,
-                source_filename=f"{name}.csv",
-                meta={},
-                revision=0,
-                created_by_id=user,
-                created_at=NOW,
-            )
-
-        a = dataset("a", "table", 12, 3, "float64")
-        b = dataset("b", "table", 7, 2, "float32")
-        c = dataset("c", "image", 20, 0, "float64")
-        view = _insert(
-            conn, _views, dataset_id=a, name="PCA", method="pca", params={}, created_at=NOW
+        project = OldProject(conn, NOW)
+        a = project.dataset("a", "table", 12, 3, "float64")
+        b = project.dataset("b", "table", 7, 2, "float32")
+        c = project.dataset("c", "image", 20, 0, "float64")
+        view = insert(
+            conn, VIEWS, dataset_id=a, name="PCA", method="pca", params={}, created_at=NOW
         )
         _old_array(conn, a, "features", a_features, [5, 5, 2])
         _old_strings(conn, a, ids, [5, 5, 2])
@@ -194,9 +121,7 @@ def _write_old_data(engine: Engine) -> dict[str, Any]:
 
 def _check_store(engine: Engine, store: ArrayStore, data: dict[str, Any]) -> set[str]:
     """Every array reads back identical through `app.store.chunks`; the datasets' prefixes."""
-    factory = make_session_factory(engine)
-    bind_store(factory, store)
-    with factory() as session:
+    with store_session(engine, store) as session:
         rows = list(session.scalars(select(StoredArray)))
         expected_kinds = {*data["numeric"], *data["strings"], *data["blobs"]}
         assert {(row.dataset_id, row.kind) for row in rows} == expected_kinds
@@ -233,9 +158,7 @@ def _check_store(engine: Engine, store: ArrayStore, data: dict[str, Any]) -> set
             assert tuple(meta.shape) == array.shape
             assert meta.dtype == array.dtype.name
             assert meta.nbytes == array.nbytes
-            assert meta.content_hash == _blake(
-                array.astype(array.dtype.newbyteorder("<")).tobytes()
-            )
+            assert meta.content_hash == blake(array.astype(array.dtype.newbyteorder("<")).tobytes())
         a = data["ids"][0]
         blocks = list(chunks.iter_array_blocks(session=session, dataset_id=a, kind="features"))
         np.testing.assert_array_equal(np.concatenate(blocks), data["numeric"][(a, "features")])
@@ -252,7 +175,7 @@ def _check_store(engine: Engine, store: ArrayStore, data: dict[str, Any]) -> set
         for (dataset_id, kind), blob in data["blobs"].items():
             assert chunks.read_blob(session=session, dataset_id=dataset_id, kind=kind) == blob
             meta = chunks.stored(session, dataset_id, kind)
-            assert meta is not None and meta.content_hash == _blake(blob)
+            assert meta is not None and meta.content_hash == blake(blob)
         return {row.prefix for row in rows}
 
 
@@ -294,9 +217,7 @@ def _check_dataset_chunks(engine: Engine, data: dict[str, Any]) -> None:
 
 def _add_a_pyramid(engine: Engine, store: ArrayStore, dataset_id: int) -> None:
     """A Deep Zoom level as the app stores one today (app/store/pyramids.py)."""
-    factory = make_session_factory(engine)
-    bind_store(factory, store)
-    with factory() as session:
+    with store_session(engine, store) as session:
         pyramids.write_levels(
             session=session,
             dataset_id=dataset_id,
@@ -309,10 +230,7 @@ def test_arrays_move_to_the_store_and_back_with_the_same_bytes(
     db_engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
     store_dir = tmp_path / "arrays"
-    config = alembic_config(database_url, ArrayStore(str(store_dir)))
-    _empty_tables(db_engine)  # the downgrade must not copy other tests' arrays
-    try:
-        command.downgrade(config, BEFORE)
+    with at_revision(db_engine, database_url, store_dir, BEFORE) as config:
         assert "dataset_chunks" in inspect(db_engine).get_table_names()
         assert "stored_arrays" not in inspect(db_engine).get_table_names()
         data = _write_old_data(db_engine)
@@ -335,7 +253,4 @@ def test_arrays_move_to_the_store_and_back_with_the_same_bytes(
 
         command.upgrade(config, "head")  # and up again: the same arrays, in new directories
         assert _check_store(db_engine, store, data).isdisjoint(prefixes)
-    finally:
-        command.upgrade(config, "head")  # the rest of the suite needs the schema back
-        _empty_tables(db_engine)
     assert "dataset_chunks" not in inspect(db_engine).get_table_names()

@@ -19,15 +19,7 @@ pytestmark = pytest.mark.db
 def z_stack(n_planes: int = 3) -> tuple[bytes, np.ndarray]:
     """An OME-TIFF of `n_planes` Z planes of 2 named 16-bit channels: (Z, C, Y, X)."""
     planes = np.stack([cells(seed=20 + z)[0][:2] for z in range(n_planes)])
-    buffer = io.BytesIO()
-    tifffile.imwrite(
-        buffer,
-        planes,
-        ome=True,
-        compression="zlib",
-        metadata={"axes": "ZCYX", "Channel": {"Name": NAMES[:2]}},
-    )
-    return buffer.getvalue(), planes
+    return ome_tiff(planes, NAMES[:2], axes="ZCYX"), planes
 
 
 def post(client: TestClient, project_id: int, headers: dict[str, str], files: list, name: str):  # type: ignore[no-untyped-def, type-arg]

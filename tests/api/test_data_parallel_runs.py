@@ -12,10 +12,10 @@ from sklearn.metrics import adjusted_rand_score
 from sqlalchemy import Engine
 
 from app.config import Settings
-from app.jobs import run_inputs
+from app.jobs.run import run_inputs
 from app.main import create_app
 from tests.api.test_runs import start, upload_csv, wait
-from tests.conftest import ADMIN_PASSWORD, token_headers
+from tests.conftest import admin_project
 
 ROWS = 6_000
 CENTRES = 4
@@ -54,6 +54,14 @@ def _blobs(rows: int) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+def _blobs_table(client: TestClient) -> tuple[dict[str, str], int, np.ndarray]:
+    """A table of ROWS blobs in a project of the admin's: the admin's headers, its id, the
+    blobs' classes."""
+    headers, project_id = admin_project(client)
+    X, y = _blobs(ROWS)
+    return headers, upload_csv(client, project_id, headers, X, y), y
+
+
 def _result(client: TestClient, headers: dict[str, str], run_id: int) -> dict:
     run = wait(client, headers, run_id, timeout=240)
     assert run["status"] == "succeeded", run["error"]
@@ -64,11 +72,10 @@ def _result(client: TestClient, headers: dict[str, str], run_id: int) -> dict:
 def test_a_large_table_fits_data_parallel_and_a_small_one_in_one_task(
     dask_client: TestClient,
 ) -> None:
-    headers = token_headers(dask_client, "admin", ADMIN_PASSWORD)
-    project = dask_client.post("/api/v1/projects", json={"name": "P"}, headers=headers).json()
+    headers, project_id = admin_project(dask_client)
     X, y = _blobs(ROWS)
-    large = upload_csv(dask_client, project["id"], headers, X, y, name="large")
-    small = upload_csv(dask_client, project["id"], headers, X[:1_000], y[:1_000], name="small")
+    large = upload_csv(dask_client, project_id, headers, X, y, name="large")
+    small = upload_csv(dask_client, project_id, headers, X[:1_000], y[:1_000], name="small")
 
     run = start(dask_client, headers, large, "cec", n_clusters=CENTRES, n_init=2, random_state=0)
     result = _result(dask_client, headers, run.json()["id"])
@@ -89,10 +96,7 @@ def test_a_large_table_fits_data_parallel_and_a_small_one_in_one_task(
 def test_cec_ib_takes_the_expert_labels_into_a_data_parallel_fit(
     dask_client: TestClient,
 ) -> None:
-    headers = token_headers(dask_client, "admin", ADMIN_PASSWORD)
-    project = dask_client.post("/api/v1/projects", json={"name": "P"}, headers=headers).json()
-    X, y = _blobs(ROWS)
-    dataset = upload_csv(dask_client, project["id"], headers, X, y)
+    headers, dataset, y = _blobs_table(dask_client)
     rng = np.random.RandomState(0)
     for centre in range(CENTRES):
         items = rng.choice(np.flatnonzero(y == centre), 30, replace=False)
@@ -113,10 +117,7 @@ def test_ppc_resolves_links_across_chunks_in_a_data_parallel_fit(
 ) -> None:
     """Must-links and cannot-links between items of different store chunks, and labels: the
     relations are solved in their relation group, every hard one holds in the run's labels."""
-    headers = token_headers(dask_client, "admin", ADMIN_PASSWORD)
-    project = dask_client.post("/api/v1/projects", json={"name": "P"}, headers=headers).json()
-    X, y = _blobs(ROWS)
-    dataset = upload_csv(dask_client, project["id"], headers, X, y)
+    headers, dataset, y = _blobs_table(dask_client)
     rng = np.random.RandomState(1)
     first, last = np.flatnonzero(y == 0)[:3], np.flatnonzero(y == 0)[-3:]  # chunk 0 and 5
     other = np.flatnonzero(y == 1)[-2:]

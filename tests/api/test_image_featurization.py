@@ -151,7 +151,7 @@ def test_the_published_recipe_is_the_engines() -> None:
     from dataclasses import fields
 
     from app.engine.image.featurize import Recipe
-    from app.jobs.recipe import RecipeParams
+    from app.jobs.featurize.recipe import RecipeParams
 
     assert set(RecipeParams.model_fields) == {f.name for f in fields(Recipe)}
     assert RecipeParams().recipe() == Recipe()

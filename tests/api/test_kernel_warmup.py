@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.config import Settings
-from app.jobs import engine_state, warm_cache, warm_children
+from app.jobs.warmup import engine_state, warm_cache, warm_children
 from app.main import create_app
 
 
@@ -57,7 +57,10 @@ def test_a_failed_warm_up_is_logged_and_the_server_serves(
 
     monkeypatch.setattr(warm_children, "warm_in_processes", broken)
     app = create_app(warm_settings)
-    with caplog.at_level(logging.ERROR, logger="app.jobs.warm_children"), TestClient(app) as client:
+    with (
+        caplog.at_level(logging.ERROR, logger="app.jobs.warmup.warm_children"),
+        TestClient(app) as client,
+    ):
         app.state.kernel_warmup.thread.join(timeout=10)
         assert client.get("/api/v1/health").status_code == 200
     assert "warming the numba kernels failed" in caplog.text
@@ -213,7 +216,7 @@ def test_a_warm_up_child_dies_with_the_thread_that_started_it(tmp_path: Path) ->
     pid_file = tmp_path / "pid"
     code = (
         "import subprocess, sys, time\n"
-        "from app.jobs.warm_children import _die_with_parent\n"
+        "from app.jobs.warmup.warm_children import _die_with_parent\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
         " preexec_fn=_die_with_parent)\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"

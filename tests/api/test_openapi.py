@@ -15,7 +15,7 @@ from app.api.schemas.runs import RunCreate
 from app.api.schemas.views import ViewMethod
 from app.config import Settings
 from app.jobs.algorithms import ALGORITHMS
-from app.jobs.recipe import RecipeParams
+from app.jobs.featurize.recipe import RecipeParams
 from app.main import create_app
 from app.services import runs
 from app.sideinfo.model import KINDS, SCRIBBLE

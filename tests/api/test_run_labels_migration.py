@@ -2,7 +2,6 @@
 `run_results.labels`) read back identical from the array store after the upgrade, and are the
 same bytes in `run_results.labels` again after the downgrade."""
 
-import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,60 +12,15 @@ import sqlalchemy as sa
 from alembic import command
 from sqlalchemy import Engine, inspect, select
 
-from app.db.migrate import alembic_config
 from app.db.models import StoredArray
-from app.db.session import make_session_factory
 from app.store.array_store import ArrayStore
 from app.store.run_arrays import read_labels
-from app.store.transactions import bind_store
-from tests.conftest import _empty_tables
+from tests.api.old_rows import RESULTS, RUNS, OldProject, at_revision, blake, insert, store_session
 
 pytestmark = pytest.mark.db
 
 BEFORE = "0006_array_store"
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-
-_users = sa.table(
-    "users",
-    sa.column("id", sa.Integer),
-    *(sa.column(c) for c in ("username", "password_hash", "is_admin", "is_active", "created_at")),
-)
-_projects = sa.table(
-    "projects",
-    sa.column("id", sa.Integer),
-    *(sa.column(c) for c in ("name", "description", "created_by_id", "created_at")),
-)
-_datasets = sa.table(
-    "datasets",
-    sa.column("id", sa.Integer),
-    *(sa.column(c) for c in ("project_id", "name", "kind", "status", "n_items", "n_features")),
-    *(sa.column(c) for c in ("dtype", "source_filename", "revision", "created_by_id")),
-    *(sa.column(c, sa.JSON) for c in ("feature_names", "meta")),
-    sa.column("created_at"),
-)
-_runs = sa.table(
-    "runs",
-    sa.column("id", sa.Integer),
-    *(sa.column(c) for c in ("dataset_id", "algorithm", "annotation_revision", "status")),
-    *(sa.column(c) for c in ("cancel_requested", "engine_version", "error", "created_by_id")),
-    *(sa.column(c) for c in ("created_at", "started_at", "finished_at")),
-    sa.column("params", sa.JSON),
-)
-_results = sa.table(
-    "run_results",
-    sa.column("run_id", sa.Integer),
-    sa.column("labels", sa.LargeBinary),
-    *(sa.column(c, sa.JSON) for c in ("cluster_params", "cost_history", "metrics")),
-    sa.column("created_at"),
-)
-
-
-def _blake(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _insert(conn: sa.Connection, table: sa.TableClause, **values: Any) -> int:
-    return int(conn.execute(table.insert().values(**values).returning(table.c.id)).scalar_one())
 
 
 def _write_old_data(engine: Engine) -> tuple[dict[int, np.ndarray], int]:
@@ -76,40 +30,13 @@ def _write_old_data(engine: Engine) -> tuple[dict[int, np.ndarray], int]:
     small = np.array([0, 1, 2, -1, 3, 2**31 - 1, -(2**31)], dtype=np.int32)
     large = rng.integers(-1, 40, size=70_000).astype(np.int32)
     with engine.begin() as conn:
-        user = _insert(
-            conn,
-            _users,
-            username="old-owner",
-            password_hash="x",
-            is_admin=False,
-            is_active=True,
-            created_at=NOW,
-        )
-        project = _insert(
-            conn, _projects, name="Old", description="", created_by_id=user, created_at=NOW
-        )
-        dataset = _insert(
-            conn,
-            _datasets,
-            project_id=project,
-            name="d",
-            kind="table",
-            status="ready",
-            n_items=70_000,
-            n_features=2,
-            feature_names=["x0", "x1"],
-            dtype="float64",
-            source_filename="d.csv",
-            meta={},
-            revision=0,
-            created_by_id=user,
-            created_at=NOW,
-        )
+        project = OldProject(conn, NOW)
+        dataset = project.dataset("d", "table", 70_000, 2, "float64")
 
         def run(status: str, labels: np.ndarray | None) -> int:
-            run_id = _insert(
+            run_id = insert(
                 conn,
-                _runs,
+                RUNS,
                 dataset_id=dataset,
                 algorithm="cec",
                 params={},
@@ -118,14 +45,14 @@ def _write_old_data(engine: Engine) -> tuple[dict[int, np.ndarray], int]:
                 cancel_requested=False,
                 engine_version="old",
                 error=None if labels is not None else "it failed",
-                created_by_id=user,
+                created_by_id=project.owner,
                 created_at=NOW,
                 started_at=NOW,
                 finished_at=NOW,
             )
             if labels is not None:
                 conn.execute(
-                    _results.insert().values(
+                    RESULTS.insert().values(
                         run_id=run_id,
                         labels=labels.astype("<i4").tobytes(),
                         cluster_params={},
@@ -145,9 +72,7 @@ def _check_store(
     engine: Engine, store: ArrayStore, labels: dict[int, np.ndarray], failed: int
 ) -> set[str]:
     """Each run's labels read back identical through `app.store.run_arrays`; their prefixes."""
-    factory = make_session_factory(engine)
-    bind_store(factory, store)
-    with factory() as session:
+    with store_session(engine, store) as session:
         rows = list(session.scalars(select(StoredArray).where(StoredArray.run_id.is_not(None))))
         assert sorted((row.run_id, row.kind, row.dataset_id) for row in rows) == [
             (run_id, "labels", None) for run_id in sorted(labels)
@@ -159,7 +84,7 @@ def _check_store(
             assert row.shape == [len(expected)]
             assert row.dtype == "int32"
             assert row.nbytes == 4 * len(expected)
-            assert row.content_hash == _blake(expected.astype("<i4").tobytes())
+            assert row.content_hash == blake(expected.astype("<i4").tobytes())
             read = read_labels(session=session, run_id=row.run_id)
             assert read is not None and read.dtype == np.int32
             np.testing.assert_array_equal(read, expected)
@@ -194,10 +119,7 @@ def test_run_labels_move_to_the_store_and_back_with_the_same_bytes(
     db_engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
     store_dir = tmp_path / "arrays"
-    config = alembic_config(database_url, ArrayStore(str(store_dir)))
-    _empty_tables(db_engine)  # the downgrade must not copy other tests' labels
-    try:
-        command.downgrade(config, BEFORE)
+    with at_revision(db_engine, database_url, store_dir, BEFORE) as config:
         assert {"labels", "memberships"} <= set(_run_results_columns(db_engine))
         labels, failed = _write_old_data(db_engine)
 
@@ -219,7 +141,4 @@ def test_run_labels_move_to_the_store_and_back_with_the_same_bytes(
 
         command.upgrade(config, "head")  # and up again: the same labels, in new directories
         assert _check_store(db_engine, store, labels, failed).isdisjoint(prefixes)
-    finally:
-        command.upgrade(config, "head")  # the rest of the suite needs the schema back
-        _empty_tables(db_engine)
     assert "labels" not in _run_results_columns(db_engine)

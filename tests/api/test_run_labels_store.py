@@ -21,7 +21,7 @@ from app.store.array_store import ArrayStore
 from app.store.run_arrays import read_labels
 from tests.api.test_run_numbering import result
 from tests.api.test_runs import run_to_end, upload_csv
-from tests.engine.test_ppc_warm_start import _corners, _split
+from tests.engine.ppc.test_warm_start import _corners, _split
 
 pytestmark = pytest.mark.db
 

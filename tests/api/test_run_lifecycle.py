@@ -12,7 +12,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.db.models import Run
-from app.jobs import run_inputs, runner
+from app.jobs.run import run_inputs, runner
 from tests.api.test_runs import LONG, start, upload_csv, wait
 
 pytestmark = pytest.mark.db

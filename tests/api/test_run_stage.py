@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app.api.schemas.runs import RunRead
-from app.jobs import engine_state
+from app.jobs.warmup import engine_state
 
 
 def _run(**fields: Any) -> RunRead:

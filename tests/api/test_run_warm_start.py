@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from tests.api.test_run_numbering import result
 from tests.api.test_runs import run_to_end, upload_csv
-from tests.engine.test_ppc_warm_start import _corners, _split
+from tests.engine.ppc.test_warm_start import _corners, _split
 
 pytestmark = pytest.mark.db
 

@@ -17,7 +17,7 @@ from app.config import Settings
 from app.db.models import Run
 from app.main import create_app
 from app.store.side_information_blob import from_npz
-from tests.conftest import ADMIN_PASSWORD, row_counts, token_headers
+from tests.conftest import ADMIN_PASSWORD, admin_project, row_counts, token_headers
 
 pytestmark = pytest.mark.db
 
@@ -428,10 +428,9 @@ def dask_client(db_engine: Engine, settings: Settings) -> Iterator[TestClient]:
 
 
 def test_dask_executor_runs_on_a_local_cluster(dask_client: TestClient) -> None:
-    headers = token_headers(dask_client, "admin", ADMIN_PASSWORD)
-    project = dask_client.post("/api/v1/projects", json={"name": "D"}, headers=headers).json()
+    headers, project_id = admin_project(dask_client, "D")
     iris = load_iris()
-    dataset_id = upload_csv(dask_client, project["id"], headers, iris.data, iris.target)
+    dataset_id = upload_csv(dask_client, project_id, headers, iris.data, iris.target)
     run_id = start(dask_client, headers, dataset_id, "cec", n_clusters=3, n_init=2).json()["id"]
     run = wait(dask_client, headers, run_id, timeout=240)
     assert run["status"] == "succeeded", run["error"]

@@ -4,26 +4,24 @@ equal to the same picture featurized whole in memory in the same blocks."""
 
 import io
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-import tifffile
 from fastapi.testclient import TestClient
 from PIL import Image
-from sqlalchemy.engine import Engine
 
-from app.config import Settings
 from app.engine.image import slide_featurize
 from app.engine.image.channels import Multichannel
 from app.engine.image.deep_zoom import DeepZoom, halve_mask
 from app.engine.image.featurize import Recipe, featurize
 from app.engine.image.strokes import items_under, rasterize_strokes
-from app.main import create_app
 from app.services.deep_zoom import PALETTE
+from benchmarks.ome import ome_tiff
 from tests.api.test_runs import wait
-from tests.conftest import ADMIN_PASSWORD, _empty_tables, token_headers
+from tests.api.test_tiff_uploads import cells
+from tests.conftest import admin_project
 
 pytestmark = pytest.mark.db
 
@@ -34,37 +32,20 @@ NAMES = ["DAPI", "GFP", "RFP", "Cy5"]
 
 def slide_planes(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(C, H, W) uint16 with a bright disc in GFP and a dim one in DAPI; truth per pixel."""
-    rng = np.random.default_rng(seed)
-    rows, cols = np.mgrid[:HEIGHT, :WIDTH]
-    truth = ((rows - 350) ** 2 + (cols - 300) ** 2 < 180**2).astype(int)
-    planes = np.stack(
-        [
-            300 + 250 * truth + rng.normal(0, 30, truth.shape),
-            4_000 + 30_000 * truth + rng.normal(0, 4_000, truth.shape),
-            1_000 + rng.normal(0, 120, truth.shape),
-            20_000 + rng.normal(0, 2_500, truth.shape),
-        ]
-    )
-    return np.clip(planes, 0, 65_535).astype(np.uint16), truth
+    return cells(seed, shape=(HEIGHT, WIDTH), disc=(350, 300, 180))
 
 
-def slide_file(planes: np.ndarray, **options: Any) -> bytes:
-    buffer = io.BytesIO()
-    tifffile.imwrite(
-        buffer, planes, ome=True, metadata={"axes": "CYX", "Channel": {"Name": NAMES}}, **options
-    )
-    return buffer.getvalue()
+def slide_file(planes: np.ndarray, compression: str | None = None, **options: Any) -> bytes:
+    return ome_tiff(planes, NAMES, compression=compression, **options)
 
 
 @pytest.fixture
 def slide_client(
-    db_engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[TestClient]:
+    monkeypatch: pytest.MonkeyPatch, client_with: Callable[..., TestClient]
+) -> TestClient:
+    # monkeypatch first: it is undone after the app has shut down
     monkeypatch.setattr(slide_featurize, "SLIDE_BLOCK", BLOCK)
-    app = create_app(settings.model_copy(update={"image_whole_pixels": 100_000}))
-    with TestClient(app) as test_client:
-        yield test_client
-    _empty_tables(db_engine)
+    return client_with(image_whole_pixels=100_000)
 
 
 def _wait_ready(client: TestClient, headers: dict[str, str], dataset_id: int) -> dict[str, Any]:
@@ -82,8 +63,7 @@ def test_a_slide_is_stored_in_bands_and_featurized_as_the_whole_picture(
     slide_client: TestClient, options: dict[str, Any]
 ) -> None:
     client = slide_client
-    headers = token_headers(client, "admin", ADMIN_PASSWORD)
-    project = client.post("/api/v1/projects", json={"name": "S"}, headers=headers).json()["id"]
+    headers, project = admin_project(client, "S")
     planes, _ = slide_planes()
     data = slide_file(planes, **options)
     response = client.post(
@@ -118,8 +98,7 @@ def test_a_slide_is_painted_segmented_and_exported_without_its_map_held(
     borders, and the mask (tiles at two zoom levels, the full PNG) is the run's labels looked
     up in the map: each equal to what the whole map gives."""
     client = slide_client
-    headers = token_headers(client, "admin", ADMIN_PASSWORD)
-    project = client.post("/api/v1/projects", json={"name": "S"}, headers=headers).json()["id"]
+    headers, project = admin_project(client, "S")
     planes, truth = slide_planes(1)
     data = slide_file(planes, tile=(128, 128), compression="zlib")
     response = client.post(
@@ -195,8 +174,7 @@ def test_a_slide_is_painted_segmented_and_exported_without_its_map_held(
 
 def test_what_a_slide_cannot_take_is_refused_with_the_reason(slide_client: TestClient) -> None:
     client = slide_client
-    headers = token_headers(client, "admin", ADMIN_PASSWORD)
-    project = client.post("/api/v1/projects", json={"name": "S"}, headers=headers).json()["id"]
+    headers, project = admin_project(client, "S")
     planes, truth = slide_planes()
     url = f"/api/v1/projects/{project}/datasets"
     truth_png = io.BytesIO()

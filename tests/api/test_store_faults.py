@@ -6,9 +6,7 @@ import contextlib
 import io
 import os
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.main import create_app
 from app.store.array_store import ArrayStore
-from benchmarks._server import wait_until_serving
+from benchmarks._server import free_port, start_server, wait_until_serving
 from tests.conftest import ADMIN_PASSWORD, admin_project, post_dataset, row_counts, token_headers
 
 pytestmark = pytest.mark.db
@@ -66,12 +64,6 @@ def test_start_up_removes_what_no_dataset_refers_to(
     assert any(name.startswith(f"{kept['id']}-") for name in left)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _serve(work: Path, port: int) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -81,13 +73,7 @@ def _serve(work: Path, port: int) -> subprocess.Popen[bytes]:
         "ADMIN_PASSWORD": ADMIN_PASSWORD,
         "LOAD_DEMO_DATA": "false",
     }
-    log = (work / "server.log").open("ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    return start_server(port, env, work / "server.log")
 
 
 def _dataset_dirs(work: Path) -> list[str]:
@@ -101,7 +87,7 @@ def test_a_server_killed_mid_upload_leaves_nothing_after_a_restart(tmp_path: Pat
     np.savetxt(text, rows, delimiter=",", fmt="%.6f", header=",".join(f"f{j}" for j in range(8)),
                comments="")  # fmt: skip
     data = text.getvalue()
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}/api/v1"
     server = _serve(tmp_path, port)
     try:

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from app.engine.image.channels import Multichannel
+from benchmarks.ome import ome_tiff
 from tests.api.test_image_featurization import png, wait_ready
 from tests.api.test_image_sessions import scribble
 from tests.api.test_runs import wait
@@ -22,12 +23,19 @@ HEIGHT, WIDTH = 64, 96
 NAMES = ["DAPI", "GFP", "RFP", "Cy5"]
 
 
-def cells(seed: int = 0, n_channels: int = 4) -> tuple[np.ndarray, np.ndarray]:
-    """(C, H, W) uint16: a disc marked dimly in DAPI (a few hundred of 65,535 levels) and
-    brightly in GFP; RFP and Cy5 are noise at other levels. Its truth per pixel (1 = disc)."""
+def cells(
+    seed: int = 0,
+    n_channels: int = 4,
+    shape: tuple[int, int] = (HEIGHT, WIDTH),
+    disc: tuple[int, int, int] = (32, 36, 20),
+) -> tuple[np.ndarray, np.ndarray]:
+    """(C, H, W) uint16: a disc (centre row, centre column, radius) marked dimly in DAPI (a few
+    hundred of 65,535 levels) and brightly in GFP; RFP and Cy5 are noise at other levels. Its
+    truth per pixel (1 = disc)."""
     rng = np.random.default_rng(seed)
-    rows, cols = np.mgrid[:HEIGHT, :WIDTH]
-    truth = ((rows - 32) ** 2 + (cols - 36) ** 2 < 20**2).astype(int)
+    rows, cols = np.mgrid[: shape[0], : shape[1]]
+    row, col, radius = disc
+    truth = ((rows - row) ** 2 + (cols - col) ** 2 < radius**2).astype(int)
     planes = np.stack(
         [
             300 + 250 * truth + rng.normal(0, 30, truth.shape),
@@ -37,18 +45,6 @@ def cells(seed: int = 0, n_channels: int = 4) -> tuple[np.ndarray, np.ndarray]:
         ][:n_channels]
     )
     return np.clip(planes, 0, 65_535).astype(np.uint16), truth
-
-
-def ome_tiff(planes: np.ndarray, names: list[str]) -> bytes:
-    buffer = io.BytesIO()
-    tifffile.imwrite(
-        buffer,
-        planes,
-        ome=True,
-        compression="zlib",
-        metadata={"axes": "CYX", "Channel": {"Name": names}},
-    )
-    return buffer.getvalue()
 
 
 def upload_tiff(

@@ -3,7 +3,6 @@ scheduler still knows stays running and records its result once; a run the sched
 failed with the reason; the app starts without a scheduler, says runs wait, and submits them
 when one appears."""
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,22 +16,17 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db.models import Run, RunResult
-from app.jobs import runner
-from app.jobs.dask_executor import KEY_PREFIX, LOST
-from app.jobs.runner import INTERRUPTED
-from app.jobs.worker_heap import HeapForArrays
+from app.jobs.execute.dask_executor import KEY_PREFIX, LOST
+from app.jobs.execute.worker_heap import HeapForArrays
+from app.jobs.run import runner
+from app.jobs.run.runner import INTERRUPTED
 from app.main import create_app
+from benchmarks._server import free_port
 from tests.api.test_runs import start, upload_csv, wait
-from tests.conftest import ADMIN_PASSWORD, _empty_tables, token_headers
+from tests.conftest import _empty_tables, admin_project
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.db
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _cluster(port: int = 0) -> Any:
@@ -75,10 +69,9 @@ def _run(session: Session, run_id: int) -> Run:
 
 
 def _iris_dataset(client: TestClient) -> tuple[dict[str, str], int]:
-    headers = token_headers(client, "admin", ADMIN_PASSWORD)
-    project = client.post("/api/v1/projects", json={"name": "D"}, headers=headers).json()
+    headers, project_id = admin_project(client, "D")
     iris = load_iris()
-    return headers, upload_csv(client, project["id"], headers, iris.data, iris.target)
+    return headers, upload_csv(client, project_id, headers, iris.data, iris.target)
 
 
 def test_a_run_executing_on_dask_survives_an_app_restart(
@@ -158,7 +151,7 @@ def test_runs_the_scheduler_forgot_are_failed_and_queued_ones_resubmitted(
 def test_the_app_starts_without_a_scheduler_and_runs_wait_for_one(
     dask_settings: Callable[[str], Settings],
 ) -> None:
-    port = _free_port()
+    port = free_port()
     settings = dask_settings(f"tcp://127.0.0.1:{port}")
     with TestClient(create_app(settings)) as client:
         headers, dataset_id = _iris_dataset(client)

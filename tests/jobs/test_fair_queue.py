@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.jobs import executors
-from app.jobs.executors import InlineExecutor
-from app.jobs.fair_queue import FairQueue
+from app.jobs.execute import executors
+from app.jobs.execute.executors import InlineExecutor
+from app.jobs.execute.fair_queue import FairQueue
 
 
 def _drain(queue: FairQueue[str], n: int) -> list[tuple[int | None, str]]:

@@ -8,7 +8,7 @@ import pytest
 from app.jobs.algorithms.c4s import C4SParams
 from app.jobs.algorithms.cec import CECIBParams, CECParams, plan_cec_ib
 from app.jobs.algorithms.ppc import PPCParams
-from app.jobs.image_runs import (
+from app.jobs.run.image_runs import (
     IMAGE_CEC_IB_LABELED_WEIGHT,
     IMAGE_CEC_IB_N_INIT,
     IMAGE_MIN_CLUSTER_FRACTION,

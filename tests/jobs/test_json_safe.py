@@ -3,7 +3,7 @@
 import json
 import math
 
-from app.jobs.runner import json_safe
+from app.jobs.run.runner import json_safe
 
 
 def test_non_finite_floats_become_null_at_any_depth() -> None:

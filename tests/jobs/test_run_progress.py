@@ -16,11 +16,11 @@ from app.db.models import Run
 from app.engine.core.cec_fit import ASK_ONLY
 from app.engine.image import grid_links
 from app.engine.image.coherent_choice import MostCoherentFit
-from app.jobs import runner
 from app.jobs.algorithms.base import ItemStructure
 from app.jobs.algorithms.cec import CECParams
 from app.jobs.algorithms.registry import get_algorithm
-from app.jobs.image_runs import image_params
+from app.jobs.run import runner
+from app.jobs.run.image_runs import image_params
 from app.sideinfo import SideInformation
 from tests.api.test_image_featurization import two_regions, upload_image, wait_ready
 from tests.api.test_runs import upload_csv, wait

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from app.__main__ import SHUTDOWN_GRACE_S
-from app.jobs.executors import EXECUTOR_GRACE_S
+from app.jobs.execute.executors import EXECUTOR_GRACE_S
 from benchmarks.bench_shutdown import stop_with_streams
 
 STREAMS = 20

@@ -1,5 +1,5 @@
 """Dask workers keep large NumPy temporaries on the heap once the executor's plugin is registered
-(app/jobs/worker_heap.py): measured with glibc's own accounting of mapped memory on a real
+(app/jobs/execute/worker_heap.py): measured with glibc's own accounting of mapped memory on a real
 worker process, which Dask's nanny starts with MALLOC_TRIM_THRESHOLD_ set."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.jobs.worker_heap import HeapForArrays, keep_arrays_on_the_heap
+from app.jobs.execute.worker_heap import HeapForArrays, keep_arrays_on_the_heap
 
 distributed = pytest.importorskip("distributed")
 

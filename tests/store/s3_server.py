@@ -4,7 +4,6 @@ process (a thread), reached over loopback HTTP by s3fs/aiobotocore and boto3 ali
 from __future__ import annotations
 
 import logging
-import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,13 +22,6 @@ FAST_CONFIG: dict[str, Any] = {
     "read_timeout": 5,
     "retries": {"max_attempts": 1, "mode": "standard"},
 }
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on (now)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def storage_options(endpoint_url: str) -> dict[str, Any]:

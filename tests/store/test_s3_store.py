@@ -22,6 +22,7 @@ from app.db.models import StoredArray
 from app.main import create_app
 from app.store.array_store import ArrayStore, StoreUnavailable, sweep_orphans
 from app.store.transactions import store_of
+from benchmarks._server import free_port
 from tests.conftest import (
     ADMIN_PASSWORD,
     _empty_tables,
@@ -32,7 +33,7 @@ from tests.conftest import (
     token_headers,
     upload_npy,
 )
-from tests.store.s3_server import S3Server, free_port
+from tests.store.s3_server import S3Server
 
 pytestmark = pytest.mark.db
 

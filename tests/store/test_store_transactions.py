@@ -59,6 +59,23 @@ def _features(session: Session, dataset_id: int, n_columns: int = 3) -> np.ndarr
     )
 
 
+def _key(session: Session, dataset_id: int) -> str:
+    """Where the dataset's features are in the store."""
+    return chunks.stored(session, dataset_id, "features").key  # type: ignore[union-attr]
+
+
+def _write(
+    session: Session,
+    dataset_id: int,
+    array: np.ndarray,
+    kind: str = "features",
+    chunk_rows: int = CHUNK_ROWS,
+) -> None:
+    chunks.write_array(
+        session=session, dataset_id=dataset_id, kind=kind, array=array, chunk_rows=chunk_rows
+    )
+
+
 def _new_dataset(session: Session, project_id: int) -> Dataset:
     dataset = Dataset(
         project_id=project_id,
@@ -76,6 +93,12 @@ def _new_dataset(session: Session, project_id: int) -> Dataset:
 
 
 TABLE = np.arange(150 * 3, dtype=np.float64).reshape(150, 3) / 7  # three chunks of 64 rows
+
+
+@pytest.fixture
+def dataset_id(client: TestClient, admin_headers: dict[str, str], project_id: int) -> int:
+    """TABLE uploaded to the project: its dataset's id."""
+    return upload_npy(client, project_id, admin_headers, TABLE)
 
 
 def test_the_app_session_knows_the_configured_store(session: Session, settings: Settings) -> None:
@@ -144,9 +167,7 @@ def test_a_rolled_back_write_for_a_new_dataset_leaves_no_directory(
 ) -> None:
     dataset = _new_dataset(session, project_id)
     values = np.ones((5, 2))
-    chunks.write_array(
-        session=session, dataset_id=dataset.id, kind="features", array=values, chunk_rows=2
-    )
+    _write(session, dataset.id, values, chunk_rows=2)
     key = _stored_rows(session, dataset.id)[0].key
     assert _exists(settings, key)  # written before the commit...
     np.testing.assert_array_equal(_features(session, dataset.id, 2), values)
@@ -175,30 +196,13 @@ def test_a_rolled_back_row_writer_leaves_no_directory(
 
 
 def test_a_rolled_back_write_to_an_existing_dataset_keeps_its_other_arrays(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    project_id: int,
-    session: Session,
-    settings: Settings,
+    dataset_id: int, session: Session, settings: Settings
 ) -> None:
-    dataset_id = upload_npy(client, project_id, admin_headers, TABLE)
     prefix = _prefix(session, dataset_id)
     before = {row.kind: row.key for row in _stored_rows(session, dataset_id)}
     assert "features" in before
-    chunks.write_array(
-        session=session,
-        dataset_id=dataset_id,
-        kind="features",
-        array=np.zeros((150, 3)),
-        chunk_rows=CHUNK_ROWS,
-    )
-    chunks.write_array(
-        session=session,
-        dataset_id=dataset_id,
-        kind="ground_truth",
-        array=np.zeros(150, dtype=np.int32),
-        chunk_rows=CHUNK_ROWS,
-    )
+    _write(session, dataset_id, np.zeros((150, 3)))
+    _write(session, dataset_id, np.zeros(150, dtype=np.int32), kind="ground_truth")
     after = {row.kind: row.key for row in _stored_rows(session, dataset_id)}
     assert after["features"] != before["features"]
     assert all(key.startswith(f"{prefix}/") for key in after.values())  # the same directory
@@ -214,14 +218,9 @@ def test_a_rolled_back_write_to_an_existing_dataset_keeps_its_other_arrays(
 
 
 def test_deleted_arrays_stay_readable_after_a_rollback_and_go_after_a_commit(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    project_id: int,
-    session: Session,
-    settings: Settings,
+    dataset_id: int, session: Session, settings: Settings
 ) -> None:
-    dataset_id = upload_npy(client, project_id, admin_headers, TABLE)
-    key = chunks.stored(session, dataset_id, "features").key  # type: ignore[union-attr]
+    key = _key(session, dataset_id)
 
     chunks.delete_arrays(session=session, dataset_id=dataset_id, kinds=["features"])
     assert chunks.stored(session, dataset_id, "features") is None
@@ -244,10 +243,10 @@ def test_a_forgotten_dataset_stays_after_a_rollback_and_goes_after_a_commit(
     client: TestClient,
     admin_headers: dict[str, str],
     project_id: int,
+    dataset_id: int,
     session: Session,
     settings: Settings,
 ) -> None:
-    dataset_id = upload_npy(client, project_id, admin_headers, TABLE)
     kept_id = upload_npy(client, project_id, admin_headers, TABLE[:10])
     prefix, kept_prefix = _prefix(session, dataset_id), _prefix(session, kept_id)
 
@@ -271,11 +270,10 @@ def test_a_forgotten_dataset_stays_after_a_rollback_and_goes_after_a_commit(
 def test_deleting_a_dataset_through_the_api_removes_its_directory(
     client: TestClient,
     admin_headers: dict[str, str],
-    project_id: int,
+    dataset_id: int,
     session: Session,
     settings: Settings,
 ) -> None:
-    dataset_id = upload_npy(client, project_id, admin_headers, TABLE)
     prefix = _prefix(session, dataset_id)
     session.rollback()  # end the read transaction before the API deletes
     response = client.delete(f"/api/v1/datasets/{dataset_id}", headers=admin_headers)
@@ -288,25 +286,14 @@ def test_deleting_a_dataset_through_the_api_removes_its_directory(
 
 
 def test_replacing_an_array_in_one_transaction_keeps_one_row_and_only_the_new_key(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    project_id: int,
-    session: Session,
-    settings: Settings,
+    dataset_id: int, session: Session, settings: Settings
 ) -> None:
-    dataset_id = upload_npy(client, project_id, admin_headers, TABLE)
-    original = chunks.stored(session, dataset_id, "features").key  # type: ignore[union-attr]
+    original = _key(session, dataset_id)
     first, second = TABLE * 2, TABLE * 3
     keys = []
     for values in (first, second):
-        chunks.write_array(
-            session=session,
-            dataset_id=dataset_id,
-            kind="features",
-            array=values,
-            chunk_rows=CHUNK_ROWS,
-        )
-        keys.append(chunks.stored(session, dataset_id, "features").key)  # type: ignore[union-attr]
+        _write(session, dataset_id, values)
+        keys.append(_key(session, dataset_id))
     session.commit()
     rows = [row for row in _stored_rows(session, dataset_id) if row.kind == "features"]
     assert [row.key for row in rows] == [keys[1]]
@@ -322,22 +309,11 @@ def test_replacing_an_array_in_one_transaction_keeps_one_row_and_only_the_new_ke
 
 
 def test_replacing_an_array_across_transactions_removes_the_old_key_only_on_commit(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    project_id: int,
-    session: Session,
-    settings: Settings,
+    dataset_id: int, session: Session, settings: Settings
 ) -> None:
-    dataset_id = upload_npy(client, project_id, admin_headers, TABLE)
-    old = chunks.stored(session, dataset_id, "features").key  # type: ignore[union-attr]
-    chunks.write_array(
-        session=session,
-        dataset_id=dataset_id,
-        kind="features",
-        array=-TABLE,
-        chunk_rows=CHUNK_ROWS,
-    )
-    new = chunks.stored(session, dataset_id, "features").key  # type: ignore[union-attr]
+    old = _key(session, dataset_id)
+    _write(session, dataset_id, -TABLE)
+    new = _key(session, dataset_id)
     assert _exists(settings, old) and _exists(settings, new)  # both until the commit
     session.commit()
     assert not _exists(settings, old)

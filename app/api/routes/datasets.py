@@ -25,7 +25,7 @@ from app.api.schemas.datasets import (
 )
 from app.api.uploads import UploadForm, import_uploaded_file
 from app.db.session import session_scope
-from app.jobs.recipe import RecipeParams
+from app.jobs.featurize.recipe import RecipeParams
 from app.services import datasets
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.npy_export import npy_stream

@@ -32,7 +32,7 @@ from app.api.schemas.runs import (
     RunsPage,
 )
 from app.db.models import Role, Run
-from app.jobs.run_events import RunEvents
+from app.jobs.run.run_events import RunEvents
 from app.services import runs, slide_masks
 from app.services.csv_export import csv_text
 from app.services.npy_export import npy_stream

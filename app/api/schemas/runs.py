@@ -21,8 +21,8 @@ from app.api.schemas.common import (
     given_group,
     one_of_groups,
 )
-from app.jobs import engine_state
 from app.jobs.algorithms import ALGORITHMS
+from app.jobs.warmup import engine_state
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 """As stored in `runs.status` (`services.runs.ACTIVE` + `TERMINAL`)."""

@@ -4,7 +4,7 @@ Numba compiles one function at a time per process, and a cold CEC-IB fit spends 
 15 s of compilation in two kernels: ``dissolve_invalid`` (reached first, right after the
 start's statistics) and ``hartigan_sweep`` (reached last). A helper process compiles the sweep
 into numba's cache while the process fitting compiles the start and the removals, so the fit
-finds the sweep cached when it gets there (`app/jobs/warm_cache.py`; measured cold, two free
+finds the sweep cached when it gets there (`app/jobs/warmup/warm_cache.py`; measured cold, two free
 cores: 17.3 s for the fitting process when the helper went leaves first, 12 s this way).
 The types come from the parameters' names, which the CEC kernels use consistently; a test checks
 that each signature built here is the one a real fit compiles.

@@ -17,6 +17,7 @@ in ``exact``, ``meanfield`` and ``gibbs``, label refinement in ``icm``, the pi M
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from app.engine.ppc.fit import Options, Params, PPCResult, check_feasible, run_e
 from app.engine.ppc.graph import E_STEPS, RelationGraph, build_graph
 from app.engine.ppc.mstep import log_gaussian, precision_cholesky
 from app.engine.ppc.prior import PI_UPDATES
-from app.engine.ppc.relations import check_labels, check_relations
+from app.engine.ppc.relations import Relations, check_labels, check_relations
 from app.engine.ppc.select import (
     AUTO_STARTS,
     COVARIANCES,
@@ -96,6 +97,27 @@ def _whitening(X: FloatArray, graph: RelationGraph) -> FloatArray | None:
     if graph.labeled.shape[0]:
         group[graph.labeled] = chunklet.shape[0] + graph.label_of
     return group_whitening(X, group)
+
+
+# a start's (agreement, warm, objective), its fit, whether it continued the previous fit
+_Best = tuple[tuple[float, float, float], PPCResult, bool]
+# the kept fit's ((agreement, objective), fit, covariance model, options, continued)
+_Chosen = tuple[tuple[float, float], PPCResult, str, Options, bool]
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One fit's checked inputs and how its starts are judged."""
+
+    m: int  # n_components
+    relations: Relations
+    known: NDArray[np.int64]  # the labels checked: -1 unlabeled
+    graph: RelationGraph
+    models: tuple[str, ...]  # the covariance models, in the order they are fitted
+    previous: tuple[str, Params] | None  # the previous fit to continue (warm_start)
+    enough: float | None  # fresh_starts='if_worse': the agreement a continued fit must keep
+    judge: bool  # starts are judged by their agreement with the side information
+    starts: int  # fresh starts per model
 
 
 class PPC(ClusterMixin, BaseEstimator):
@@ -329,73 +351,13 @@ class PPC(ClusterMixin, BaseEstimator):
         labels: ArrayLike | None,
     ) -> PPC:
         reset_fit_warnings(self)
-        n = data.shape[0]
-        m = check_int("n_components", self.n_components, 1, n)
-        e_step = check_choice("e_step", self.e_step, E_STEPS)
-        n_init = check_int("n_init", self.n_init, 1)
-        max_states = check_int("max_exact_states", self.max_exact_states, 1)
-        if self.progress is not None and not callable(self.progress):
-            raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
-        covariance = check_choice("covariance", self.covariance, list(COVARIANCES))
-        relations = check_relations(pairs, weights, n)
-        known = check_labels(labels, n, m, relations)
-        graph = build_graph(relations, n, m, e_step, max_states, known)
-        models = candidates(covariance, relations, known, graph.mf_nodes.shape[0] > 0)
-        opts = self._options(graph, models[0])
-        check_feasible(graph, m)
-        previous = self._previous_fit(data, m)
-        fresh = check_choice("fresh_starts", self.fresh_starts, FRESH_STARTS)
-        enough = getattr(self, "agreement_", None) if fresh == "if_worse" else None
-        if previous is not None and enough is not None and previous[0] in models:
-            models = (previous[0], *[name for name in models if name != previous[0]])
+        problem = self._problem(data, pairs, weights, labels)
         rng = check_random_state(self.random_state)
-        chosen: tuple[tuple[float, float], PPCResult, str, Options, bool] | None = None
-        iterations = 0
-        # choosing by the side information: AUTO_STARTS starts per model, the best by
-        # (agreement, objective); otherwise n_init starts, the best by the objective. A warm
-        # start is one more start of the previous fit's model that wins ties in agreement
-        # against that model's fresh starts: one of them replaces it only when its mixture
-        # agrees with more of the side information (the previous fit may be a local optimum
-        # the new relations contradict). Between models the rule is the usual one.
-        judge = len(models) > 1 or previous is not None
-        starts = max(n_init, AUTO_STARTS) if len(models) > 1 else n_init
-        cancelled = enough_continued = False
-        for name in models:
-            opts = self._options(graph, name)
-            continues = previous is not None and previous[0] == name
-            best: tuple[tuple[float, float, float], PPCResult, bool] | None = None
-            for attempt in range(starts + int(continues)):
-                warm = continues and attempt == 0
-                if warm:
-                    assert previous is not None
-                    start = previous[1]
-                else:
-                    start = self._start(data, m, opts.family, opts.reg_covar, graph, rng)
-                result = run_em(data, start, graph, opts, rng, self.progress, iterations)
-                iterations += result.n_iter
-                score = 0.0
-                if judge:
-                    plain = self._plain_proba(data, result.params, opts.family).argmax(axis=1)
-                    score = agreement(plain, relations, known)
-                key = (score, float(warm), result.estep.bound)
-                if best is None or key > best[0]:
-                    best = (key, result, warm)
-                cancelled = result.cancelled
-                if cancelled:
-                    break
-                if warm and continued_is_enough(agreement_share(score, relations, known), enough):
-                    enough_continued = True  # judged: a warm start is one
-                    break
-            assert best is not None
-            (score, _, bound), result, warm = best
-            if chosen is None or (score, bound) > chosen[0]:
-                chosen = ((score, bound), result, name, opts, warm)
-            if cancelled or enough_continued:
-                break
-        assert chosen is not None
+        chosen = self._search(data, problem, rng)
         (score, _), kept, self.covariance_, opts, self.warm_started_ = chosen
         self._store(kept)
-        if not judge:
+        relations, known = problem.relations, problem.known
+        if not problem.judge:
             own = self._plain_proba(data, kept.params, opts.family).argmax(axis=1)
             score = agreement(own, relations, known)
         self.agreement_ = agreement_share(score, relations, known)
@@ -408,6 +370,105 @@ class PPC(ClusterMixin, BaseEstimator):
                 stacklevel=3,
             )
         return self
+
+    def _problem(
+        self,
+        data: FloatArray,
+        pairs: ArrayLike | None,
+        weights: ArrayLike | None,
+        labels: ArrayLike | None,
+    ) -> _Problem:
+        """The parameters, relations and labels checked (in this order: the first error
+        raised is the same whatever else is wrong), the relation graph, and the models to try
+        in the order they are tried."""
+        n = data.shape[0]
+        m = check_int("n_components", self.n_components, 1, n)
+        e_step = check_choice("e_step", self.e_step, E_STEPS)
+        n_init = check_int("n_init", self.n_init, 1)
+        max_states = check_int("max_exact_states", self.max_exact_states, 1)
+        if self.progress is not None and not callable(self.progress):
+            raise ValueError(f"progress must be a callable or None, got {self.progress!r}")
+        covariance = check_choice("covariance", self.covariance, list(COVARIANCES))
+        relations = check_relations(pairs, weights, n)
+        known = check_labels(labels, n, m, relations)
+        graph = build_graph(relations, n, m, e_step, max_states, known)
+        models = candidates(covariance, relations, known, graph.mf_nodes.shape[0] > 0)
+        self._options(graph, models[0])  # its parameters' errors come before infeasibility's
+        check_feasible(graph, m)
+        previous = self._previous_fit(data, m)
+        fresh = check_choice("fresh_starts", self.fresh_starts, FRESH_STARTS)
+        enough = getattr(self, "agreement_", None) if fresh == "if_worse" else None
+        if previous is not None and enough is not None and previous[0] in models:
+            models = (previous[0], *[name for name in models if name != previous[0]])
+        # choosing by the side information: AUTO_STARTS starts per model, the best by
+        # (agreement, objective); otherwise n_init starts, the best by the objective. A warm
+        # start is one more start of the previous fit's model that wins ties in agreement
+        # against that model's fresh starts: one of them replaces it only when its mixture
+        # agrees with more of the side information (the previous fit may be a local optimum
+        # the new relations contradict). Between models the rule is the usual one.
+        judge = len(models) > 1 or previous is not None
+        starts = max(n_init, AUTO_STARTS) if len(models) > 1 else n_init
+        return _Problem(m, relations, known, graph, models, previous, enough, judge, starts)
+
+    def _search(self, data: FloatArray, problem: _Problem, rng: np.random.RandomState) -> _Chosen:
+        """The kept fit: each model's best start, the best of those by (agreement,
+        objective); a cancelled fit or a continued one that is good enough ends the search."""
+        chosen: _Chosen | None = None
+        iterations = 0  # counted across every start of every model, for ``progress``
+        for name in problem.models:
+            opts = self._options(problem.graph, name)
+            best, iterations, stop = self._best_start(data, problem, name, opts, rng, iterations)
+            (score, _, bound), result, warm = best
+            if chosen is None or (score, bound) > chosen[0]:
+                chosen = ((score, bound), result, name, opts, warm)
+            if stop:
+                break
+        assert chosen is not None
+        return chosen
+
+    def _best_start(
+        self,
+        data: FloatArray,
+        problem: _Problem,
+        name: str,
+        opts: Options,
+        rng: np.random.RandomState,
+        iterations: int,
+    ) -> tuple[_Best, int, bool]:
+        """The best start of model ``name`` by (agreement, warm, objective), the iterations
+        counted so far, and whether the search stops here (cancelled, or the continued fit
+        is good enough under ``fresh_starts='if_worse'``)."""
+        previous, relations, known = problem.previous, problem.relations, problem.known
+        graph = problem.graph
+        continues = previous is not None and previous[0] == name
+        best: _Best | None = None
+        stop = False
+        for attempt in range(problem.starts + int(continues)):
+            warm = continues and attempt == 0
+            if warm:
+                assert previous is not None
+                start = previous[1]
+            else:
+                start = self._start(data, problem.m, opts.family, opts.reg_covar, graph, rng)
+            result = run_em(data, start, graph, opts, rng, self.progress, iterations)
+            iterations += result.n_iter
+            score = 0.0
+            if problem.judge:
+                plain = self._plain_proba(data, result.params, opts.family).argmax(axis=1)
+                score = agreement(plain, relations, known)
+            key = (score, float(warm), result.estep.bound)
+            if best is None or key > best[0]:
+                best = (key, result, warm)
+            if result.cancelled:
+                stop = True
+                break
+            if warm and continued_is_enough(
+                agreement_share(score, relations, known), problem.enough
+            ):
+                stop = True  # judged: a warm start is one
+                break
+        assert best is not None
+        return best, iterations, stop
 
     def start_from(
         self,

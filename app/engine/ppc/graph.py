@@ -234,12 +234,24 @@ def _exact_set(
     comp_ids: list[int],
 ) -> ExactSet:
     """Pack the listed components (TREE or ENUM) into flat arrays."""
-    nbr_ptr, nbr_idx, nbr_J, nbr_hard = nbr
-    eu, ev, eJ, ehard = edges
-    tree_roots = [int(nodes_of[c][0]) for c, k in zip(comp_ids, kinds, strict=True) if k == TREE]
-    n_tree_nodes = sum(
-        nodes_of[c].shape[0] for c, k in zip(comp_ids, kinds, strict=True) if k == TREE
+    tree_ids = [c for c, k in zip(comp_ids, kinds, strict=True) if k == TREE]
+    enum_ids = [c for c, k in zip(comp_ids, kinds, strict=True) if k == ENUM]
+    tptr, order, parent, pJ, phard = _tree_forest(nodes_of, tree_ids, nbr)
+    return ExactSet(
+        tptr, order, parent, pJ, phard, *_enum_components(nodes_of, enum_ids, edges, edge_comp)
     )
+
+
+def _tree_forest(
+    nodes_of: ComponentNodes | list[IntArray],
+    tree_ids: list[int],
+    nbr: tuple[IntArray, IntArray, FloatArray, BoolArray],
+) -> tuple[IntArray, IntArray, IntArray, FloatArray, BoolArray]:
+    """The tree components in BFS order from their first node: ExactSet's ``tree_*`` fields
+    (``tree_ptr``, ``tree_order``, ``tree_parent``, ``tree_J``, ``tree_hard``)."""
+    nbr_ptr, nbr_idx, nbr_J, nbr_hard = nbr
+    tree_roots = [int(nodes_of[c][0]) for c in tree_ids]
+    n_tree_nodes = sum(nodes_of[c].shape[0] for c in tree_ids)
     order = np.empty(n_tree_nodes, dtype=np.int64)
     parent = np.empty(n_tree_nodes, dtype=np.int64)
     pJ = np.empty(n_tree_nodes)
@@ -257,7 +269,19 @@ def _exact_set(
         phard,
         tptr,
     )
-    enum_ids = [c for c, k in zip(comp_ids, kinds, strict=True) if k == ENUM]
+    return tptr, order, parent, pJ, phard
+
+
+def _enum_components(
+    nodes_of: ComponentNodes | list[IntArray],
+    enum_ids: list[int],
+    edges: tuple[IntArray, IntArray, FloatArray, BoolArray],
+    edge_comp: IntArray,
+) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray, FloatArray, BoolArray]:
+    """The loopy components to enumerate, each with its edges between local positions:
+    ExactSet's ``enum_*`` fields (``enum_ptr``, ``enum_nodes``, ``enum_eptr``, ``enum_u``,
+    ``enum_v``, ``enum_J``, ``enum_hard``)."""
+    eu, ev, eJ, ehard = edges
     eptr = [0]
     enodes: list[IntArray] = []
     edge_ptr = [0]
@@ -278,24 +302,20 @@ def _exact_set(
         Js.append(eJ[rows])
         hards.append(ehard[rows])
         edge_ptr.append(edge_ptr[-1] + rows.shape[0])
-
-    def cat(parts: list, dtype: type) -> NDArray:
-        return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
-
-    return ExactSet(
-        tptr,
-        order,
-        parent,
-        pJ,
-        phard,
+    return (
         np.asarray(eptr, dtype=np.int64),
-        cat(enodes, np.int64),
+        _cat(enodes, np.int64),
         np.asarray(edge_ptr, dtype=np.int64),
-        cat(us, np.int64),
-        cat(vs, np.int64),
-        cat(Js, np.float64),
-        cat(hards, np.bool_),
+        _cat(us, np.int64),
+        _cat(vs, np.int64),
+        _cat(Js, np.float64),
+        _cat(hards, np.bool_),
     )
+
+
+def _cat(parts: list, dtype: type) -> NDArray:
+    """``parts`` end to end as ``dtype`` (an empty array when there are none)."""
+    return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
 
 
 def _csr(
@@ -312,6 +332,18 @@ def _csr(
         np.concatenate([eJ, eJ])[order],
         np.concatenate([ehard, ehard])[order],
     )
+
+
+@dataclass(frozen=True)
+class _Components:
+    """The connected components of the contracted graph, and what each one holds."""
+
+    comp_of: IntArray  # super-node -> component
+    size: IntArray  # super-nodes per component
+    n_edges: IntArray  # edges per component
+    hard: BoolArray  # the component has a hard do-not-link
+    edge_comp: IntArray  # edge -> component
+    nodes_of: ComponentNodes
 
 
 def build_graph(
@@ -335,6 +367,49 @@ def build_graph(
             f"pair ({int(rel.dnl_i[0])}, {int(rel.dnl_j[0])}) is a hard do-not-link, which "
             "cannot hold with n_components=1"
         )
+    edges = _super_edges(rel, super_of, n_super)
+    nbr = _csr(n_super, *edges)
+    comps = _components(n_super, edges)
+    omega_kind, kinds = _component_kinds(comps, n_components, e_step, max_exact_states)
+    exact_ids = np.flatnonzero((kinds == TREE) | (kinds == ENUM)).tolist()
+    exact = _exact_set(
+        comps.nodes_of,
+        [int(kinds[c]) for c in exact_ids],
+        nbr,
+        edges,
+        comps.edge_comp,
+        exact_ids,
+    )
+    omega = _omega_model(comps.nodes_of, omega_kind, size, nbr, edges, comps.edge_comp)
+    by_kind = {k: np.flatnonzero(kinds[comps.comp_of] == k) for k in (SINGLE, MEAN_FIELD, GIBBS)}
+    mf_nodes, mf_colours = colour_classes(by_kind[MEAN_FIELD], nbr[0], nbr[1])
+    gibbs_nodes, gibbs_colours = colour_classes(by_kind[GIBBS], nbr[0], nbr[1])
+    return RelationGraph(
+        super_of,
+        size,
+        *nbr,
+        comps.comp_of,
+        kinds,
+        comps.hard,
+        exact,
+        by_kind[SINGLE],
+        mf_nodes,
+        mf_colours,
+        gibbs_nodes,
+        gibbs_colours,
+        omega,
+        rel.dnl_i,
+        rel.dnl_j,
+        np.flatnonzero(labels >= 0) if labels is not None else np.empty(0, np.int64),
+        labels[labels >= 0] if labels is not None else np.empty(0, np.int64),
+    )
+
+
+def _super_edges(
+    rel: Relations, super_of: IntArray, n_super: int
+) -> tuple[IntArray, IntArray, FloatArray, BoolArray]:
+    """The relations between super-nodes, one edge per unordered pair ``eu < ev``: soft
+    couplings on a pair summed, a hard do-not-link absorbing them (its ``eJ`` is 0)."""
     su = np.concatenate([super_of[rel.soft_i], super_of[rel.dnl_i]])
     sv = np.concatenate([super_of[rel.soft_j], super_of[rel.dnl_j]])
     J = np.concatenate([rel.soft_J, np.zeros(rel.dnl_i.shape[0])])
@@ -349,8 +424,14 @@ def build_graph(
     ehard = np.bincount(inv, weights=hard[keep], minlength=uniq.shape[0]) > 0
     eJ[ehard] = 0.0
     live = ehard | (eJ != 0.0)
-    eu, ev, eJ, ehard = uniq[live] // n_super, uniq[live] % n_super, eJ[live], ehard[live]
-    nbr = _csr(n_super, eu, ev, eJ, ehard)
+    return uniq[live] // n_super, uniq[live] % n_super, eJ[live], ehard[live]
+
+
+def _components(
+    n_super: int, edges: tuple[IntArray, IntArray, FloatArray, BoolArray]
+) -> _Components:
+    """The connected components of the super-node graph ``edges``."""
+    eu, ev, _, ehard = edges
     graph = coo_matrix((np.ones(eu.shape[0]), (eu, ev)), shape=(n_super, n_super))
     n_comp, comp_of = connected_components(graph, directed=False)
     comp_of = comp_of.astype(np.int64)
@@ -359,49 +440,27 @@ def build_graph(
     comp_edges = np.bincount(edge_comp, minlength=n_comp)
     comp_hard = np.bincount(edge_comp, weights=ehard, minlength=n_comp) > 0
     nodes_of = ComponentNodes(comp_of, comp_size)
+    return _Components(comp_of, comp_size, comp_edges, comp_hard, edge_comp, nodes_of)
+
+
+def _component_kinds(
+    comps: _Components, n_components: int, e_step: str, max_exact_states: int
+) -> tuple[IntArray, IntArray]:
+    """Per component, how its share of log Omega is computed (TREE, ENUM or MEAN_FIELD, i.e.
+    not exactly) and which E-step engine runs on it (``_choose``)."""
+    comp_size, comp_edges, comp_hard = comps.size, comps.n_edges, comps.hard
     # Per component, vectorised: most are single samples (100k items, a few labeled: 100k
     # components), and a Python loop over them cost more than an EM iteration.
     tree = comp_edges == comp_size - 1
     small = comp_size * math.log(n_components) <= math.log(max_exact_states)
     omega_kind = np.where(tree, TREE, np.where(small, ENUM, MEAN_FIELD)).astype(np.int64)
-    kinds = np.full(n_comp, SINGLE, dtype=np.int64)
+    kinds = np.full(comp_size.shape[0], SINGLE, dtype=np.int64)
     for c in np.flatnonzero(comp_size > 1).tolist():
         kinds[c] = _choose(
             int(comp_size[c]), bool(tree[c]), bool(small[c]), bool(comp_hard[c]), e_step,
             n_components,
         )  # fmt: skip
-    exact_ids = np.flatnonzero((kinds == TREE) | (kinds == ENUM)).tolist()
-    exact = _exact_set(
-        nodes_of,
-        [int(kinds[c]) for c in exact_ids],
-        nbr,
-        (eu, ev, eJ, ehard),
-        edge_comp,
-        exact_ids,
-    )
-    omega = _omega_model(nodes_of, omega_kind, size, nbr, (eu, ev, eJ, ehard), edge_comp)
-    by_kind = {k: np.flatnonzero(kinds[comp_of] == k) for k in (SINGLE, MEAN_FIELD, GIBBS)}
-    mf_nodes, mf_colours = colour_classes(by_kind[MEAN_FIELD], nbr[0], nbr[1])
-    gibbs_nodes, gibbs_colours = colour_classes(by_kind[GIBBS], nbr[0], nbr[1])
-    return RelationGraph(
-        super_of,
-        size,
-        *nbr,
-        comp_of,
-        kinds,
-        comp_hard,
-        exact,
-        by_kind[SINGLE],
-        mf_nodes,
-        mf_colours,
-        gibbs_nodes,
-        gibbs_colours,
-        omega,
-        rel.dnl_i,
-        rel.dnl_j,
-        np.flatnonzero(labels >= 0) if labels is not None else np.empty(0, np.int64),
-        labels[labels >= 0] if labels is not None else np.empty(0, np.int64),
-    )
+    return omega_kind, kinds
 
 
 def _choose(t: int, tree: bool, small: bool, hard: bool, e_step: str, m: int) -> int:
@@ -441,16 +500,39 @@ def _omega_model(
     edge_comp: IntArray,
 ) -> OmegaModel:
     """One representative per distinct component shape (sizes and edges), with counts."""
+    # A single sample's Omega is sum_k pi_k = 1; a mean-field component's is not exact.
+    plain = (nodes_of.sizes == 1) & (size[nodes_of.first()] == 1.0)
+    exact = not bool(np.any(omega_kind[~plain] == MEAN_FIELD))
+    counted = np.flatnonzero(~plain & (omega_kind != MEAN_FIELD)).tolist()
+    reps, counts = _distinct_shapes(nodes_of, omega_kind, size, edges, edge_comp, counted)
+    kinds = [int(omega_kind[c]) for c in reps]
+    new_nodes, shapes_set = _representatives(nodes_of, reps, kinds, edges, edge_comp)
+    rep_size = np.concatenate([size[nodes_of[c]] for c in reps]) if reps else np.empty(0)
+    node_count = np.empty(sum(ids.shape[0] for ids in new_nodes))
+    for q, ids in enumerate(new_nodes):
+        node_count[ids] = counts[q]
+    tree_count = np.array([counts[q] for q in range(len(reps)) if kinds[q] == TREE], float)
+    enum_count = np.array([counts[q] for q in range(len(reps)) if kinds[q] == ENUM], float)
+    return OmegaModel(shapes_set, rep_size, node_count, tree_count, enum_count, exact)
+
+
+def _distinct_shapes(
+    nodes_of: ComponentNodes,
+    omega_kind: IntArray,
+    size: FloatArray,
+    edges: tuple[IntArray, IntArray, FloatArray, BoolArray],
+    edge_comp: IntArray,
+    counted: list[int],
+) -> tuple[list[int], list[int]]:
+    """The first of the ``counted`` components of each distinct shape (kind, chunklet sizes
+    and edges between local positions), and how many components have that shape."""
     eu, ev, eJ, ehard = edges
     edge_order = np.argsort(edge_comp, kind="stable")
     bounds = np.searchsorted(edge_comp[edge_order], np.arange(len(nodes_of) + 1))
     shapes: dict[tuple, int] = {}
     reps: list[int] = []
     counts: list[int] = []
-    # A single sample's Omega is sum_k pi_k = 1; a mean-field component's is not exact.
-    plain = (nodes_of.sizes == 1) & (size[nodes_of.first()] == 1.0)
-    exact = not bool(np.any(omega_kind[~plain] == MEAN_FIELD))
-    for c in np.flatnonzero(~plain & (omega_kind != MEAN_FIELD)).tolist():
+    for c in counted:
         nodes = nodes_of[c]
         local = {int(v): q for q, v in enumerate(nodes)}
         rows = edge_order[bounds[c] : bounds[c + 1]]
@@ -470,7 +552,19 @@ def _omega_model(
             shapes[key] = len(reps)
             reps.append(c)
             counts.append(1)
-    # Re-index the representatives' nodes 0..R-1 and build their own ExactSet.
+    return reps, counts
+
+
+def _representatives(
+    nodes_of: ComponentNodes,
+    reps: list[int],
+    kinds: list[int],
+    edges: tuple[IntArray, IntArray, FloatArray, BoolArray],
+    edge_comp: IntArray,
+) -> tuple[list[IntArray], ExactSet]:
+    """Re-index the representatives' nodes 0..R-1 and build their own ExactSet; also each
+    representative's new node ids."""
+    eu, ev, eJ, ehard = edges
     rep_nodes = [nodes_of[c] for c in reps]
     new_id = {int(v): q for q, v in enumerate(np.concatenate(rep_nodes).tolist())} if reps else {}
     mask = np.isin(edge_comp, np.asarray(reps, dtype=np.int64))
@@ -484,7 +578,6 @@ def _omega_model(
         ids = np.array([new_id[int(v)] for v in nodes_of[c]], dtype=np.int64)
         rep_comp[ids] = q
         new_nodes.append(ids)
-    kinds = [int(omega_kind[c]) for c in reps]
     shapes_set = _exact_set(
         new_nodes,
         kinds,
@@ -493,10 +586,4 @@ def _omega_model(
         rep_comp[ru],
         list(range(len(reps))),
     )
-    rep_size = np.concatenate([size[nodes_of[c]] for c in reps]) if reps else np.empty(0)
-    node_count = np.empty(n_rep)
-    for q, ids in enumerate(new_nodes):
-        node_count[ids] = counts[q]
-    tree_count = np.array([counts[q] for q in range(len(reps)) if kinds[q] == TREE], float)
-    enum_count = np.array([counts[q] for q in range(len(reps)) if kinds[q] == ENUM], float)
-    return OmegaModel(shapes_set, rep_size, node_count, tree_count, enum_count, exact)
+    return new_nodes, shapes_set

@@ -9,7 +9,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.engine.progress import Progress
-from app.jobs.fitted import FittedEstimator
+from app.jobs.results.fitted import FittedEstimator
 from app.sideinfo import SideInformation
 from app.sideinfo.groups import distinct_groups
 

@@ -21,7 +21,7 @@ from app.jobs.algorithms.base import (
     at_most_items,
     clusters_for,
 )
-from app.jobs.continuation import Previous
+from app.jobs.results.continuation import Previous
 from app.sideinfo import SideInformation
 
 

@@ -24,7 +24,7 @@ from app.jobs.algorithms.base import (
     clusters_for,
     guessed_count,
 )
-from app.jobs.continuation import Previous
+from app.jobs.results.continuation import Previous
 from app.sideinfo import SideInformation
 
 # PPC's M-step weight of an unscribbled item on an image when the run leaves it empty (tables:

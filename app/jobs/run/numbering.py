@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Run
 from app.engine.arrays import IntArray
 from app.engine.core.numbering import numbering_like
-from app.jobs.latest_run import latest_fitted
+from app.jobs.results.latest_run import latest_fitted
 from app.store.run_arrays import read_labels
 
 

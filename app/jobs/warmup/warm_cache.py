@@ -12,10 +12,10 @@ import time
 import numpy as np
 from sklearn.datasets import load_iris
 
-from app.jobs import engine_state
 from app.jobs.algorithms import ALGORITHMS
 from app.jobs.algorithms.base import Algorithm
-from app.jobs.warm_children import warm_order
+from app.jobs.warmup import engine_state
+from app.jobs.warmup.warm_children import warm_order
 from app.sideinfo.model import SideInformation
 
 log = logging.getLogger(__name__)

@@ -30,15 +30,15 @@ from app.db.base import utcnow
 from app.db.models import Dataset, Run, RunResult
 from app.db.session import session_scope
 from app.engine.image.pooled_apply import for_another_image
-from app.jobs import engine_state
-from app.jobs.cluster_count import count_metrics, removal_warning
-from app.jobs.continuation import warm_start_metrics
-from app.jobs.data_parallel import cluster_client
-from app.jobs.fitted import Fitted, cluster_params, read_fitted
-from app.jobs.image_runs import image_outputs
-from app.jobs.metrics import run_metrics
-from app.jobs.numbering import latest_fitted_result, order_like, renumbered, renumbered_params
-from app.jobs.run_inputs import RunInputs, load_inputs
+from app.jobs.results.continuation import warm_start_metrics
+from app.jobs.results.fitted import Fitted, cluster_params, read_fitted
+from app.jobs.run.cluster_count import count_metrics, removal_warning
+from app.jobs.run.data_parallel import cluster_client
+from app.jobs.run.image_runs import image_outputs
+from app.jobs.run.metrics import run_metrics
+from app.jobs.run.numbering import latest_fitted_result, order_like, renumbered, renumbered_params
+from app.jobs.run.run_inputs import RunInputs, load_inputs
+from app.jobs.warmup import engine_state
 from app.store.run_arrays import write_labels
 
 log = logging.getLogger(__name__)
@@ -229,7 +229,7 @@ def execute_run(
 ) -> None:
     """`key` marks this worker's claim (pass one to be able to call `fail_abandoned`);
     `data_parallel_from`: on a Dask worker, tables of at least this many items fit
-    data-parallel on the whole cluster (app/jobs/data_parallel.py)."""
+    data-parallel on the whole cluster (app/jobs/run/data_parallel.py)."""
     claim = _claim(factory, run_id, key or new_worker_key(), notify)
     if claim is None:
         return  # cancelled while queued, deleted, or already taken

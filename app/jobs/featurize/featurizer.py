@@ -20,7 +20,7 @@ from app.db.models import Dataset
 from app.db.session import session_scope
 from app.engine.image.featurize import Featurization, Recipe, featurize
 from app.engine.image.image_file import decode
-from app.jobs.slide_featurizer import featurize_stored_slide, store_slide_arrays
+from app.jobs.featurize.slide_featurizer import featurize_stored_slide, store_slide_arrays
 from app.store import chunks
 from app.store.dataset_arrays import (
     FEATURES,

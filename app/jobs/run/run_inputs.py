@@ -15,10 +15,10 @@ from app.engine.image.featurize import FittedReduction, Recipe, apply_featurizat
 from app.engine.image.image_file import decode
 from app.jobs.algorithms import Algorithm, get_algorithm
 from app.jobs.algorithms.base import ItemStructure, Params
-from app.jobs.continuation import Previous, previous_fit
-from app.jobs.data_parallel import ROWS_PER_TASK, fits_data_parallel
-from app.jobs.featurizer import item_ground_truth
-from app.jobs.image_runs import image_params, image_structure
+from app.jobs.featurize.featurizer import item_ground_truth
+from app.jobs.results.continuation import Previous, previous_fit
+from app.jobs.run.data_parallel import ROWS_PER_TASK, fits_data_parallel
+from app.jobs.run.image_runs import image_params, image_structure
 from app.sideinfo import SideInformation, compile_side_information
 from app.store import chunks
 from app.store.dataset_arrays import (

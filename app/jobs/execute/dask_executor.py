@@ -21,9 +21,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import Run
 from app.db.session import make_engine, make_session_factory, session_scope
-from app.jobs.featurizer import execute_featurization, pending_featurizations
-from app.jobs.job_owners import active_jobs, featurization_owner, run_owner
-from app.jobs.runner import execute_run, fail_abandoned, recover_interrupted_runs
+from app.jobs.execute.job_owners import active_jobs, featurization_owner, run_owner
+from app.jobs.featurize.featurizer import execute_featurization, pending_featurizations
+from app.jobs.run.runner import execute_run, fail_abandoned, recover_interrupted_runs
 from app.store.array_store import ArrayStore
 from app.store.transactions import bind_store
 
@@ -52,7 +52,7 @@ class Places:
     database_url: str
     array_store: str
     array_store_options: str = "{}"  # JSON, so the dataclass stays hashable
-    # Tables of at least this many items fit data-parallel (app/jobs/data_parallel.py).
+    # Tables of at least this many items fit data-parallel (app/jobs/run/data_parallel.py).
     distributed_min_items: int | None = None
 
     def without_limits(self) -> "Places":
@@ -215,7 +215,7 @@ class DaskExecutor:
             if self.client is not None:
                 self.client.close()
                 self.client = None
-        from app.jobs.worker_heap import HeapForArrays
+        from app.jobs.execute.worker_heap import HeapForArrays
 
         client = Client(self.scheduler_address, set_as_default=False, timeout=f"{self.retry_s}s")
         client.register_plugin(HeapForArrays())  # on every worker, now and later; by name, once

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
 from app.db.models import Run, RunResult
-from app.jobs.latest_run import latest_fitted
+from app.jobs.results.latest_run import latest_fitted
 from app.store.run_arrays import read_labels
 
 

@@ -20,7 +20,7 @@ from app.db.models import Dataset
 from app.engine.image.deep_zoom import halve_mask
 from app.engine.image.featurize import Recipe
 from app.engine.image.slide_featurize import SlideItems, StoredPicture, featurize_slide
-from app.jobs.free_memory import release_free_memory
+from app.jobs.featurize.free_memory import release_free_memory
 from app.store import chunks, pyramids
 from app.store.dataset_arrays import (
     ITEM_BORDERS,

@@ -11,11 +11,11 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.jobs.dask_executor import DaskExecutor, Places
-from app.jobs.fair_queue import FairQueue
-from app.jobs.featurizer import execute_featurization, pending_featurizations
-from app.jobs.job_owners import featurization_owner, run_owner
-from app.jobs.runner import (
+from app.jobs.execute.dask_executor import DaskExecutor, Places
+from app.jobs.execute.fair_queue import FairQueue
+from app.jobs.execute.job_owners import featurization_owner, run_owner
+from app.jobs.featurize.featurizer import execute_featurization, pending_featurizations
+from app.jobs.run.runner import (
     CancelToken,
     Notify,
     execute_run,

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from app.jobs import engine_state
+from app.jobs.warmup import engine_state
 
 log = logging.getLogger(__name__)
 

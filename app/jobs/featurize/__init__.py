@@ -1,0 +1,1 @@
+"""Image featurization as a background job: recipes, pictures and slides."""
