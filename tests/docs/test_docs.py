@@ -306,3 +306,37 @@ def test_the_check_for_pasted_tables_finds_them() -> None:
     assert _hand_tables(f"text\n\n{table}") == [3]
     assert _hand_tables(f"{REFERENCE}\n\n{table}") == []
     assert _hand_tables(f"<!-- output: m -->\n{table}<!-- /output -->\n") == []
+
+
+# ---- the documents stand on their own ----------------------------------------------------
+
+# A page that sends readers to files outside the repository (the design notes and method specs
+# kept beside it) or to a numbered issue cannot be read on its own: it says what the target or
+# the formula is instead. The measurement history keeps its dated headings as they were.
+OUTSIDE = re.compile(r"\.\./shared|shared/(?:specs|papers|DESIGN)|[Ii]ssue\s+[0-9]+")
+
+
+def _pointers_outside(text: str, name: str) -> list[str]:
+    """`name:line: text` of every pointer outside the repository or to an issue in `text`."""
+    hits = []  # a pointer may wrap: "issue" ends one line and "36" opens the next
+    for hit in OUTSIDE.finditer(text):
+        line = text.count("\n", 0, hit.start()) + 1
+        hits.append(f"{name}:{line}: {hit.group(0)!r}")
+    return hits
+
+
+def test_no_page_points_outside_the_repository_or_to_an_issue() -> None:
+    found = [
+        hit
+        for path in DOCUMENTS
+        if path.name != HISTORY
+        for hit in _pointers_outside(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+    assert found == [], "say what is meant instead of pointing to it:\n" + "\n".join(found)
+
+
+def test_the_check_for_pointers_outside_finds_them() -> None:
+    page = "The formulas are in `../shared/specs/ppc.md`.\nSince issue\n36 the default.\n"
+    found = _pointers_outside(page, "page.md")
+    assert found == ["page.md:1: '../shared'", "page.md:2: 'issue\\n36'"]
+    assert _pointers_outside("An issue of 36 pages; shared three lines.", "page.md") == []
