@@ -184,15 +184,7 @@ def insert_point(
     work: FloatArray,
 ) -> None:
     """Add one point to live cluster ``c``; ``work`` needs 3d values."""
-    d = x.shape[0]
-    u = work[:d]
-    for t in range(d):
-        u[t] = x[t] - state.mean[c, t]
-    old = state.size[c]
-    state.size[c] = add_point(state.mean[c], state.cov[c], old, x, 1.0)
-    _update_family(state, c, family, u, old, 1.0, work[d:])
-    update_labels(state, c, category, plus_one())
-    refresh_energy(state, c, n_total, beta)
+    _change_point(x, category, c, state, family, n_total, beta, work, plus_one())
 
 
 @numba.njit(nogil=True, cache=True)
@@ -207,14 +199,34 @@ def extract_point(
     work: FloatArray,
 ) -> None:
     """Remove one member point from cluster ``c``; ``work`` needs 3d values."""
+    _change_point(x, category, c, state, family, n_total, beta, work, minus_one())
+
+
+@numba.njit(nogil=True, cache=True)
+def _change_point(
+    x: FloatArray,
+    category: int,
+    c: int,
+    state: ClusterState,
+    family: int,
+    n_total: float,
+    beta: float,
+    work: FloatArray,
+    sign: int,
+) -> None:
+    """One point in (``sign`` +1) or out (-1) of cluster ``c``: its moments, its family's
+    factors, its label counts and its energy."""
     d = x.shape[0]
     u = work[:d]
     for t in range(d):
         u[t] = x[t] - state.mean[c, t]
     old = state.size[c]
-    state.size[c] = remove_point(state.mean[c], state.cov[c], old, x, 1.0)
-    _update_family(state, c, family, u, old, -1.0, work[d:])
-    update_labels(state, c, category, minus_one())
+    if sign > 0:
+        state.size[c] = add_point(state.mean[c], state.cov[c], old, x, 1.0)
+    else:
+        state.size[c] = remove_point(state.mean[c], state.cov[c], old, x, 1.0)
+    _update_family(state, c, family, u, old, float(sign), work[d:])
+    update_labels(state, c, category, sign)
     refresh_energy(state, c, n_total, beta)
 
 
