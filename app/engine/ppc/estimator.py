@@ -378,9 +378,8 @@ class PPC(ClusterMixin, BaseEstimator):
         weights: ArrayLike | None,
         labels: ArrayLike | None,
     ) -> _Problem:
-        """The parameters, relations and labels checked (in this order: the first error
-        raised is the same whatever else is wrong), the relation graph, and the models to try
-        in the order they are tried."""
+        """Check the parameters, relations and labels (this order decides which error a call
+        with several mistakes gets), build the relation graph, and order the models to try."""
         n = data.shape[0]
         m = check_int("n_components", self.n_components, 1, n)
         e_step = check_choice("e_step", self.e_step, E_STEPS)
@@ -393,7 +392,7 @@ class PPC(ClusterMixin, BaseEstimator):
         known = check_labels(labels, n, m, relations)
         graph = build_graph(relations, n, m, e_step, max_states, known)
         models = candidates(covariance, relations, known, graph.mf_nodes.shape[0] > 0)
-        self._options(graph, models[0])  # its parameters' errors come before infeasibility's
+        self._options(graph, models[0])  # checks its parameters before feasibility is checked
         check_feasible(graph, m)
         previous = self._previous_fit(data, m)
         fresh = check_choice("fresh_starts", self.fresh_starts, FRESH_STARTS)
