@@ -14,9 +14,14 @@ from sqlalchemy.orm import Session
 
 from app.engine.image.masks import mean_iou
 from tests.api.test_image_featurization import wait_ready
-from tests.api.test_image_sessions import scribble
-from tests.api.test_runs import upload_csv, wait
-from tests.api.test_tiff_uploads import NAMES, cells, ome_tiff, upload_tiff
+from tests.api.test_runs import run_to_end, upload_csv, wait
+from tests.api.test_tiff_uploads import (
+    NAMES,
+    cells,
+    ome_tiff,
+    scribble_cell_and_background,
+    upload_tiff,
+)
 from tests.conftest import row_counts
 
 pytestmark = pytest.mark.db
@@ -28,18 +33,8 @@ def fitted_run(client: TestClient, project_id: int, admin_headers: dict[str, str
     planes, truth = cells()
     dataset = upload_tiff(client, project_id, admin_headers, ome_tiff(planes, NAMES), truth)
     wait_ready_id(client, admin_headers, dataset["id"])
-    url = f"/api/v1/datasets/{dataset['id']}/annotations"
-    for body in (
-        scribble("cell", [[28, 32], [44, 32]]),
-        scribble("background", [[80, 8], [88, 56]]),
-    ):
-        assert client.post(url, json=body, headers=admin_headers).status_code == 201
-    response = client.post(
-        "/api/v1/runs",
-        json={"dataset_id": dataset["id"], "algorithm": "ppc", "params": {}},
-        headers=admin_headers,
-    )
-    run = wait(client, admin_headers, response.json()["id"])
+    scribble_cell_and_background(client, admin_headers, dataset["id"])
+    run = run_to_end(client, admin_headers, dataset["id"], "ppc")
     assert run["status"] == "succeeded", run
     return int(run["id"])
 

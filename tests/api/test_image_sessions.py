@@ -10,7 +10,7 @@ from PIL import Image
 from sqlalchemy.orm import Session
 
 from tests.api.test_image_featurization import two_regions, upload_image, wait_ready
-from tests.api.test_runs import wait
+from tests.api.test_runs import run_succeeded, wait
 from tests.conftest import post_dataset, row_counts
 
 pytestmark = pytest.mark.db
@@ -49,14 +49,7 @@ def test_scribble_run_and_read_the_mask(
     assert side.status_code == 200, side.text
     assert sorted(side.json()["label_names"]) == ["background", "disc"]
     assert side.json()["n_labeled"] > 40
-    response = client.post(
-        "/api/v1/runs",
-        json={"dataset_id": image_id, "algorithm": algorithm, "params": {}},
-        headers=admin_headers,
-    )
-    assert response.status_code == 202, response.text
-    run = wait(client, admin_headers, response.json()["id"])
-    assert run["status"] == "succeeded", run
+    run = run_succeeded(client, admin_headers, image_id, algorithm)
     result = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()
     assert result["n_items"] == HEIGHT * WIDTH
     assert set(result["cluster_labels"]) >= {"disc", "background"}

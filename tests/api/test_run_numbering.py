@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from app.db.models import RunResult
 from app.store.run_arrays import write_labels
 from tests.api.test_image_sessions import HEIGHT, WIDTH, image_id  # noqa: F401 (fixture)
-from tests.api.test_runs import run_to_end, upload_csv, wait
+from tests.api.test_runs import run_succeeded, run_to_end, upload_csv, wait
 
 pytestmark = pytest.mark.db
 
@@ -84,21 +84,10 @@ def test_an_applied_model_keeps_the_numbers_its_run_stored(
     image_id: int,  # noqa: F811 (fixture)
     session: Session,
 ) -> None:
-    def run(algorithm: str) -> dict:
-        response = client.post(
-            "/api/v1/runs",
-            json={"dataset_id": image_id, "algorithm": algorithm, "params": {}},
-            headers=admin_headers,
-        )
-        assert response.status_code == 202, response.text
-        done = wait(client, admin_headers, response.json()["id"])
-        assert done["status"] == "succeeded", done
-        return done
-
-    first = run("cec-ib")
+    first = run_succeeded(client, admin_headers, image_id, "cec-ib")
     fresh = np.asarray(result(client, admin_headers, first["id"])["labels"])
     store_labels(session, first["id"], 1 - fresh)  # the earlier run numbered the other way
-    source = run("cec-ib")
+    source = run_succeeded(client, admin_headers, image_id, "cec-ib")
     source_body = result(client, admin_headers, source["id"])
     assert source_body["metrics"]["cluster_order"] == [1, 0]
     applied = client.post(

@@ -82,6 +82,17 @@ def run_to_end(
     )
 
 
+def run_succeeded(
+    client: TestClient, headers: dict[str, str], dataset_id: int, algorithm: str, **params: object
+) -> dict:  # type: ignore[type-arg]
+    """Start a run (202) and wait for it to succeed."""
+    response = start(client, headers, dataset_id, algorithm, **params)
+    assert response.status_code == 202, response.text
+    run = wait(client, headers, response.json()["id"])
+    assert run["status"] == "succeeded", run
+    return run
+
+
 @pytest.fixture
 def iris_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
     iris = load_iris()

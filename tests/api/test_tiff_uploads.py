@@ -15,7 +15,7 @@ from app.engine.image.channels import Multichannel
 from benchmarks.ome import ome_tiff
 from tests.api.test_image_featurization import png, wait_ready
 from tests.api.test_image_sessions import scribble
-from tests.api.test_runs import wait
+from tests.api.test_runs import run_succeeded, wait
 
 pytestmark = pytest.mark.db
 
@@ -64,6 +64,18 @@ def upload_tiff(
     return response.json()
 
 
+def scribble_cell_and_background(
+    client: TestClient, headers: dict[str, str], dataset_id: int
+) -> None:
+    """A stroke across the disc of `cells()` and one across its background."""
+    url = f"/api/v1/datasets/{dataset_id}/annotations"
+    for body in (
+        scribble("cell", [[28, 32], [44, 32]]),
+        scribble("background", [[80, 8], [88, 56]]),
+    ):
+        assert client.post(url, json=body, headers=headers).status_code == 201
+
+
 def test_a_16_bit_ome_tiff_is_shown_featurized_and_segmented(
     client: TestClient, project_id: int, admin_headers: dict[str, str]
 ) -> None:
@@ -90,20 +102,8 @@ def test_a_16_bit_ome_tiff_is_shown_featurized_and_segmented(
     ready = wait_ready(client, admin_headers, dataset_id)
     assert ready["status"] == "ready", ready
     assert ready["n_items"] == HEIGHT * WIDTH and ready["n_features"] == 8
-    annotations = f"/api/v1/datasets/{dataset_id}/annotations"
-    for body in (
-        scribble("cell", [[28, 32], [44, 32]]),
-        scribble("background", [[80, 8], [88, 56]]),
-    ):
-        assert client.post(annotations, json=body, headers=admin_headers).status_code == 201
-    response = client.post(
-        "/api/v1/runs",
-        json={"dataset_id": dataset_id, "algorithm": "ppc", "params": {}},
-        headers=admin_headers,
-    )
-    assert response.status_code == 202, response.text
-    run = wait(client, admin_headers, response.json()["id"])
-    assert run["status"] == "succeeded", run
+    scribble_cell_and_background(client, admin_headers, dataset_id)
+    run = run_succeeded(client, admin_headers, dataset_id, "ppc")
     result = client.get(f"/api/v1/runs/{run['id']}/result", headers=admin_headers).json()
     assert result["metrics"]["mean_iou"] > 0.9, result["metrics"]
 

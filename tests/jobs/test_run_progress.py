@@ -5,6 +5,7 @@ share of the bar: app/engine/image/coherent_choice.py), and the runner never sto
 sweep than the one stored (a second line of defence)."""
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,14 +17,14 @@ from app.db.models import Run
 from app.engine.core.cec_fit import ASK_ONLY
 from app.engine.image import grid_links
 from app.engine.image.coherent_choice import MostCoherentFit
-from app.jobs.algorithms.base import ItemStructure
+from app.jobs.algorithms.base import Algorithm, ItemStructure, Params
 from app.jobs.algorithms.cec import CECParams
 from app.jobs.algorithms.registry import get_algorithm
 from app.jobs.run import runner
 from app.jobs.run.image_runs import image_params
 from app.sideinfo import SideInformation
 from tests.api.test_image_featurization import two_regions, upload_image, wait_ready
-from tests.api.test_runs import upload_csv, wait
+from tests.api.test_runs import run_succeeded, upload_csv
 
 CEC_FAMILY = ["cec", "cec-ib", "c3l", "c4s"]
 HEIGHT, WIDTH = 30, 40
@@ -47,15 +48,24 @@ def scribbled_image() -> tuple[np.ndarray, SideInformation, ItemStructure]:
     return x, info, ItemStructure(pairs.astype(np.int64), weights.astype(np.float64))
 
 
+def image_run(
+    algorithm_id: str,
+) -> tuple[Algorithm, np.ndarray, SideInformation, ItemStructure, Params]:
+    """The runner's path up to the plan on `scribbled_image()`: the algorithm, the image's
+    features, side information and links, and the image's parameters (6 clusters)."""
+    algorithm = get_algorithm(algorithm_id)
+    assert algorithm is not None
+    x, info, structure = scribbled_image()
+    params = image_params(algorithm.params_model.model_validate({"n_clusters": 6}))
+    return algorithm, x, info, structure, params
+
+
 @pytest.mark.parametrize("algorithm_id", CEC_FAMILY)
 def test_an_image_run_reports_sweeps_and_percentages_that_never_go_back(
     algorithm_id: str,
 ) -> None:
     """The runner's path: the image's parameters, the plan with the image's links, the fit."""
-    algorithm = get_algorithm(algorithm_id)
-    assert algorithm is not None
-    x, info, structure = scribbled_image()
-    params = image_params(algorithm.params_model.model_validate({"n_clusters": 6}))
+    algorithm, x, info, structure, params = image_run(algorithm_id)
     seen: list[int] = []
 
     def progress(iteration: int, cost: float) -> bool:
@@ -74,10 +84,7 @@ def test_an_image_run_reports_sweeps_and_percentages_that_never_go_back(
 
 
 def test_cancelling_stops_both_candidates_of_an_image_run() -> None:
-    algorithm = get_algorithm("cec-ib")
-    assert algorithm is not None
-    x, info, structure = scribbled_image()
-    params = image_params(algorithm.params_model.model_validate({"n_clusters": 6}))
+    algorithm, x, info, structure, params = image_run("cec-ib")
     calls: list[int] = []
 
     def cancel_at_second(iteration: int, cost: float) -> bool:
@@ -118,17 +125,27 @@ def _recorder(client: TestClient, run: Run) -> runner.ProgressRecorder:
     return runner.ProgressRecorder(runner.Claim(factory, run.id, "this-worker", print), None)
 
 
+@pytest.fixture
+def recorded(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session
+) -> Callable[..., tuple[Run, runner.ProgressRecorder]]:
+    """`recorded(**fields)`: a running run (`_running`) and a progress recorder of its claim."""
+
+    def make(**fields: Any) -> tuple[Run, runner.ProgressRecorder]:
+        run = _running(client, project_id, admin_headers, session, **fields)
+        return run, _recorder(client, run)
+
+    return make
+
+
 @pytest.mark.db
 def test_the_stored_sweep_never_goes_back(
-    client: TestClient,
-    project_id: int,
-    admin_headers: dict[str, str],
+    recorded: Callable[..., tuple[Run, runner.ProgressRecorder]],
     session: Session,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.0)  # every call writes
-    run = _running(client, project_id, admin_headers, session)
-    recorder = _recorder(client, run)
+    run, recorder = recorded()
     stored = []
     for iteration, cost in [(3, 5.0), (10, 4.0), (4, 6.0), (12, 3.0), (11, 2.5)]:
         assert recorder(iteration, cost) is True
@@ -143,8 +160,7 @@ def test_the_stored_sweep_never_goes_back(
 @pytest.mark.db
 def test_asking_whether_to_go_on_records_nothing_and_sees_a_cancel(
     client: TestClient,
-    project_id: int,
-    admin_headers: dict[str, str],
+    recorded: Callable[..., tuple[Run, runner.ProgressRecorder]],
     session: Session,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -152,8 +168,7 @@ def test_asking_whether_to_go_on_records_nothing_and_sees_a_cancel(
     sweep on the bar, and a cancel requested meanwhile answers stop; another worker's claim
     too."""
     monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.0)  # every call reads
-    run = _running(client, project_id, admin_headers, session, progress_iteration=2)
-    asking = _recorder(client, run)
+    run, asking = recorded(progress_iteration=2)
     assert asking(ASK_ONLY, math.nan) is True
     assert asking.history == []
     session.expire_all()
@@ -169,17 +184,14 @@ def test_asking_whether_to_go_on_records_nothing_and_sees_a_cancel(
 
 @pytest.mark.db
 def test_a_question_does_not_hold_back_the_first_sweeps_write(
-    client: TestClient,
-    project_id: int,
-    admin_headers: dict[str, str],
+    recorded: Callable[..., tuple[Run, runner.ProgressRecorder]],
     session: Session,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Writes are throttled, but a fit that follows the weight search's questions within the
     throttle's interval still stores its first sweep (a short fit stored none: found by CI)."""
     monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 60.0)
-    run = _running(client, project_id, admin_headers, session)
-    recorder = _recorder(client, run)
+    run, recorder = recorded()
     assert recorder(ASK_ONLY, math.nan) is True
     assert recorder(ASK_ONLY, math.nan) is True  # within the interval: not even read
     assert recorder(1, 4.5) is True
@@ -226,14 +238,7 @@ def test_an_image_run_stores_a_sweep_that_never_goes_back(
 
     monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.0)
     monkeypatch.setattr(runner.ProgressRecorder, "_record", spy)
-    response = client.post(
-        "/api/v1/runs",
-        json={"dataset_id": created["id"], "algorithm": "cec-ib", "params": {"n_clusters": 6}},
-        headers=admin_headers,
-    )
-    assert response.status_code == 202, response.text
-    run: dict[str, Any] = wait(client, admin_headers, response.json()["id"])
-    assert run["status"] == "succeeded", run
+    run = run_succeeded(client, admin_headers, created["id"], "cec-ib", n_clusters=6)
     assert len(reported) > 2
     assert reported == sorted(reported)
     assert stored == sorted(stored) and stored[-1] == run["progress_iteration"]
