@@ -29,6 +29,7 @@ from app.engine.core.cec_state import ClusterState, new_state, recompute_state, 
 from app.engine.core.families import family_covariances
 from app.engine.core.hartigan import (
     SweepClock,
+    cheapest_move,
     extract_point,
     insert_point,
     kill_cluster,
@@ -194,12 +195,7 @@ def c3l_sweep(
         point_move_deltas(X, i, minus_one(), a, state, family, n_total, 0.0, math.inf,
                           clock.changed_at, since, delta, u)  # fmt: skip
         add_side_deltas(S[i, 0], a, state, side, q, ridge, n_total, delta)
-        b = a
-        best = -tol
-        for j in range(k):
-            if delta[j] < best:
-                best = delta[j]
-                b = j
+        b = cheapest_move(delta, a, tol)
         if b == a:
             clock.checked_at[i] = clock.tick[0]
             continue

@@ -34,6 +34,7 @@ from app.engine.core.cec_state import (
 )
 from app.engine.core.hartigan import (
     SweepClock,
+    cheapest_move,
     extract_group,
     extract_point,
     group_move_deltas,
@@ -148,12 +149,7 @@ def best_valid_move(
     Validity is checked only for the current best candidate; a rejected one is set to +inf.
     """
     while True:
-        best = -tol
-        b = a
-        for j in range(delta.shape[0]):
-            if delta[j] < best:
-                best = delta[j]
-                b = j
+        b = cheapest_move(delta, a, tol)
         if b == a or move_is_valid(t, b, item_cluster, graph):
             return b
         delta[b] = math.inf

@@ -391,6 +391,19 @@ def needs_check(a: int, since: int, state: ClusterState, clock: SweepClock) -> b
 
 
 @numba.njit(nogil=True, cache=True)
+def cheapest_move(delta: FloatArray, a: int, tol: float) -> int:
+    """The cluster with the most negative ``delta`` if that is below ``-tol`` (the first on
+    ties), else ``a``: where a point moves, or stays (spec decision 7.10)."""
+    b = a
+    best = -tol
+    for j in range(delta.shape[0]):
+        if delta[j] < best:
+            best = delta[j]
+            b = j
+    return b
+
+
+@numba.njit(nogil=True, cache=True)
 def hartigan_sweep(
     X: FloatArray,
     assign: IntArray,
@@ -412,7 +425,6 @@ def hartigan_sweep(
     ``delta`` has k slots; ``work`` has 3d values.
     """
     moves = 0
-    k = delta.shape[0]
     u = np.empty(X.shape[1])
     for i in range(X.shape[0]):
         a = assign[i]
@@ -424,12 +436,7 @@ def hartigan_sweep(
         point_move_deltas(
             X, i, z, a, state, family, n_total, beta, -tol, clock.changed_at, since, delta, u
         )
-        b = a
-        best = -tol
-        for j in range(k):
-            if delta[j] < best:
-                best = delta[j]
-                b = j
+        b = cheapest_move(delta, a, tol)
         if b == a:
             clock.checked_at[i] = clock.tick[0]
             continue

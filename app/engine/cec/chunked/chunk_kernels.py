@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from app.engine.arrays import BoolArray, FloatArray, IntArray
 from app.engine.core.cec_state import ClusterState
-from app.engine.core.hartigan import extract_point, insert_point, point_move_deltas
+from app.engine.core.hartigan import cheapest_move, extract_point, insert_point, point_move_deltas
 
 RowsArray = NDArray[np.floating[Any]]  # a chunk's rows: float64, or float32 as stored
 
@@ -263,12 +263,7 @@ def polish_chunk(
             continue
         z = categories[i]
         point_move_deltas(X, i, z, a, state, family, n_total, beta, -tol, changed_at, -1, delta, u)
-        b = a
-        best = -tol
-        for j in range(k):
-            if delta[j] < best:
-                best = delta[j]
-                b = j
+        b = cheapest_move(delta, a, tol)
         if b == a:
             continue
         extract_point(X[i], z, a, state, family, n_total, beta, work)
