@@ -1,5 +1,6 @@
 """Start the real `python -m app serve` on a throwaway database for a benchmark."""
 
+import argparse
 import os
 import socket
 import subprocess
@@ -64,6 +65,28 @@ def wait_until_serving(
             detail = log.read_text() if log is not None else ""
             raise RuntimeError(f"the server did not start\n{detail}")
         time.sleep(0.2)
+
+
+def add_database_option(parser: argparse.ArgumentParser) -> None:
+    """`--database-url`: the server's database (without it, a throwaway SQLite file)."""
+    parser.add_argument("--database-url", default=None, help="the server's database URL")
+
+
+def run_request(dataset_id: int, algorithm: str, **params: object) -> dict[str, Any]:
+    """The body of `POST /runs`: `algorithm` with `params` on the dataset."""
+    return {"dataset_id": dataset_id, "algorithm": algorithm, "params": params}
+
+
+@contextmanager
+def live_server_from_command_line(
+    parser: argparse.ArgumentParser,
+) -> Iterator[tuple[argparse.Namespace, LiveServer]]:
+    """The command line's arguments (`parser`'s options and `--database-url`) and the server
+    on that database."""
+    add_database_option(parser)
+    args = parser.parse_args()
+    with live_server(args.database_url) as server:
+        yield args, server
 
 
 @contextmanager

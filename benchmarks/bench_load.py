@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 from sklearn.datasets import make_blobs
 
-from benchmarks._server import LiveServer, live_server
+from benchmarks._server import LiveServer, live_server_from_command_line, run_request
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
@@ -107,11 +107,7 @@ async def run_burst(client: httpx.AsyncClient, dataset_id: int, n: int) -> None:
 async def streams(client: httpx.AsyncClient, dataset_id: int, n: int) -> None:
     run = await client.post(
         "/runs",
-        json={
-            "dataset_id": dataset_id,
-            "algorithm": "cec",
-            "params": {"n_clusters": 40, "n_init": 100, "max_iter": 1000},
-        },
+        json=run_request(dataset_id, "cec", n_clusters=40, n_init=100, max_iter=1000),
     )
     run.raise_for_status()
     run_id = run.json()["id"]
@@ -157,9 +153,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--streams", type=int, default=200)
-    parser.add_argument("--database-url", default=None)
-    args = parser.parse_args()
-    with live_server(args.database_url) as server:
+    with live_server_from_command_line(parser) as (args, server):
         asyncio.run(main_async(server, args))
 
 

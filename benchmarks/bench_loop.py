@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from benchmarks._server import LiveServer, live_server
+from benchmarks._server import LiveServer, add_database_option, live_server
 
 BLOBS = 8
 LABELED_PER_BLOB = 20
@@ -134,7 +134,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--acts", type=int, default=20)
     parser.add_argument("--methods", nargs="+", default=["cec-ib", "ppc"])
-    parser.add_argument("--database-url", default=None)
+    add_database_option(parser)
     args = parser.parse_args()
     header = (
         "| method | first run (s) | ARI | act p50 (s) | act p95 (s) | fit p50 (s) "

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 from sklearn.datasets import make_blobs
 
-from benchmarks._server import LiveServer, live_server
+from benchmarks._server import LiveServer, live_server_from_command_line, run_request
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -52,11 +52,7 @@ def annotate_then_result(
     ).raise_for_status()
     run = client.post(
         f"{server.base}/runs",
-        json={
-            "dataset_id": dataset_id,
-            "algorithm": "cec-ib",
-            "params": {"n_clusters": 8, "n_init": 1, "beta": 1.0},
-        },
+        json=run_request(dataset_id, "cec-ib", n_clusters=8, n_init=1, beta=1.0),
     )
     if run.status_code == 409:  # random labels may conflict; undo and measure the next one
         client.post(f"{server.base}/datasets/{dataset_id}/annotations/undo")
@@ -133,9 +129,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=50)
-    parser.add_argument("--database-url", default=None)
-    args = parser.parse_args()
-    with live_server(args.database_url) as server:
+    with live_server_from_command_line(parser) as (args, server):
         latency(server, args.trials)
         concurrent_writes(server, args.clients, args.requests)
 

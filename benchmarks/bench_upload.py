@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from benchmarks._server import live_server
+from benchmarks._server import add_database_option, live_server, run_request
 
 
 def make_files(folder: Path, rows: int, cols: int, formats: list[str]) -> dict[str, Path]:
@@ -146,11 +146,7 @@ def run_load_seconds(server: Any, dataset_id: int) -> float:
     """A CEC run's own `load_s` (reading the dataset back from the store for the fit)."""
     run = httpx.post(
         f"{server.base}/runs",
-        json={
-            "dataset_id": dataset_id,
-            "algorithm": "cec",
-            "params": {"n_clusters": 2, "n_init": 1, "max_iter": 1},
-        },
+        json=run_request(dataset_id, "cec", n_clusters=2, n_init=1, max_iter=1),
         headers=server.headers,
     ).json()
     while run["status"] in ("queued", "running"):
@@ -165,7 +161,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--cols", type=int, default=20)
     parser.add_argument("--formats", default="csv,npy,parquet")
-    parser.add_argument("--database-url", default=None)
+    add_database_option(parser)
     parser.add_argument("--no-run", action="store_true", help="skip the read-back run")
     parser.add_argument(
         "--repeat", type=int, default=5, help="times each side runs (median and best printed)"

@@ -79,12 +79,7 @@ def relation_pairs(n_pairs: int, pool: IntArray, rng: np.random.Generator) -> In
 
 
 def fit(
-    X: FloatArray,
-    m: int,
-    seed: int,
-    pairs: IntArray | None = None,
-    w: FloatArray | None = None,
-    **kw: object,
+    X: FloatArray, m: int, seed: int, pairs: IntArray | None = None, w: FloatArray | None = None
 ) -> PPC:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -92,7 +87,7 @@ def fit(
         # also fit a tied model and keep the one whose mixture agrees with more relations) and
         # its "random initialization" (spec Sec. 3.8), not the library's k-means start.
         model = PPC(m, n_init=N_INIT, random_state=seed, init_params="random", covariance="full")
-        return model.set_params(**kw).fit(X, pairs=pairs, weights=w)
+        return model.fit(X, pairs=pairs, weights=w)
 
 
 @dataclass
