@@ -7,6 +7,7 @@ test rather than rolled back, because background work (the job runner) opens its
 
 import io
 import os
+import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -204,6 +205,14 @@ def upload_npy(
     response = post_dataset(client, project_id, headers, "d.npy", buffer.getvalue())
     assert response.status_code == 201, response.text
     return int(response.json()["id"])
+
+
+def run_tool(args: list[str], cwd: Path, timeout: float) -> str:
+    """Run a command-line tool in `cwd`; it must exit 0 (else the test fails showing what it
+    printed). What it printed: stdout, then stderr."""
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
 
 
 def run_concurrently(target: Callable[[], None], n: int) -> None:

@@ -6,7 +6,6 @@ client is the app's TestClient, so requests go in process."""
 import importlib
 import io
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from PIL import Image
 
 from app.config import Settings
 from app.main import create_app
+from tests.conftest import run_tool
 
 pytestmark = pytest.mark.db
 
@@ -54,17 +54,9 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     )
     (root / "openapi.json").write_text(json.dumps(app.openapi()))
     (root / "config.yml").write_text(CONFIG)
-    done = subprocess.run(
-        [str(GENERATOR), "generate", *GENERATE_ARGS],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    printed = run_tool([str(GENERATOR), "generate", *GENERATE_ARGS], root, timeout=120)
     # Every operation and response made it into the client (the generator warns otherwise).
-    assert "WARNING" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "WARNING" not in printed, printed
     sys.path.insert(0, str(root))
     try:
         yield importlib.import_module(PACKAGE)

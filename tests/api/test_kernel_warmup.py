@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -91,6 +92,17 @@ class FakeChild:
         self.code = -15
 
 
+def _warming_two(started: list[str], **options: Any) -> tuple[threading.Thread, float]:
+    """The warm-up (`warm_in_processes(**options)`) in a thread, once `started` names two
+    children (or after 10 s): the thread, and that 10 s deadline."""
+    warm_up = threading.Thread(target=warm_children.warm_in_processes, kwargs=options)
+    warm_up.start()
+    deadline = time.monotonic() + 10
+    while len(started) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return warm_up, deadline
+
+
 def test_children_compile_two_at_a_time_and_a_waiting_run_goes_first() -> None:
     """The warm-up compiles in child processes, two at a time in WARM_ORDER, CEC-IB's kernel
     helper right after it; a run of a method not started yet makes it start at once (past the
@@ -104,13 +116,7 @@ def test_children_compile_two_at_a_time_and_a_waiting_run_goes_first() -> None:
         children[algorithm_id] = FakeChild(algorithm_id, started)
         return children[algorithm_id]
 
-    warm_up = threading.Thread(
-        target=warm_children.warm_in_processes, kwargs={"launch": launch, "courteous": True}
-    )
-    warm_up.start()
-    deadline = time.monotonic() + 10
-    while len(started) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    warm_up, deadline = _warming_two(started, launch=launch, courteous=True)
     helper = warm_children.HELPERS["cec-ib"]
     assert started == ["cec-ib", helper]
 
@@ -193,13 +199,7 @@ def test_shutdown_terminates_the_children_and_starts_no_more() -> None:
         return children[-1]
 
     stop = threading.Event()
-    warm_up = threading.Thread(
-        target=warm_children.warm_in_processes, kwargs={"launch": launch, "stop": stop}
-    )
-    warm_up.start()
-    deadline = time.monotonic() + 10
-    while len(started) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    warm_up, _ = _warming_two(started, launch=launch, stop=stop)
     stop.set()
     engine_state.wake()
     warm_up.join(timeout=10)
