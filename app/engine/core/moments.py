@@ -41,15 +41,22 @@ def add_point(mean: FloatArray, cov: FloatArray, size: float, x: FloatArray, w: 
 
 
 @numba.njit(nogil=True, cache=True)
+def _clear(mean: FloatArray, cov: FloatArray) -> None:
+    """An emptied cluster's moments: all zero."""
+    d = mean.shape[0]
+    for i in range(d):
+        mean[i] = 0.0
+        for j in range(d):
+            cov[i, j] = 0.0
+
+
+@numba.njit(nogil=True, cache=True)
 def remove_point(mean: FloatArray, cov: FloatArray, size: float, x: FloatArray, w: float) -> float:
     """Remove point ``x`` with weight ``w`` (a member) from a cluster of weight ``size``."""
     new_size = size - w
     d = x.shape[0]
     if new_size <= 0.0:
-        for i in range(d):
-            mean[i] = 0.0
-            for j in range(d):
-                cov[i, j] = 0.0
+        _clear(mean, cov)
         return 0.0
     rho = size / new_size
     c = w / new_size
@@ -104,10 +111,7 @@ def remove_group(
     new_size = size - g_size
     d = mean.shape[0]
     if new_size <= 0.0:
-        for i in range(d):
-            mean[i] = 0.0
-            for j in range(d):
-                cov[i, j] = 0.0
+        _clear(mean, cov)
         return 0.0
     q = size / new_size
     r = g_size / new_size
