@@ -295,6 +295,34 @@ def _run(
 ) -> Featurization:
     if not isinstance(recipe, Recipe):
         raise ValueError(f"recipe must be a Recipe, got {type(recipe).__name__}")
+    picture = _picture(image, recipe)
+    _, height, width = picture.channels.shape
+    _check_raw_features(picture, recipe, fitted)
+    block = _block_side(block_size, height, width)
+    if block:
+        return _run_in_blocks(picture, recipe, fitted, progress, block)
+    groups = n_groups(picture.channels.shape[0], recipe.filters, len(recipe.sigmas), recipe.window)
+    if recipe.uses_superpixels(height, width):
+        meter = _Meter(progress, 1.25 * groups)  # SLIC: a quarter of the maps' work
+        item_of_pixel, fitted, features = _whole_superpixels(picture, recipe, fitted, meter, groups)
+    else:
+        meter = _Meter(progress, groups if fitted is not None else 2 * groups)
+        item_of_pixel, fitted, features = _whole_pixels(picture, recipe, fitted, meter)
+    if progress is not None:
+        progress(1.0)
+    return Featurization(
+        features=features,
+        item_of_pixel=item_of_pixel,
+        shape=(height, width),
+        superpixels=recipe.uses_superpixels(height, width),
+        fitted=fitted,
+        raw_feature_names=tuple(picture.names),
+    )
+
+
+def _picture(image: ArrayLike | Multichannel, recipe: Recipe) -> _Picture:
+    """The image's channels (a photo's in the recipe's colour space, a ``Multichannel`` image's
+    as measured) and the names of the raw features the recipe gives for them."""
     if isinstance(image, Multichannel):
         colour = channels = image.scaled()
         channel_names = image.names
@@ -303,7 +331,6 @@ def _run(
         channels = in_colour_space(colour, recipe.colour)
         channel_names = ()
     n_channels, height, width = channels.shape
-    superpixels = recipe.uses_superpixels(height, width)
     names = raw_feature_names(
         n_channels,
         recipe.colour,
@@ -313,8 +340,17 @@ def _run(
         recipe.window,
         channel_names,
     )
-    if superpixels and recipe.superpixel_std:
+    if recipe.uses_superpixels(height, width) and recipe.superpixel_std:
         names += [f"{name} std" for name in names]
+    return _Picture(colour, channels, names, photo=not channel_names)
+
+
+def _check_raw_features(picture: _Picture, recipe: Recipe, fitted: FittedReduction | None) -> None:
+    """The raw features must be as many as a fitted reduction takes, and at least as many as
+    the components a new one keeps."""
+    names = picture.names
+    n_channels, height, width = picture.channels.shape
+    superpixels = recipe.uses_superpixels(height, width)
     if fitted is not None and fitted.n_raw != len(names):
         raise ValueError(
             f"the fitted reduction expects {fitted.n_raw} raw features but this recipe gives "
@@ -327,46 +363,48 @@ def _run(
             f"Recipe.n_components={recipe.n_components} is more than the {len(names)} raw "
             "features this recipe gives for this image; lower n_components or add filters"
         )
-    block = _block_side(block_size, height, width)
-    if block:
-        return _run_in_blocks(
-            _Picture(colour, channels, names, photo=not channel_names),
-            recipe,
-            fitted,
-            progress,
-            block,
-        )
-    groups = n_groups(n_channels, recipe.filters, len(recipe.sigmas), recipe.window)
 
-    def maps() -> Iterator[Float32Array]:
-        return map_groups(
-            channels, recipe.filters, recipe.sigmas, recipe.energy_window, recipe.window
-        )
 
-    if superpixels:
-        meter = _Meter(progress, 1.25 * groups)
-        item_of_pixel, n_items = _slic(colour, recipe, photo=not channel_names)
-        meter.advance(0.25 * groups)
-        raw = _aggregate(meter.counted(maps()), item_of_pixel.ravel(), n_items, recipe)
-        if fitted is None:
-            fitted = _reduction(raw, raw.mean(axis=0), raw.std(axis=0), names, recipe)
-        features = fitted.transform_rows(raw)
-    else:
-        n_pixels = height * width
-        item_of_pixel = np.arange(n_pixels, dtype=np.int32).reshape(height, width)
-        meter = _Meter(progress, groups if fitted is not None else 2 * groups)
-        if fitted is None:
-            fitted = _fit_on_pixels(meter.counted(maps()), names, n_pixels, recipe)
-        features = fitted.project_groups(meter.counted(maps()), n_pixels)
-    if progress is not None:
-        progress(1.0)
-    return Featurization(
-        features=features,
-        item_of_pixel=item_of_pixel,
-        shape=(height, width),
-        superpixels=superpixels,
-        fitted=fitted,
-        raw_feature_names=tuple(names),
+def _maps(picture: _Picture, recipe: Recipe) -> Iterator[Float32Array]:
+    """The raw maps of the whole picture, a group at a time (computed afresh on each call)."""
+    return map_groups(
+        picture.channels, recipe.filters, recipe.sigmas, recipe.energy_window, recipe.window
+    )
+
+
+def _whole_superpixels(
+    picture: _Picture,
+    recipe: Recipe,
+    fitted: FittedReduction | None,
+    meter: _Meter,
+    groups: int,
+) -> tuple[Int32Array, FittedReduction, Float32Array]:
+    """SLIC superpixels of the whole picture, the reduction (fitted on them unless given), and
+    their features. SLIC counts on ``meter`` as a quarter of the ``groups`` of maps."""
+    item_of_pixel, n_items = _slic(picture.colour, recipe, photo=picture.photo)
+    meter.advance(0.25 * groups)
+    raw = _aggregate(meter.counted(_maps(picture, recipe)), item_of_pixel.ravel(), n_items, recipe)
+    if fitted is None:
+        fitted = _reduction(raw, raw.mean(axis=0), raw.std(axis=0), picture.names, recipe)
+    return item_of_pixel, fitted, fitted.transform_rows(raw)
+
+
+def _whole_pixels(
+    picture: _Picture, recipe: Recipe, fitted: FittedReduction | None, meter: _Meter
+) -> tuple[Int32Array, FittedReduction, Float32Array]:
+    """Every pixel of the whole picture an item, the reduction (fitted on them unless given:
+    one more pass over the maps), and their features."""
+    _, height, width = picture.channels.shape
+    n_pixels = height * width
+    item_of_pixel = np.arange(n_pixels, dtype=np.int32).reshape(height, width)
+    if fitted is None:
+        fitted = _fit_on_pixels(
+            meter.counted(_maps(picture, recipe)), picture.names, n_pixels, recipe
+        )
+    return (
+        item_of_pixel,
+        fitted,
+        fitted.project_groups(meter.counted(_maps(picture, recipe)), n_pixels),
     )
 
 
