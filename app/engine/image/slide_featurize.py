@@ -185,42 +185,10 @@ def featurize_slide(
             "a slide's items are superpixels: superpixels='never' would make one item per "
             "pixel; use 'auto' or 'always'"
         )
-    n_channels = int(picture.extremes.shape[0])
-    space_channels = 1 if picture.photo and recipe.colour == "grey" else n_channels
-    names = raw_feature_names(
-        space_channels,
-        recipe.colour,
-        recipe.filters,
-        recipe.sigmas,
-        recipe.energy_window,
-        recipe.window,
-        () if picture.photo else picture.channel_names,
-    )
-    if recipe.superpixel_std:
-        names += [f"{name} std" for name in names]
-    if recipe.n_components > len(names):
-        raise ValueError(
-            f"Recipe.n_components={recipe.n_components} is more than the {len(names)} raw "
-            "features this recipe gives for this image; lower n_components or add filters"
-        )
-
-    def channels(rows: slice, cols: slice) -> Float32Array:
-        colour = picture.colour(rows, cols)
-        return in_colour_space(colour, recipe.colour) if picture.photo else colour
-
-    maps = MapRecipe(recipe.filters, recipe.sigmas, recipe.energy_window, recipe.window)
-    block = SLIDE_BLOCK if block_size is None else _block_side(block_size, height, width)
-    block = block or max(height, width)
-    blocks = Blocks(channels, (height, width), maps, block)
+    names = _raw_names(picture, recipe)
+    blocks = _slide_blocks(picture, recipe, block_size)
     slic_input = _slic_input(picture, recipe)
-    total = len(blocks) + 1
-    done = [0]
-
-    def advance() -> None:
-        done[0] += 1
-        if progress is not None:
-            progress(min(done[0] / total, 0.99))
-
+    advance = _block_counter(progress, len(blocks) + 1)
     spill = RawSpill(len(names))
     try:
         gathered = _superpixels(
@@ -240,6 +208,58 @@ def featurize_slide(
         boxes=gathered.boxes(),
         borders=gathered.borders(features.shape[0]),
     )
+
+
+def _raw_names(picture: StoredPicture, recipe: Recipe) -> list[str]:
+    """The names of the raw features the recipe gives for the slide's superpixels, checked
+    to be at least as many as the components the reduction keeps."""
+    n_channels = int(picture.extremes.shape[0])
+    space_channels = 1 if picture.photo and recipe.colour == "grey" else n_channels
+    names = raw_feature_names(
+        space_channels,
+        recipe.colour,
+        recipe.filters,
+        recipe.sigmas,
+        recipe.energy_window,
+        recipe.window,
+        () if picture.photo else picture.channel_names,
+    )
+    if recipe.superpixel_std:
+        names += [f"{name} std" for name in names]
+    if recipe.n_components > len(names):
+        raise ValueError(
+            f"Recipe.n_components={recipe.n_components} is more than the {len(names)} raw "
+            "features this recipe gives for this image; lower n_components or add filters"
+        )
+    return names
+
+
+def _slide_blocks(picture: StoredPicture, recipe: Recipe, block_size: int | None) -> Blocks:
+    """The slide's blocks (``SLIDE_BLOCK`` a side unless ``block_size`` says otherwise; 0:
+    one block), each read by region in the recipe's colour space."""
+    height, width = picture.shape
+
+    def channels(rows: slice, cols: slice) -> Float32Array:
+        colour = picture.colour(rows, cols)
+        return in_colour_space(colour, recipe.colour) if picture.photo else colour
+
+    maps = MapRecipe(recipe.filters, recipe.sigmas, recipe.energy_window, recipe.window)
+    block = SLIDE_BLOCK if block_size is None else _block_side(block_size, height, width)
+    block = block or max(height, width)
+    return Blocks(channels, (height, width), maps, block)
+
+
+def _block_counter(progress: ShareDone | None, total: int) -> Callable[[], None]:
+    """``advance()``, called once a block is done, reports the share of ``total`` steps done;
+    it stays below 1 until the features are projected (``progress(1.0)`` then)."""
+    done = [0]
+
+    def advance() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(min(done[0] / total, 0.99))
+
+    return advance
 
 
 def _slic_input(picture: StoredPicture, recipe: Recipe) -> SlicInput:
