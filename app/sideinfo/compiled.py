@@ -30,6 +30,7 @@ from app.sideinfo.model import (
     MAX_CONFLICTS_PER_KIND,
     MUST_LINK,
     AnnotationRecord,
+    Conflict,
     SideInformation,
 )
 
@@ -173,29 +174,11 @@ class CompiledAnnotations:
         """`view_coordinates(view_id)` returns the (n_items, 2) coordinates a boundary was
         drawn in."""
         n_items = self.n_items
-        orders = self._label_records["order"]
-        labels, names, label_owner, clashes, clash_items = derive_labels(
-            n_items,
-            ids=orders // 2,
-            order=orders,
-            codes=self._label_records["code"].astype(np.int32),
-            name_table=self._names,
-            items=self._label_items["item"].astype(np.int64),
-            record_of=np.searchsorted(orders, self._label_items["order"]),
-        )
-        must = self._must["pairs"].astype(np.int64)
-        must_confidence = self._must["confidence"].astype(np.float64)
-        must_owner = self._must["owner"].astype(np.int64)
-        hard = must_confidence >= 1.0
-        chunklets = chunklet_ids(n_items, must[hard])
-        index = MustLinkIndex(chunklets, must[hard], must_owner[hard])
+        labels, names, label_owner, clashes, clash_items = self._derived_labels()
+        must, must_confidence, chunklets, index = self._must_links()
         cannot = self._cannot["pairs"].astype(np.int64)
         cannot_confidence = self._cannot["confidence"].astype(np.float64)
-        notes = [
-            f"cannot-link annotation {rid} joins many items; {MAX_PAIRS_PER_CANNOT_LINK:,} of "
-            "its pairs were sampled"
-            for rid in sorted(self._sampled)
-        ]
+        notes = self._sampling_notes()
 
         limit = MAX_CONFLICTS_PER_KIND
         found = [
@@ -211,13 +194,7 @@ class CompiledAnnotations:
             ),
             labels_joined_by_must_link(labels, names, label_owner, index, limit),
         ]
-        conflicts = []
-        for listed, total in found:
-            conflicts += listed
-            if total > len(listed):
-                notes.append(
-                    f"{total:,} {listed[0].kind} conflicts; the first {limit:,} are listed"
-                )
+        conflicts = _listed_conflicts(found, limit, notes)
 
         info = SideInformation(
             n_items=n_items,
@@ -236,6 +213,58 @@ class CompiledAnnotations:
             boundaries = [self._boundaries[i] for i in sorted(self._boundaries)]
             _apply_boundary(info, boundaries, view_coordinates)
         return info
+
+    def _derived_labels(
+        self,
+    ) -> tuple[
+        NDArray[np.int32], list[str], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]
+    ]:
+        """``derive_labels`` of the label records held: labels, their names, the annotation
+        that set each, and the clashes between two labels with their items."""
+        orders = self._label_records["order"]
+        return derive_labels(
+            self.n_items,
+            ids=orders // 2,
+            order=orders,
+            codes=self._label_records["code"].astype(np.int32),
+            name_table=self._names,
+            items=self._label_items["item"].astype(np.int64),
+            record_of=np.searchsorted(orders, self._label_items["order"]),
+        )
+
+    def _must_links(
+        self,
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], MustLinkIndex]:
+        """The must-link pairs and their confidences, and the chunklets of the hard ones
+        (confidence 1) with their index for the conflict checks."""
+        must = self._must["pairs"].astype(np.int64)
+        must_confidence = self._must["confidence"].astype(np.float64)
+        must_owner = self._must["owner"].astype(np.int64)
+        hard = must_confidence >= 1.0
+        chunklets = chunklet_ids(self.n_items, must[hard])
+        index = MustLinkIndex(chunklets, must[hard], must_owner[hard])
+        return must, must_confidence, chunklets, index
+
+    def _sampling_notes(self) -> list[str]:
+        """A note for every cannot-link whose pairs were sampled, in annotation id order."""
+        return [
+            f"cannot-link annotation {rid} joins many items; {MAX_PAIRS_PER_CANNOT_LINK:,} of "
+            "its pairs were sampled"
+            for rid in sorted(self._sampled)
+        ]
+
+
+def _listed_conflicts(
+    found: list[tuple[list[Conflict], int]], limit: int, notes: list[str]
+) -> list[Conflict]:
+    """The conflicts listed of each kind, in ``found``'s order; a note (appended to ``notes``)
+    for every kind that has more than its first ``limit`` listed."""
+    conflicts = []
+    for listed, total in found:
+        conflicts += listed
+        if total > len(listed):
+            notes.append(f"{total:,} {listed[0].kind} conflicts; the first {limit:,} are listed")
+    return conflicts
 
 
 def _apply_boundary(
