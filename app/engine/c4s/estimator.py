@@ -145,7 +145,7 @@ class C4S(ClusterMixin, BaseEstimator):
         # Singular X (e.g. digits' blank border pixels): its leading principal components, as
         # CEC and C3L do; otherwise no cluster has a finite cost and `predict` cannot factor one.
         data = fit_space(self, settings.data, family, depth=2)
-        n, d = data.shape
+        n = data.shape[0]
         n_parts = check_int("n_chunklet_clusters", self.n_chunklet_clusters, 1)
         ml = check_pairs("must_link", must_link, n)
         cl = check_pairs("cannot_link", cannot_link, n)
@@ -159,15 +159,30 @@ class C4S(ClusterMixin, BaseEstimator):
         else:
             search = self._search(data, settings, n_parts, chunklets, colour, rng, 0)
             variance = None
-        cluster_of_point = search.clusters
-        labels = merge_clusters(cluster_of_point, chunklets.chunk, settings.n_clusters)
-        if np.any(labels[cl[:, 0]] == labels[cl[:, 1]]) or np.any(
-            labels[ml[:, 0]] != labels[ml[:, 1]]
-        ):
-            raise RuntimeError("C4S produced a partition that violates a constraint (a bug)")
+        labels = _merged_groups(search.clusters, chunklets, ml, cl, settings.n_clusters)
         self.labels_ = labels
         self.n_clusters_ = int(labels.max()) + 1
-        self.cluster_labels_ = dense_by_first_occurrence(cluster_of_point)
+        self.cluster_labels_ = dense_by_first_occurrence(search.clusters)
+        self._store_gaussians(data, family, search, variance)
+        groups = np.empty(self.weights_.shape[0], dtype=np.int64)
+        groups[self.cluster_labels_] = labels  # every point of a Gaussian is in one group
+        self.cluster_groups_ = groups
+        self.n_iter_ = search.run.n_iter
+        self.converged_ = search.run.converged
+        self.covariance_ = self.covariance
+        warn_unless_converged(
+            self, converged=search.run.converged, cancelled=search.cancelled,
+            max_iter=settings.max_iter,
+        )  # fmt: skip
+        return self
+
+    def _store_gaussians(
+        self, data: FloatArray, family: int, search: Search, variance: float | None
+    ) -> None:
+        """The fitted Gaussian clusters (``weights_``, ``means_``, ``covariances_``) and the
+        cost (``energy_``, ``energy_history_``): the search's own, or for ``tied_spherical``
+        (``variance`` given) the tied model's at that shared variance."""
+        d = data.shape[1]
         if variance is None:
             self.energy_ = search.run.energy
             self.weights_, self.means_, self.covariances_ = partition_gaussians(
@@ -184,17 +199,6 @@ class C4S(ClusterMixin, BaseEstimator):
             self.energy_history_ = [
                 e + 0.5 * d * math.log(search.variance) for e in search.run.history
             ]
-        groups = np.empty(self.weights_.shape[0], dtype=np.int64)
-        groups[self.cluster_labels_] = labels  # every point of a Gaussian is in one group
-        self.cluster_groups_ = groups
-        self.n_iter_ = search.run.n_iter
-        self.converged_ = search.run.converged
-        self.covariance_ = self.covariance
-        warn_unless_converged(
-            self, converged=search.run.converged, cancelled=search.cancelled,
-            max_iter=settings.max_iter,
-        )  # fmt: skip
-        return self
 
     def _search(
         self, data: FloatArray, settings: CECSettings, n_parts: int, chunklets: Chunklets,
@@ -322,3 +326,14 @@ class C4S(ClusterMixin, BaseEstimator):
     ) -> NDArray[np.int64]:
         """``fit(X, must_link=must_link, cannot_link=cannot_link).labels_``."""
         return self.fit(X, must_link=must_link, cannot_link=cannot_link).labels_
+
+
+def _merged_groups(
+    cluster_of_point: IntArray, chunklets: Chunklets, ml: IntArray, cl: IntArray, n_clusters: int
+) -> IntArray:
+    """Step 4: the Gaussian clusters merged into groups, checked against every constraint (a
+    violation is a bug in the search, never the data's)."""
+    labels = merge_clusters(cluster_of_point, chunklets.chunk, n_clusters)
+    if np.any(labels[cl[:, 0]] == labels[cl[:, 1]]) or np.any(labels[ml[:, 0]] != labels[ml[:, 1]]):
+        raise RuntimeError("C4S produced a partition that violates a constraint (a bug)")
+    return labels
