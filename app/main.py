@@ -6,6 +6,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app import __version__
@@ -41,27 +43,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if settings.jobs_executor == "inline":
-            engine_state.track()
-            if settings.warm_kernels_on_start:
-                # First, before migrating and loading the demo: the children compiling the
-                # kernels gain those seconds on a newcomer's first run (`workbench serve` has
-                # started it already, before importing the app; this returns that one).
-                app.state.kernel_warmup = warm_children.warm_in_background()
-        if settings.migrate_on_start:
-            upgrade_to_head(settings.database_url, array_store)
-        store_problem = sweep_array_store(session_factory, array_store)
-        app.state.array_store_problem = store_problem
-        with session_scope(session_factory) as session:
-            bootstrap(session=session, settings=settings, store_usable=store_problem is None)
-        app.state.executor = make_executor(settings, session_factory, run_events.publish)
-        # Runs and featurizations queued or interrupted (the demo picture's, on first start).
-        app.state.executor.resume()
+        _start(app, settings, session_factory, array_store, run_events)
         yield
-        if hasattr(app.state, "kernel_warmup"):
-            app.state.kernel_warmup.stop()
-        app.state.executor.shutdown()
-        engine.dispose()
+        _stop(app, engine)
 
     app = FastAPI(
         title="Clustering workbench",
@@ -76,6 +60,48 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.session_factory = session_factory
     app.state.run_events = run_events
+    _add_middleware(app, settings)
+    _add_routes(app)
+    return app
+
+
+def _start(
+    app: FastAPI,
+    settings: Settings,
+    session_factory: sessionmaker[Session],
+    array_store: ArrayStore,
+    run_events: RunEvents,
+) -> None:
+    """The lifespan's start: warm the kernels, migrate, check the array store, bootstrap the
+    database, and start the executor on the runs left queued."""
+    if settings.jobs_executor == "inline":
+        engine_state.track()
+        if settings.warm_kernels_on_start:
+            # First, before migrating and loading the demo: the children compiling the
+            # kernels gain those seconds on a newcomer's first run (`workbench serve` has
+            # started it already, before importing the app; this returns that one).
+            app.state.kernel_warmup = warm_children.warm_in_background()
+    if settings.migrate_on_start:
+        upgrade_to_head(settings.database_url, array_store)
+    store_problem = sweep_array_store(session_factory, array_store)
+    app.state.array_store_problem = store_problem
+    with session_scope(session_factory) as session:
+        bootstrap(session=session, settings=settings, store_usable=store_problem is None)
+    app.state.executor = make_executor(settings, session_factory, run_events.publish)
+    # Runs and featurizations queued or interrupted (the demo picture's, on first start).
+    app.state.executor.resume()
+
+
+def _stop(app: FastAPI, engine: Engine) -> None:
+    """The lifespan's end: stop the kernel warm-up and the executor, close the database."""
+    if hasattr(app.state, "kernel_warmup"):
+        app.state.kernel_warmup.stop()
+    app.state.executor.shutdown()
+    engine.dispose()
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """The middleware, innermost first (each one added wraps those before it)."""
     app.add_middleware(UploadLimitMiddleware, max_upload_bytes=settings.max_upload_bytes)
     # Added last, so they wrap the rest: headers on every response (outermost), and cross-site
     # writes refused before any other middleware or route sees them.
@@ -89,10 +115,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Outermost: the client address and scheme are the proxy's word before anything reads
         # them. Only from the proxies named; uvicorn's own handling is off (app/__main__.py).
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_list)
+
+
+def _add_routes(app: FastAPI) -> None:
+    """Error handlers, the API (with its OpenAPI document), the pages, the docs and the
+    static files."""
     install_error_handlers(app)
     app.include_router(api_router)
     install_openapi(app)
     app.include_router(pages_router)
     app.include_router(docs_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    return app
