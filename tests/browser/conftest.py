@@ -2,30 +2,28 @@
 data) and Debian's Chromium driven by Playwright. Pages must log no console errors."""
 
 import os
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Locator,
+    Page,
+    expect,
+    sync_playwright,
+)
 
-from benchmarks._server import wait_until_serving
+from benchmarks._server import CHROMIUM_ARGS, free_port, start_server, wait_until_serving
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
 ADMIN_PASSWORD = "browser-admin-pass"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +36,7 @@ def live_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def serving(data_dir: Path, log_dir: Path, **settings: str) -> Iterator[str]:
     """The real server on a throwaway SQLite database in ``data_dir`` (demo data loaded), with
     ``settings`` as environment variables; its address."""
-    port = _free_port()
+    port = free_port()
     db = data_dir / "live.db"
     env = {
         **os.environ,
@@ -50,13 +48,7 @@ def serving(data_dir: Path, log_dir: Path, **settings: str) -> Iterator[str]:
         **settings,
     }
     log = log_dir / "server.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "app", "serve", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    server = start_server(port, env, log)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_serving(f"{url}/api/v1", server, log=log)
@@ -80,13 +72,7 @@ def browser() -> Iterator[Browser]:
         chromium = playwright.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
+            args=CHROMIUM_ARGS,
         )
         yield chromium
         chromium.close()
@@ -162,6 +148,21 @@ def lasso(page: Page, x0: float, x1: float) -> None:
 
 def selected(page: Page) -> int:
     return int(page.get_by_test_id("selection-count").inner_text())
+
+
+def expect_strokes_stored(canvas: Locator, strokes: int) -> None:
+    """The canvas shows `strokes` strokes, none of them still on its way to the server."""
+    expect(canvas).to_have_attribute("data-strokes", str(strokes))
+    expect(canvas).to_have_attribute("data-pending", "0")
+
+
+def run_until_overlaid(page: Page, canvas: Locator) -> None:
+    """Ctrl+Enter runs; the run succeeds and its overlay is drawn."""
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_test_id("progress")).to_have_attribute(
+        "data-status", "succeeded", timeout=120_000
+    )
+    expect(canvas).to_have_attribute("data-overlay", "on", timeout=30_000)
 
 
 def sign_in(page: Page, username: str = "admin", password: str = ADMIN_PASSWORD) -> None:

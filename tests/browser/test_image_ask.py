@@ -9,7 +9,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import expect_strokes_stored, sign_in
 from tests.browser.test_image_workspace import open_workspace, upload_image
 
 pytestmark = pytest.mark.browser
@@ -93,8 +93,7 @@ def test_ask_me_on_an_image_rings_the_items_and_answers_become_strokes(
     (item,) = asked(page)
     assert ringed(page, item, width)
     page.keyboard.press("1")
-    expect(canvas).to_have_attribute("data-strokes", "3")
-    expect(canvas).to_have_attribute("data-pending", "0")
+    expect_strokes_stored(canvas, 3)
     side = api.get(f"/datasets/{dataset_id}/side-information").json()
     assert item in side["labeled_items"]["foreground"]
 

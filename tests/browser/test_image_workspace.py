@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import screenshot, sign_in
+from benchmarks.bench_image_workspace import screen
+from tests.browser.conftest import expect_strokes_stored, screenshot, sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -39,13 +40,7 @@ def open_workspace(page: Page, dataset_id: int) -> None:
 
 def client_point(page: Page, x: float, y: float) -> Point:
     """Where image point (x, y) (pixel centres, as the API names them) is on the screen."""
-    at = page.evaluate(
-        "([x, y]) => { const b = document.querySelector('#image').getBoundingClientRect();"
-        " const s = window.imageWorkspace.view.toScreen(x + 0.5, y + 0.5);"
-        " return [b.left + s.x, b.top + s.y]; }",
-        [x, y],
-    )
-    return float(at[0]), float(at[1])
+    return screen(page, x + 0.5, y + 0.5)
 
 
 def paint(page: Page, points: list[Point], steps: int = 8) -> None:
@@ -137,8 +132,7 @@ def test_coffee_paint_erase_undo_run_overlay_and_export(page: Page, api: httpx.C
     page.keyboard.press("2")
     expect(page.locator("#workspace")).to_have_attribute("data-label", "background")
     paint(page, [(40, 20), (150, 25), (260, 20)])
-    expect(canvas).to_have_attribute("data-strokes", "2")
-    expect(canvas).to_have_attribute("data-pending", "0")
+    expect_strokes_stored(canvas, 2)
     assert near(layer_pixel(page, "scribbles", 300, 140)[:3], label_colour(page, "foreground"))
     assert near(layer_pixel(page, "scribbles", 150, 25)[:3], label_colour(page, "background"))
     stored = live_annotations(api, dataset_id)
@@ -148,8 +142,7 @@ def test_coffee_paint_erase_undo_run_overlay_and_export(page: Page, api: httpx.C
     # The eraser (E) clears what is under it; undo brings it back, redo clears it again.
     page.keyboard.press("e")
     paint(page, [(140, 10), (160, 40)])
-    expect(canvas).to_have_attribute("data-strokes", "3")
-    expect(canvas).to_have_attribute("data-pending", "0")
+    expect_strokes_stored(canvas, 3)
     assert layer_pixel(page, "scribbles", 150, 25)[3] == 0
     assert live_annotations(api, dataset_id)[-1]["payload"]["erase"] is True
     page.keyboard.press("Control+z")
@@ -213,8 +206,7 @@ def test_link_two_strokes_same_and_different(page: Page, api: httpx.Client) -> N
     paint(page, [(10, 100), (50, 100)])
     page.keyboard.press("2")
     paint(page, [(80, 60), (120, 60)])
-    expect(canvas).to_have_attribute("data-strokes", "3")
-    expect(canvas).to_have_attribute("data-pending", "0")
+    expect_strokes_stored(canvas, 3)
 
     page.keyboard.press("l")
     click_image(page, 30, 20)
@@ -302,8 +294,7 @@ def test_labels_add_rename_recolour_and_keys(page: Page, api: httpx.Client) -> N
     expect(page.locator("#labels .chip").nth(2)).to_have_text("3 cumulus")
     expect(page.locator("#labels .chip").nth(2)).to_have_attribute("title", re.compile("clouds"))
     paint(page, [(20, 40), (60, 40)])
-    expect(canvas).to_have_attribute("data-strokes", "2")
-    expect(canvas).to_have_attribute("data-pending", "0")
+    expect_strokes_stored(canvas, 2)
     assert live_annotations(api, dataset_id)[-1]["payload"]["label"] == "clouds"
     # Recolouring redraws the strokes in the new colour.
     page.locator("#label-colour").fill("#ff00ff")

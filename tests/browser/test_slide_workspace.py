@@ -4,17 +4,16 @@ tiles without asking, is painted at two zoom levels with the real mouse, segment
 Ctrl+Enter, and its overlay comes as tiles coloured by the labels; its dataset page shows an
 overview tile, never the file."""
 
-import io
 import time
 from collections.abc import Iterator
 
 import httpx
 import numpy as np
 import pytest
-import tifffile
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import serving, sign_in
+from benchmarks.ome import ome_tiff
+from tests.browser.conftest import expect_strokes_stored, run_until_overlaid, serving, sign_in
 from tests.browser.test_image_workspace import label_colour, near, paint, screen_pixel
 from tests.browser.test_tiled_picture import requested, settles, zoom_in_at
 
@@ -43,16 +42,8 @@ def slide() -> tuple[bytes, np.ndarray]:
             15_000 - 12_000 * tissue + rng.normal(0, 1_000, tissue.shape),
         ]
     )
-    buffer = io.BytesIO()
-    tifffile.imwrite(
-        buffer,
-        np.clip(planes, 0, 65_535).astype(np.uint16),
-        ome=True,
-        tile=(256, 256),
-        compression="zlib",
-        metadata={"axes": "CYX", "Channel": {"Name": NAMES}},
-    )
-    return buffer.getvalue(), tissue.astype(np.uint8)
+    data = ome_tiff(np.clip(planes, 0, 65_535).astype(np.uint16), NAMES, tile=(256, 256))
+    return data, tissue.astype(np.uint8)
 
 
 def uploaded_slide(api: httpx.Client, data: bytes) -> int:
@@ -101,19 +92,14 @@ def test_paint_a_slide_at_two_zoom_levels_run_and_see_the_overlay_tiles(
     assert len(levels) >= 2, levels
     page.keyboard.press("2")
     paint(page, [(1150, 420), (1250, 480)])
-    expect(canvas).to_have_attribute("data-strokes", "2")
-    expect(canvas).to_have_attribute("data-pending", "0")
+    expect_strokes_stored(canvas, 2)
     annotations = api.get(f"/datasets/{dataset_id}/annotations").json()["items"]
     points = [a["payload"]["strokes"][0]["points"] for a in annotations]
     assert any(abs(p[0][0] - 200) <= 1 and abs(p[0][1] - 200) <= 1 for p in points), points
     assert any(abs(p[0][0] - 1150) <= 1 and abs(p[0][1] - 420) <= 1 for p in points), points
 
     page.keyboard.press("f")
-    page.keyboard.press("Control+Enter")
-    expect(page.get_by_test_id("progress")).to_have_attribute(
-        "data-status", "succeeded", timeout=120_000
-    )
-    expect(canvas).to_have_attribute("data-overlay", "on", timeout=30_000)
+    run_until_overlaid(page, canvas)
     page.fill("#overlay-opacity", "100")
     foreground = label_colour(page, "foreground")
     background = label_colour(page, "background")

@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import expect_strokes_stored, run_until_overlaid, sign_in
 from tests.browser.test_image_workspace import client_point, label_colour, near, paint, screen_pixel
 
 WIDTH, HEIGHT = 1300, 460  # wider than one scribble tile (1,024 px)
@@ -108,8 +108,7 @@ def test_zoom_paint_and_run_on_a_tiled_picture(page: Page, api: httpx.Client) ->
     expect(canvas).to_have_attribute("data-strokes", "1")
     page.keyboard.press("2")
     paint(page, [(900, 100), (1150, 200), (1000, 350)])  # across two scribble tiles
-    expect(canvas).to_have_attribute("data-strokes", "2")
-    expect(canvas).to_have_attribute("data-pending", "0")
+    expect_strokes_stored(canvas, 2)
     scribbled = "([x, y]) => window.imageWorkspace.scribbles.pixel(x, y)"
     foreground, background = label_colour(page, "foreground"), label_colour(page, "background")
     assert page.evaluate(scribbled, [60, 100]) == [*foreground, 255]
@@ -127,11 +126,7 @@ def test_zoom_paint_and_run_on_a_tiled_picture(page: Page, api: httpx.Client) ->
     page.keyboard.press("f")
 
     # The run's overlay comes as tiles in the labels' colours; no image-sized canvas is made.
-    page.keyboard.press("Control+Enter")
-    expect(page.get_by_test_id("progress")).to_have_attribute(
-        "data-status", "succeeded", timeout=120_000
-    )
-    expect(canvas).to_have_attribute("data-overlay", "on", timeout=30_000)
+    run_until_overlaid(page, canvas)
     page.fill("#overlay-opacity", "100")
 
     def overlaid() -> bool:
