@@ -63,7 +63,7 @@ _FIT_ALL_AND_LIST_SIGNATURES = """
 import json
 from numba.core.registry import CPUDispatcher
 import gc
-from app.jobs.warm_cache import warm_numba_cache
+from app.jobs.warmup.warm_cache import warm_numba_cache
 warm_numba_cache()
 many = {
     f"{d.py_func.__module__}.{d.py_func.__qualname__}": [str(s) for s in d.signatures]

@@ -25,7 +25,7 @@ from sklearn.metrics import adjusted_rand_score
 import app.engine.core.chunked_input as chunked_input
 import app.engine.ppc.chunked.relation_groups as relation_groups
 from app.engine.ppc import PPC
-from tests.engine.distributed.clusters import process_cluster
+from tests.engine._support.clusters import process_cluster
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 N_ROWS = 600 if NO_JIT else 6_000

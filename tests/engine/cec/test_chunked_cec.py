@@ -33,7 +33,7 @@ import app.engine.core.chunked_input as chunked_input
 from app.engine.cec.cec_ib import CECIB
 from app.engine.cec.estimator import CEC
 from app.engine.core.cost import cec_ib_energy
-from tests.engine.distributed.clusters import process_cluster
+from tests.engine._support.clusters import process_cluster
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 N_ROWS = 900 if NO_JIT else 30_000

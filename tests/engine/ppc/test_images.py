@@ -21,7 +21,7 @@ from app.engine.ppc.icm import icm
 from app.engine.ppc.relations import check_labels, check_relations
 from benchmarks.bench_ppc import region_image, scribbles, two_region_image
 from benchmarks.protocol_ppc import accuracy, matching
-from tests.engine.test_ppc_oracles import brute_force, options
+from tests.engine.ppc.test_oracles import brute_force, options
 
 IntArray = NDArray[np.int64]
 WEIGHTS = (0.25, 0.5, 1.0, 2.0)

@@ -19,7 +19,7 @@ from app.engine import (
     label_constraint_satisfaction,
     normalized_mutual_info,
 )
-from tests.engine._cec_partitions import set_partitions
+from tests.engine._support.partitions import set_partitions
 
 
 def _blobs(seed: int = 0, n: int = 40) -> np.ndarray:

@@ -21,7 +21,7 @@ from app.engine.core.hartigan import (
     new_clock,
     point_move_deltas,
 )
-from tests.engine._cec_partitions import set_partitions
+from tests.engine._support.partitions import set_partitions
 
 
 def _state(

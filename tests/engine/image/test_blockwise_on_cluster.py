@@ -13,8 +13,8 @@ import pytest
 
 from app.engine.image.blockwise import LOCAL_THREADS
 from app.engine.image.featurize import Featurization, Recipe, featurize
-from tests.engine.distributed.clusters import process_cluster
-from tests.engine.test_image_blockwise import close, textured
+from tests.engine._support.clusters import process_cluster
+from tests.engine.image.test_blockwise import close, textured
 
 distributed = pytest.importorskip("distributed")
 
