@@ -162,16 +162,28 @@ def _ari_on(truth: NDArray[np.int64], labels: Any, rows: NDArray[np.int64]) -> f
     return float(adjusted_rand_score(truth, np.asarray(labels[rows].compute())))
 
 
-def run_ours(
-    method: str,
-    blobs: Blobs,
-    truth: NDArray[np.int64],
-    rows: NDArray[np.int64],
-    n_init: int,
-    store: Path | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Sample:
+    """What every method is measured on: the blobs, read from the Zarr store `store` (None:
+    generated in every pass), and the rows scored, with their true blobs."""
+
+    blobs: Blobs
+    truth: NDArray[np.int64]
+    rows: NDArray[np.int64]
+    store: Path | None = None
+
+    def dask(self, name: str) -> Any:
+        return self.blobs.dask(name, self.store)
+
+    def in_memory(self, name: str) -> NDArray[Any]:
+        """The scored rows of an array, in memory."""
+        return np.asarray(self.dask(name)[self.rows].compute())
+
+
+def run_ours(method: str, sample: Sample, n_init: int) -> dict[str, Any]:
+    blobs, truth, rows = sample.blobs, sample.truth, sample.rows
     clock = PassClock()
-    X = blobs.dask("points", store)
+    X = sample.dask("points")
     started = time.perf_counter()
     if method == "CEC":
         model: Any = CEC(blobs.clusters, n_init=n_init, random_state=0, progress=clock).fit(X)
@@ -181,10 +193,10 @@ def run_ours(
             X,
             pairs=pairs,
             weights=np.full(len(pairs), np.inf),
-            labels=blobs.dask("labels", store),
+            labels=sample.dask("labels"),
         )
     else:
-        y = blobs.dask("labels", store)
+        y = sample.dask("labels")
         model = CECIB(
             blobs.clusters, n_init=n_init, init="labels", random_state=0, progress=clock
         ).fit(X, y)
@@ -201,12 +213,11 @@ def run_ours(
     }
 
 
-def run_peer(
-    blobs: Blobs, truth: NDArray[np.int64], rows: NDArray[np.int64], store: Path | None = None
-) -> dict[str, Any]:
+def run_peer(sample: Sample) -> dict[str, Any]:
     from dask_ml.cluster import KMeans
 
-    X = blobs.dask("points", store)
+    blobs, truth, rows = sample.blobs, sample.truth, sample.rows
+    X = sample.dask("points")
     started = time.perf_counter()
     model = KMeans(n_clusters=blobs.clusters, random_state=0).fit(X)
     seconds = time.perf_counter() - started
@@ -228,25 +239,19 @@ def run_peer(
     }
 
 
-def single_machine(
-    method: str,
-    blobs: Blobs,
-    truth: NDArray[np.int64],
-    rows: NDArray[np.int64],
-    n_init: int,
-    store: Path | None = None,
-) -> float:
+def single_machine(method: str, sample: Sample, n_init: int) -> float:
     """The same method in memory on the sample rows: the quality oracle."""
-    X = np.asarray(blobs.dask("points", store)[rows].compute(), dtype=np.float64)
+    blobs, truth, rows = sample.blobs, sample.truth, sample.rows
+    X = np.asarray(sample.in_memory("points"), dtype=np.float64)
     if method == "CEC":
         labels = CEC(blobs.clusters, n_init=n_init, random_state=0).fit(X).labels_
     elif method == "PPC":
         at = np.searchsorted(rows, must_links(truth, rows))
-        y = np.asarray(blobs.dask("labels", store)[rows].compute())
+        y = sample.in_memory("labels")
         model = _ppc(blobs, n_init).fit(X, pairs=at, weights=np.full(len(at), np.inf), labels=y)
         labels = model.labels_
     else:
-        y = np.asarray(blobs.dask("labels", store)[rows].compute())
+        y = sample.in_memory("labels")
         model = CECIB(blobs.clusters, n_init=n_init, init="labels", random_state=0)
         labels = model.fit(X, y).labels_
     return float(adjusted_rand_score(truth, labels))
@@ -318,14 +323,13 @@ def _measure(args: argparse.Namespace, store: Path | None) -> list[dict[str, Any
         Client(cluster) as client,
     ):
         truth = np.asarray(blobs.dask("truth", store)[rows].compute())
+        sample = Sample(blobs, truth, rows, store)
         for method in args.methods:
-            found = run_ours(method, blobs, truth, rows, args.n_init, store)
-            found["single_machine_ari"] = single_machine(
-                method, blobs, truth, rows, args.n_init, store
-            )
+            found = run_ours(method, sample, args.n_init)
+            found["single_machine_ari"] = single_machine(method, sample, args.n_init)
             results.append(found)
         if not args.skip_peer:
-            results.append(run_peer(blobs, truth, rows, store))
+            results.append(run_peer(sample))
         lost = [w for w, info in client.scheduler_info()["workers"].items() if not info]
         killed = len(cluster.workers) < args.workers or bool(lost)
     print(f"\nworkers lost or restarted for memory: {'yes' if killed else 'none'}")
