@@ -107,6 +107,7 @@ class Continuing:
 
 
 Clusterer = Callable[[NDArray[np.float64], int, Pairs, int], NDArray[np.int64]]
+Recorder = Callable[[NDArray[np.int64], NDArray[np.int64]], None]  # (labels before, after)
 
 
 def ours(
@@ -116,7 +117,7 @@ def ours(
     seed: int,
     refit: int,
     fit: Clusterer = cluster,
-    on_refit: Callable[[NDArray[np.int64], NDArray[np.int64]], None] | None = None,
+    on_refit: Recorder | None = None,
 ) -> list[float]:
     """As the workspace's "Ask me" panel: one question at a time, each from the latest run and
     every answer so far; the method re-runs every ``refit`` answers (Live re-runs after each)

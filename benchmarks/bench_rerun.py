@@ -38,6 +38,7 @@ from benchmarks.bench_active import (
     LOADERS,
     Clusterer,
     Continuing,
+    Recorder,
     cluster,
     dataset,
     ours,
@@ -48,7 +49,6 @@ P = ParamSpec("P")
 MOVED = 0.05  # a re-run that moves more than this share of the items redraws the picture
 # (X, k, labels with -1 for unlabeled, seed) -> cluster of every item
 LabelClusterer = Callable[[NDArray[np.float64], int, NDArray[np.int64], int], NDArray[np.int64]]
-Recorder = Callable[[NDArray[np.int64], NDArray[np.int64]], None]
 
 
 def cec_ib(warm_start: bool, fresh_starts: str = "always") -> LabelClusterer:
