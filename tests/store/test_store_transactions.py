@@ -14,7 +14,7 @@ from app.db.models import Dataset, StoredArray
 from app.store import chunks
 from app.store.array_store import ArrayStore
 from app.store.transactions import store_of
-from tests.conftest import upload_npy
+from tests.conftest import post_dataset, upload_npy
 
 pytestmark = pytest.mark.db
 
@@ -125,11 +125,9 @@ def test_a_refused_upload_leaves_no_rows_and_no_directory(
     settings: Settings,
     bad_row: int,
 ) -> None:
-    response = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("n.csv", _csv_with_nan_at(bad_row), "text/csv")},
-        data={"id_column": "id"},
-        headers=admin_headers,
+    csv = _csv_with_nan_at(bad_row)
+    response = post_dataset(
+        client, project_id, admin_headers, "n.csv", csv, "text/csv", id_column="id"
     )
     assert response.status_code == 422, response.text
     assert "NaN" in response.json()["detail"]
@@ -146,11 +144,8 @@ def test_a_good_upload_after_a_refused_one_has_one_directory(
     session: Session,
     settings: Settings,
 ) -> None:
-    response = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("n.csv", _csv_with_nan_at(150), "text/csv")},
-        headers=admin_headers,
-    )
+    csv = _csv_with_nan_at(150)
+    response = post_dataset(client, project_id, admin_headers, "n.csv", csv, "text/csv")
     assert response.status_code == 422
     dataset_id = upload_npy(client, project_id, admin_headers, TABLE)
     prefix = _prefix(session, dataset_id)
