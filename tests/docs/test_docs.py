@@ -3,6 +3,7 @@ with --strict, every Python example runs, every shell line names a make target, 
 test file, option or API path that exists, every JSON example parses, and every API path the
 prose names is one the app serves."""
 
+import ast
 import json
 import re
 import shlex
@@ -132,11 +133,26 @@ def _check_python_module(module: str, args: list[str], where: str) -> None:
     assert module.startswith("benchmarks."), (where, module)
     spec = find_spec(module)
     assert spec is not None and spec.origin is not None, (where, module)
-    source = Path(spec.origin).read_text()
+    source = _with_shared_options(Path(spec.origin).read_text())
     for arg in args:
         option = arg.split("=", 1)[0]
         if option.startswith("--"):
             assert f'"{option}"' in source, f"{where}: {module} has no option {option}"
+
+
+def _with_shared_options(source: str) -> str:
+    """A benchmark's source and that of the benchmark modules it imports, where options
+    several benchmarks take are defined once (benchmarks/_server.py)."""
+    imported = [
+        node.module
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("benchmarks.")
+    ]
+    for module in imported:
+        spec = find_spec(str(module))
+        if spec is not None and spec.origin is not None:
+            source += Path(spec.origin).read_text()
+    return source
 
 
 def _check_curl(words: list[str], where: str) -> None:
