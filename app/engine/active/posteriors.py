@@ -70,6 +70,44 @@ def cluster_posteriors(
 
     With fewer assigned items than clusters + dimensions the pooled variances say little (a
     few named items); ``fallback_pooled`` (e.g. another model's ``pooled``) is used instead."""
+    data, labels, cluster_ids = _checked(X, partition)
+    moments = _cluster_moments(data, labels, cluster_ids)
+    pooled = _pooled_variances(moments, data.shape[1], fallback_pooled)
+    sizes = moments.sizes
+    if equal_weights:
+        log_weights = np.full(sizes.size, -np.log(sizes.size))
+    else:
+        log_weights = np.log(sizes / sizes.sum())
+    # tied: one covariance, so one eigendecomposition for every cluster
+    shared = _tied_eigen(moments, pooled) if tied else None
+    log_density = np.empty((data.shape[0], cluster_ids.size))
+    for column, cluster in enumerate(cluster_ids):
+        eigen = shared
+        if eigen is None:
+            eigen = _own_eigen(data[labels == cluster], sizes[column], pooled)
+        log_density[:, column] = log_weights[column] + _log_gaussian(
+            data, moments.means[column], eigen
+        )
+    shifted = log_density - log_density.max(axis=1, keepdims=True)
+    with np.errstate(under="ignore"):
+        weights = np.exp(shifted)
+    posteriors = weights / weights.sum(axis=1, keepdims=True)
+    return ClusterPosteriors(cluster_ids, posteriors, log_density, moments.means, pooled)
+
+
+@dataclass(frozen=True)
+class _Moments:
+    """The assigned items' clusters: each cluster's mean and size, every assigned item
+    centred on its cluster's mean, and the degrees of freedom left for a pooled covariance."""
+
+    centred: FloatArray  # (assigned items, d)
+    means: FloatArray  # (k, d)
+    sizes: FloatArray  # (k,)
+    degrees: int  # assigned items - k
+
+
+def _checked(X: ArrayLike, partition: ArrayLike) -> tuple[FloatArray, IntArray, IntArray]:
+    """``X`` as (n, d) finite floats, the partition as int64, and its cluster ids (sorted)."""
     data = np.asarray(X, dtype=np.float64)
     labels = np.asarray(partition).astype(np.int64)
     if data.ndim != 2 or data.shape[0] != labels.shape[0]:
@@ -82,7 +120,12 @@ def cluster_posteriors(
     cluster_ids = np.unique(labels[labels >= 0])
     if cluster_ids.size == 0:
         raise ValueError("the partition has no cluster")
-    n, d = data.shape
+    return data, labels, cluster_ids
+
+
+def _cluster_moments(data: FloatArray, labels: IntArray, cluster_ids: IntArray) -> _Moments:
+    """Each cluster's mean and size over its assigned items, and those items centred."""
+    d = data.shape[1]
     assigned = labels >= 0
     centred = np.empty_like(data[assigned])
     means = np.empty((cluster_ids.size, d))
@@ -93,34 +136,38 @@ def cluster_posteriors(
         centred[members] = data[assigned][members] - means[column]
         sizes[column] = members.sum()
     degrees = centred.shape[0] - cluster_ids.size
-    if fallback_pooled is not None and degrees < d:
+    return _Moments(centred, means, sizes, degrees)
+
+
+def _pooled_variances(moments: _Moments, d: int, fallback_pooled: ArrayLike | None) -> FloatArray:
+    """The pooled within-cluster variances the shrinkage aims at (``fallback_pooled`` when
+    the assigned items leave fewer than d degrees of freedom), floored."""
+    if fallback_pooled is not None and moments.degrees < d:
         pooled = np.asarray(fallback_pooled, dtype=np.float64)
     else:
-        pooled = (centred**2).sum(axis=0) / max(degrees, 1)
-    pooled = np.maximum(pooled, _VARIANCE_FLOOR * max(float(pooled.max()), 1.0))
-    if equal_weights:
-        log_weights = np.full(sizes.size, -np.log(sizes.size))
-    else:
-        log_weights = np.log(sizes / sizes.sum())
-    shared = None
-    if tied:  # one covariance, so one eigendecomposition for every cluster
-        scatter = centred.T @ centred / max(degrees, 1)
-        shrink = d / (max(degrees, 0) + d)
-        shared = _eigen((1.0 - shrink) * scatter + shrink * np.diag(pooled))
-    log_density = np.empty((n, cluster_ids.size))
-    for column, cluster in enumerate(cluster_ids):
-        eigen = shared
-        if eigen is None:
-            members = labels == cluster
-            own = np.cov(data[members], rowvar=False, bias=True).reshape(d, d)
-            shrink = d / (sizes[column] + d)
-            eigen = _eigen((1.0 - shrink) * own + shrink * np.diag(pooled))
-        log_density[:, column] = log_weights[column] + _log_gaussian(data, means[column], eigen)
-    shifted = log_density - log_density.max(axis=1, keepdims=True)
-    with np.errstate(under="ignore"):
-        weights = np.exp(shifted)
-    posteriors = weights / weights.sum(axis=1, keepdims=True)
-    return ClusterPosteriors(cluster_ids, posteriors, log_density, means, pooled)
+        pooled = (moments.centred**2).sum(axis=0) / max(moments.degrees, 1)
+    return np.maximum(pooled, _VARIANCE_FLOOR * max(float(pooled.max()), 1.0))
+
+
+def _tied_eigen(moments: _Moments, pooled: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The shared covariance of ``tied``: the pooled within-cluster scatter shrunk toward
+    ``pooled`` with weight d / (degrees of freedom + d)."""
+    centred, degrees = moments.centred, moments.degrees
+    d = centred.shape[1]
+    scatter = centred.T @ centred / max(degrees, 1)
+    shrink = d / (max(degrees, 0) + d)
+    return _eigen((1.0 - shrink) * scatter + shrink * np.diag(pooled))
+
+
+def _own_eigen(
+    members: FloatArray, size: float, pooled: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """A cluster's own covariance (of its ``size`` assigned ``members``) shrunk toward
+    ``pooled`` with weight d / (size + d)."""
+    d = members.shape[1]
+    own = np.cov(members, rowvar=False, bias=True).reshape(d, d)
+    shrink = d / (size + d)
+    return _eigen((1.0 - shrink) * own + shrink * np.diag(pooled))
 
 
 def _eigen(covariance: FloatArray) -> tuple[FloatArray, FloatArray]:
