@@ -295,6 +295,34 @@ def _tiff_layout(
 ) -> _TiffLayout:
     """How one series' pixels make images; ``stacks``: planes along Z, T or unnamed axes are
     images of a collection (else such a series is refused)."""
+    sizes, channel_axis, stacked = _tiff_axes(series, stacks)
+    dtype = np.dtype(series.dtype)
+    if dtype.kind not in "buif":
+        raise ImageFileError(f"the TIFF image holds {dtype} values; real numbers are needed")
+    n_channels = next(iter(channel_axis.values()), 1)
+    if n_channels > MAX_CHANNELS:
+        raise ImageFileError(
+            f"the TIFF image has {n_channels} channels; at most {MAX_CHANNELS} are taken"
+        )
+    photometric = series.keyframe.photometric
+    if photometric == tifffile.PHOTOMETRIC.PALETTE:
+        raise ImageFileError("the TIFF image uses a colour palette; save it as RGB or grey")
+    rgb = photometric in (tifffile.PHOTOMETRIC.RGB, tifffile.PHOTOMETRIC.YCBCR)
+    photo = dtype == np.uint8 and (
+        n_channels == 1 or (rgb and "S" in channel_axis and n_channels in (3, 4))
+    )
+    if photo:
+        header = _photo_header(sizes, grey=n_channels == 1)
+    else:
+        header = _measured_header(tif, sizes, n_channels, dtype)
+    return _TiffLayout(series, series.axes, header, tuple(stacked.items()))
+
+
+def _tiff_axes(
+    series: tifffile.TiffPageSeries, stacks: bool
+) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """The series' size along each axis, its channel axis (at most one, with its size; none
+    for one channel), and the axes its planes are stacked along (refused unless ``stacks``)."""
     axes, shape = series.axes, tuple(int(n) for n in series.shape)
     if "Y" not in axes or "X" not in axes:
         raise ImageFileError(f"the TIFF image has axes {axes!r}, without rows and columns (Y, X)")
@@ -315,46 +343,38 @@ def _tiff_layout(
             f"the TIFF image has two channel axes ({extra}; axes {axes!r}); store each "
             "channel as one plane (axes CYX)"
         )
-    dtype = np.dtype(series.dtype)
-    if dtype.kind not in "buif":
-        raise ImageFileError(f"the TIFF image holds {dtype} values; real numbers are needed")
-    n_channels = next(iter(extra.values()), 1)
-    if n_channels > MAX_CHANNELS:
-        raise ImageFileError(
-            f"the TIFF image has {n_channels} channels; at most {MAX_CHANNELS} are taken"
-        )
-    photometric = series.keyframe.photometric
-    if photometric == tifffile.PHOTOMETRIC.PALETTE:
-        raise ImageFileError("the TIFF image uses a colour palette; save it as RGB or grey")
-    rgb = photometric in (tifffile.PHOTOMETRIC.RGB, tifffile.PHOTOMETRIC.YCBCR)
-    photo = dtype == np.uint8 and (
-        n_channels == 1 or (rgb and "S" in extra and n_channels in (3, 4))
+    return sizes, extra, stacked
+
+
+def _photo_header(sizes: dict[str, int], grey: bool) -> ImageHeader:
+    """A photo's plane: 8-bit grey or RGB (an alpha channel is dropped)."""
+    return ImageHeader(
+        "TIFF",
+        sizes["X"],
+        sizes["Y"],
+        1 if grey else 3,
+        "uint8",
+        True,
+        (),
+        "L" if grey else "RGB",
     )
-    if photo:
-        grey = n_channels == 1
-        header = ImageHeader(
-            "TIFF",
-            sizes["X"],
-            sizes["Y"],
-            1 if grey else 3,
-            "uint8",
-            True,
-            (),
-            "L" if grey else "RGB",
-        )
-    else:
-        names = _channel_names(tif, n_channels)
-        header = ImageHeader(
-            "TIFF",
-            sizes["X"],
-            sizes["Y"],
-            n_channels,
-            dtype.name,
-            False,
-            names,
-            f"{n_channels} x {dtype.name}",
-        )
-    return _TiffLayout(series, axes, header, tuple(stacked.items()))
+
+
+def _measured_header(
+    tif: tifffile.TiffFile, sizes: dict[str, int], n_channels: int, dtype: np.dtype
+) -> ImageHeader:
+    """A plane of measured channels, named from the OME metadata where it names them."""
+    names = _channel_names(tif, n_channels)
+    return ImageHeader(
+        "TIFF",
+        sizes["X"],
+        sizes["Y"],
+        n_channels,
+        dtype.name,
+        False,
+        names,
+        f"{n_channels} x {dtype.name}",
+    )
 
 
 def _check_complete(tif: tifffile.TiffFile, size: int) -> None:
