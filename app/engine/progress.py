@@ -16,3 +16,11 @@ class Progress(Protocol):
 # ``share_done(fraction)``: long work without sweeps (featurizing a picture) saying how far it
 # is, from 0 to 1.
 ShareDone = Callable[[float], None]
+
+
+def asks_to_stop(progress: Progress | None, iteration: int, cost: float) -> bool:
+    """Report a sweep to ``progress`` (if any); whether its answer stops the fit."""
+    if progress is None:
+        return False
+    answer = progress(iteration, cost)
+    return answer is not None and not answer

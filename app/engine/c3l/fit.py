@@ -47,7 +47,7 @@ from app.engine.core.seeding import (
     initial_partition,
     kmeanspp_seeds,
 )
-from app.engine.progress import Progress
+from app.engine.progress import Progress, asks_to_stop
 
 SIDE_RIDGE = 1e-6
 
@@ -361,9 +361,7 @@ def _run(
             mark_all_changed(clock)
         energy = _energy(state, side)
         history.append(energy)
-        if progress is not None:
-            answer = progress(first_iteration + sweeps, energy)
-            stop = answer is not None and not answer
+        stop = asks_to_stop(progress, first_iteration + sweeps, energy)
         if moves == 0 and removed == 0:
             converged = True
             break

@@ -49,7 +49,7 @@ from app.engine.core.hartigan import (
 )
 from app.engine.core.int_args import minus_one
 from app.engine.core.seeding import greedy_trials, kmeanspp_seeds
-from app.engine.progress import Progress
+from app.engine.progress import Progress, asks_to_stop
 
 # random orders the valid greedy seeding tries before the colouring start (a failed order costs
 # one pass over the watched items)
@@ -461,9 +461,7 @@ def run_global(
             mark_all_changed(clock)
         energy = total_energy(state)
         history.append(energy)
-        if progress is not None:
-            answer = progress(first_iteration + sweeps, energy)
-            stop = answer is not None and not answer
+        stop = asks_to_stop(progress, first_iteration + sweeps, energy)
         if moves == 0 and removed == 0:
             converged = True
             break

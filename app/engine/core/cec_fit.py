@@ -41,7 +41,7 @@ from app.engine.core.label_seeding import (
     resampled_categories,
 )
 from app.engine.core.seeding import initial_partition
-from app.engine.progress import Progress
+from app.engine.progress import Progress, asks_to_stop
 
 # The iteration a caller passes to `progress` to ask only whether to go on (a falsy answer
 # stops), from work that has no sweep to show: CEC-IB's labeled-weight search.
@@ -203,9 +203,7 @@ def _run(
             mark_all_changed(clock)
         energy = total_energy(state)
         history.append(energy)
-        if p.progress is not None:
-            answer = p.progress(first_iteration + sweeps, energy)
-            stop = answer is not None and not answer
+        stop = asks_to_stop(p.progress, first_iteration + sweeps, energy)
         if moves == 0 and removed <= 0:
             converged = True
             break

@@ -29,7 +29,7 @@ from app.engine.ppc.meanfield import mean_field_bound, mean_field_sweeps
 from app.engine.ppc.mstep import gaussian_m_step, log_gaussian, precision_cholesky, tie
 from app.engine.ppc.prior import grid_log_omega, grid_pi, log_omega, optimize_pi, simplex_grid
 from app.engine.ppc.stationary import DriftMonitor, parameter_change
-from app.engine.progress import Progress
+from app.engine.progress import Progress, asks_to_stop
 
 
 @dataclass(frozen=True)
@@ -448,7 +448,7 @@ def run_em(
         converged = stop.converged(est.bound, params, new)
         params = new
         history.append(est.bound)
-        if progress is not None and progress(iteration0 + n_iter, -est.bound) is False:
+        if asks_to_stop(progress, iteration0 + n_iter, -est.bound):
             cancelled = True
             break
         if converged:

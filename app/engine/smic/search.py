@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from app.engine.arrays import FloatArray, IndexArray
-from app.engine.progress import Progress
+from app.engine.progress import Progress, asks_to_stop
 from app.engine.smic.constraints import Constraints, count_violations, edit_kernel
 from app.engine.smic.kernel import local_scaling_kernel, normalize_symmetric
 from app.engine.smic.lsmi import LSMIDesign, LSMIResult, lsmi_cv
@@ -114,7 +114,7 @@ def search(
             cand = evaluate(problem, base, t, normalize, c, scores, crowding)
             done.append(cand)
             step += 1
-            if progress is not None and progress(step, -cand.smi) is False:
+            if asks_to_stop(progress, step, -cand.smi):
                 stop = True
                 break
         if stop:

@@ -17,10 +17,10 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from app.engine.arrays import FloatArray
+from app.engine.arrays import FloatArray, IntArray
 from app.engine.cec.chunked.chunk_tasks import categories_of, predict_chunk
 from app.engine.cec.chunked.cluster_totals import Frozen, freeze
-from app.engine.cec.chunked.passes import PassSettings, fit_passes, fitted_labels
+from app.engine.cec.chunked.passes import ChunkedFit, PassSettings, fit_passes, fitted_labels
 from app.engine.core.cec_fit import min_cluster_size
 from app.engine.core.cec_shell import (
     AUTO_FRACTION,
@@ -99,6 +99,42 @@ def fit_chunked(estimator: Any, X: Any, y: Any, *, beta: float) -> None:
     start = _fit_sample(estimator, data, rng)
     for message in getattr(start, "fit_warnings_", []):  # e.g. the projection: the fit's too
         warn_fit(estimator, message, UserWarning, stacklevel=3)
+    settings, fraction_used = _pass_settings(estimator, start, data, family, fraction, beta)
+    weight, n_total = settings.labeled_weight, settings.n_total
+    fit = fit_passes(
+        data, _start_frozen(start, data, family, beta, weight, n_total), settings,
+        estimator.progress,
+    )  # fmt: skip
+    labels, slots = fitted_labels(data, fit)
+    _store_clusters(estimator, fit, labels, slots, settings)
+    estimator.n_features_in_ = int(X.shape[1])
+    estimator.projection_ = start.projection_
+    estimator.min_cluster_fraction_ = fraction_used
+    estimator.execution_ = {
+        "execution": "data-parallel",
+        "chunks": len(data.blocks),
+        "passes": fit.n_iter,
+        "polished": fit.polished,
+        "start_sample_rows": int(data.sample.shape[0]),
+    }
+    if hasattr(start, "labeled_weight_"):  # CEC-IB
+        _store_labeled(estimator, fit, slots, weight)
+    warn_unless_converged(
+        estimator, converged=fit.converged, cancelled=fit.cancelled,
+        max_iter=settings.max_iter, depth=2,
+    )  # fmt: skip
+
+
+def _pass_settings(
+    estimator: Any,
+    start: Any,
+    data: ChunkedInput,
+    family: int,
+    fraction: float | None,
+    beta: float,
+) -> tuple[PassSettings, float]:
+    """The passes' settings, from the estimator's parameters and the sample fit (its labeled
+    weight and width), and the minimum cluster fraction used (``fraction``, or 'auto's)."""
     weight = float(getattr(start, "labeled_weight_", 1))
     n_total = data.n_rows - data.n_labeled + weight * data.n_labeled
     d = np.asarray(start.means_).shape[1]
@@ -115,41 +151,34 @@ def fit_chunked(estimator: Any, X: Any, y: Any, *, beta: float) -> None:
         polish=bool(estimator.polish),
         projection=start.projection_,
     )
-    fit = fit_passes(
-        data, _start_frozen(start, data, family, beta, weight, n_total), settings,
-        estimator.progress,
-    )  # fmt: skip
-    labels, slots = fitted_labels(data, fit)
+    return settings, fraction_used
+
+
+def _store_clusters(
+    estimator: Any, fit: ChunkedFit, labels: Any, slots: IntArray, settings: PassSettings
+) -> None:
+    """The kept pass's clusters (those in ``slots``) and partition on the estimator, as an
+    in-memory fit stores them."""
     means, cov = fit.totals.moments()
     estimator.labels_ = labels
     estimator.n_clusters_ = int(slots.shape[0])
     estimator.energy_ = fit.energy
-    estimator.weights_ = fit.totals.count[slots] / n_total
+    estimator.weights_ = fit.totals.count[slots] / settings.n_total
     estimator.means_ = means[slots]
-    estimator.covariances_ = family_covariances(family, cov[slots])
+    estimator.covariances_ = family_covariances(settings.family, cov[slots])
     estimator.n_iter_ = fit.n_iter
     estimator.converged_ = fit.converged
     estimator.energy_history_ = fit.history
-    estimator.n_features_in_ = int(X.shape[1])
-    estimator.projection_ = start.projection_
-    estimator.min_cluster_fraction_ = fraction_used
-    estimator.execution_ = {
-        "execution": "data-parallel",
-        "chunks": len(data.blocks),
-        "passes": fit.n_iter,
-        "polished": fit.polished,
-        "start_sample_rows": int(data.sample.shape[0]),
-    }
-    if hasattr(start, "labeled_weight_"):  # CEC-IB
-        estimator.labeled_weight_ = int(weight)
-        estimator.warm_started_ = False
-        counts = fit.totals.label_counts[slots]
-        labeled = counts.sum()
-        estimator.agreement_ = float(counts.max(axis=1).sum() / labeled) if labeled else 1.0
-    warn_unless_converged(
-        estimator, converged=fit.converged, cancelled=fit.cancelled,
-        max_iter=settings.max_iter, depth=2,
-    )  # fmt: skip
+
+
+def _store_labeled(estimator: Any, fit: ChunkedFit, slots: IntArray, weight: float) -> None:
+    """CEC-IB's own attributes: the labeled weight the sample fit chose, and the share of the
+    labeled rows whose cluster's majority class is theirs."""
+    estimator.labeled_weight_ = int(weight)
+    estimator.warm_started_ = False
+    counts = fit.totals.label_counts[slots]
+    labeled = counts.sum()
+    estimator.agreement_ = float(counts.max(axis=1).sum() / labeled) if labeled else 1.0
 
 
 def _fit_sample(estimator: Any, data: ChunkedInput, rng: np.random.RandomState) -> Any:

@@ -34,7 +34,7 @@ from app.engine.cec.chunked.cluster_totals import (
     polish_state,
 )
 from app.engine.core.chunked_input import ChunkedInput
-from app.engine.progress import Progress
+from app.engine.progress import Progress, asks_to_stop
 
 # A pass that lowers the energy by less than this share of it ends the passes.
 CONVERGED_RTOL = 1e-7
@@ -174,7 +174,7 @@ def _polish(
 
 
 def _cancelled(progress: Progress | None, fit: ChunkedFit) -> bool:
-    if progress is not None and progress(fit.n_iter, fit.energy) is False:
+    if asks_to_stop(progress, fit.n_iter, fit.energy):
         fit.cancelled = True
     return fit.cancelled
 
