@@ -28,14 +28,15 @@ from app.engine.core.cec_fit import SingularDataError, min_cluster_size
 from app.engine.core.cec_state import ClusterState, new_state, recompute_state, total_energy
 from app.engine.core.families import family_covariances
 from app.engine.core.hartigan import (
+    UNCHANGED,
     SweepClock,
+    changes_since,
     cheapest_move,
     extract_point,
     insert_point,
     kill_cluster,
     mark_all_changed,
     n_alive,
-    needs_check,
     new_clock,
     point_move_deltas,
 )
@@ -188,10 +189,9 @@ def c3l_sweep(
     moves = 0
     for i in range(X.shape[0]):
         a = assign[i]
-        last = clock.checked_at[i]
-        if not needs_check(a, last, state, clock):
+        since = changes_since(a, i, state, clock)
+        if since == UNCHANGED:
             continue
-        since = -1 if clock.changed_at[a] > last else last
         point_move_deltas(X, i, minus_one(), a, state, family, n_total, 0.0, math.inf,
                           clock.changed_at, since, delta, u)  # fmt: skip
         add_side_deltas(S[i, 0], a, state, side, q, ridge, n_total, delta)

@@ -33,7 +33,9 @@ from app.engine.core.cec_state import (
     total_energy,
 )
 from app.engine.core.hartigan import (
+    UNCHANGED,
     SweepClock,
+    changes_since,
     cheapest_move,
     extract_group,
     extract_point,
@@ -43,7 +45,6 @@ from app.engine.core.hartigan import (
     kill_cluster,
     mark_all_changed,
     n_alive,
-    needs_check,
     new_clock,
     point_move_deltas,
 )
@@ -274,10 +275,9 @@ def global_sweep(
         watched = graph.watched[t]
         since = -1
         if not watched:
-            last = clock.checked_at[t]
-            if not needs_check(a, last, state, clock):
+            since = changes_since(a, t, state, clock)
+            if since == UNCHANGED:
                 continue
-            since = -1 if clock.changed_at[a] > last else last
         prune = math.inf if watched else -tol
         item_deltas(X, items, t, a, state, family, n_total, prune, sc, clock.changed_at, since)
         b = best_valid_move(t, a, tol, item_cluster, graph, sc.delta)

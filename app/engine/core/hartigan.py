@@ -390,6 +390,21 @@ def needs_check(a: int, since: int, state: ClusterState, clock: SweepClock) -> b
     return False
 
 
+# ``changes_since``'s answer for a point that nothing changed around since its last check.
+UNCHANGED = -2
+
+
+@numba.njit(nogil=True, cache=True)
+def changes_since(a: int, i: int, state: ClusterState, clock: SweepClock) -> int:
+    """Since when point ``i`` (in cluster ``a``) must be checked again: -1 (every cluster:
+    its own changed), the tick of its last check (only the clusters changed since), or
+    UNCHANGED (nothing could move it)."""
+    last = clock.checked_at[i]
+    if not needs_check(a, last, state, clock):
+        return UNCHANGED
+    return -1 if clock.changed_at[a] > last else last
+
+
 @numba.njit(nogil=True, cache=True)
 def cheapest_move(delta: FloatArray, a: int, tol: float) -> int:
     """The cluster with the most negative ``delta`` if that is below ``-tol`` (the first on
@@ -428,10 +443,9 @@ def hartigan_sweep(
     u = np.empty(X.shape[1])
     for i in range(X.shape[0]):
         a = assign[i]
-        last = clock.checked_at[i]
-        if not needs_check(a, last, state, clock):
+        since = changes_since(a, i, state, clock)
+        if since == UNCHANGED:
             continue
-        since = -1 if clock.changed_at[a] > last else last
         z = categories[i]
         point_move_deltas(
             X, i, z, a, state, family, n_total, beta, -tol, clock.changed_at, since, delta, u
