@@ -64,8 +64,8 @@ def log_constants(weights: FloatArray, prec_chol: FloatArray, family: int, d: in
 # One fused kernel on purpose, not a helper per step: a row's bounds, exact scores, posterior
 # and share of the statistics come out of one pass over the chunk's rows (each row read once,
 # while it is in cache), with the work arrays allocated here. Helpers handed those arrays may
-# see them alias, and numba then keeps the loops scalar: measured 1.8x slower when the score
-# was a helper (docs/distributed.md, "What halved a pass").
+# see them alias, and numba then keeps the loops scalar (writing its helpers out measured
+# 1.8x; docs/distributed.md, "What halved a pass").
 @numba.njit(nogil=True, cache=True)
 def mixture_pass(
     X: NDArray[np.floating[Any]],  # float32 or float64 rows
