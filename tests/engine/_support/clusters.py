@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,3 +29,21 @@ def process_cluster(
     ):
         client.wait_for_workers(n_workers, timeout=60)
         yield cluster, client
+
+
+def scheduler_workers(client: Any) -> list[str]:
+    """The addresses of the workers the scheduler itself knows (not the client's cache)."""
+    return client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.workers))
+
+
+def kill_one_worker(client: Any) -> str:
+    """SIGKILL one worker process of ``client``'s cluster (the first by address) and wait
+    until the scheduler has noticed it gone; the killed worker's address."""
+    pids = client.run(os.getpid)
+    victim = sorted(pids)[0]
+    os.kill(pids[victim], signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while victim in scheduler_workers(client):
+        assert time.monotonic() < deadline, "the scheduler did not notice the kill"
+        time.sleep(0.05)
+    return victim

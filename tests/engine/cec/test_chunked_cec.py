@@ -12,8 +12,6 @@ data shrink further.
 from __future__ import annotations
 
 import os
-import signal
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,7 +31,7 @@ import app.engine.core.chunked_input as chunked_input
 from app.engine.cec.cec_ib import CECIB
 from app.engine.cec.estimator import CEC
 from app.engine.core.cost import cec_ib_energy
-from tests.engine._support.clusters import process_cluster
+from tests.engine._support.clusters import kill_one_worker, process_cluster, scheduler_workers
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 N_ROWS = 900 if NO_JIT else 30_000
@@ -510,11 +508,7 @@ def _ready(client: Any) -> list[str]:
     client.wait_for_workers(2, timeout=60)
     # Asked of the scheduler itself: the client's cached ``scheduler_info`` can still be empty
     # on a loaded machine (a CI run found no workers there while both ran the passes).
-    return _scheduler_workers(client)
-
-
-def _scheduler_workers(client: Any) -> list[str]:
-    return client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.workers))
+    return scheduler_workers(client)
 
 
 @pytest.fixture
@@ -554,19 +548,12 @@ def test_worker_killed_between_passes(
 
     def kill_one(iteration: int, energy: float) -> bool:
         if iteration == 1:
-            pids = client.run(os.getpid)
-            victim = sorted(pids)[0]
-            os.kill(pids[victim], signal.SIGKILL)
-            killed.append(victim)
-            deadline = time.monotonic() + 30
-            while victim in _scheduler_workers(client):
-                assert time.monotonic() < deadline, "the scheduler did not notice the kill"
-                time.sleep(0.05)
+            killed.append(kill_one_worker(client))
         return True
 
     est = CEC(K, n_init=N_INIT, random_state=0, progress=kill_one).fit(blobs.dask())
     assert len(killed) == 1
-    assert killed[0] not in _scheduler_workers(client)
+    assert killed[0] not in scheduler_workers(client)
     assert est.n_iter_ > 1
     assert _rel(est.energy_, reference.energy_) <= 1e-9
     np.testing.assert_array_equal(est.labels_.compute(), reference_labels)
@@ -608,6 +595,6 @@ def test_worker_dies_in_the_middle_of_a_pass(
 
     est = CEC(K, n_init=N_INIT, random_state=0, progress=arm).fit(X)
     assert not armed.exists() and (tmp_path / "armed.taken").exists()  # a worker died
-    assert _scheduler_workers(client) != workers  # ... and the scheduler saw it go
+    assert scheduler_workers(client) != workers  # ... and the scheduler saw it go
     assert _rel(est.energy_, reference.energy_) <= 1e-9
     np.testing.assert_array_equal(est.labels_.compute(), reference_labels)

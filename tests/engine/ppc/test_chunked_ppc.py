@@ -11,7 +11,6 @@ then the start from a sample, bad input, cancel, and ``predict`` on a dask array
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from sklearn.metrics import adjusted_rand_score
 import app.engine.core.chunked_input as chunked_input
 import app.engine.ppc.chunked.relation_groups as relation_groups
 from app.engine.ppc import PPC
-from tests.engine._support.clusters import process_cluster
+from tests.engine._support.clusters import kill_one_worker, process_cluster
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 N_ROWS = 600 if NO_JIT else 6_000
@@ -278,8 +277,6 @@ def test_worker_killed_between_passes_gives_the_same_fit(data: Data, cluster: An
     """After pass 1 one worker process is SIGKILLed: the chunks, the labels and the relation
     groups it held are computed again on what is left (persisted, not scattered: they have a
     recipe), and the fit is the undisturbed one."""
-    import signal
-
     start = data.start("full")
     with dask.config.set(scheduler="threads"):
         reference = _fit(data, data.dask(), data.labels, **start)
@@ -288,16 +285,7 @@ def test_worker_killed_between_passes_gives_the_same_fit(data: Data, cluster: An
 
     def kill_one(iteration: int, cost: float) -> bool:
         if iteration == 1:
-            pids = cluster.run(os.getpid)
-            victim = sorted(pids)[0]
-            os.kill(pids[victim], signal.SIGKILL)
-            killed.append(victim)
-            deadline = time.monotonic() + 30
-            while victim in cluster.run_on_scheduler(
-                lambda dask_scheduler: list(dask_scheduler.workers)
-            ):
-                assert time.monotonic() < deadline, "the scheduler did not notice the kill"
-                time.sleep(0.05)
+            killed.append(kill_one_worker(cluster))
         return True
 
     with cluster.as_current():
