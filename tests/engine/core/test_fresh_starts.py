@@ -375,6 +375,26 @@ def test_cecib_start_from_carries_the_weight_search(weight_searches: list[int]) 
 # --- PPC: fresh starts -------------------------------------------------------------------------
 
 
+def _warm_ppc_fitted(
+    n_components: int,
+    covariance: str,
+    fresh: str,
+    X: np.ndarray,
+    pairs: np.ndarray,
+    weights: np.ndarray,
+) -> tuple[PPC, Calls]:
+    """A warm-started PPC (three starts, seed 0) with ``fresh_starts=fresh``, fitted once to
+    relations it agrees with wholly; it and the progress calls it records."""
+    calls, progress = _recorder()
+    model = PPC(
+        n_components, covariance=covariance, n_init=3, random_state=0, warm_start=True,
+        fresh_starts=fresh, progress=progress,
+    )  # fmt: skip
+    model.fit(X, pairs=pairs, weights=weights)
+    assert model.agreement_ == 1.0
+    return model, calls
+
+
 @pytest.mark.parametrize("covariance", ["full", "auto"])
 def test_ppc_consistent_relations_run_the_continued_start_alone(covariance: str) -> None:
     """Relations that agree with the mixture: the continued EM runs alone (under 'auto' the
@@ -385,13 +405,7 @@ def test_ppc_consistent_relations_run_the_continued_start_alone(covariance: str)
     more_weights = np.concatenate([weights, weights])
     fits = {}
     for fresh in ("if_worse", "always"):
-        calls, progress = _recorder()
-        model = PPC(
-            3, covariance=covariance, n_init=3, random_state=0, warm_start=True,
-            fresh_starts=fresh, progress=progress,
-        )  # fmt: skip
-        model.fit(X, pairs=pairs, weights=weights)
-        assert model.agreement_ == 1.0
+        model, calls = _warm_ppc_fitted(3, covariance, fresh, X, pairs, weights)
         first = model.covariance_
         labels = _shown(model.predict(X), np.array([20, 70, 120]))  # in the fit's numbering
         calls.clear()
@@ -423,13 +437,7 @@ def test_ppc_relations_contradicting_the_continued_mixture_draw_the_fresh_starts
     first_pairs, first_weights = _square_relations(1)
     fits = {}
     for fresh in ("if_worse", "always"):
-        calls, progress = _recorder()
-        model = PPC(
-            2, covariance=covariance, n_init=3, random_state=0, warm_start=True,
-            fresh_starts=fresh, progress=progress,
-        )  # fmt: skip
-        model.fit(X, pairs=first_pairs, weights=first_weights)
-        assert model.agreement_ == 1.0
+        model, calls = _warm_ppc_fitted(2, covariance, fresh, X, first_pairs, first_weights)
         assert model.covariance_ == "full"  # first in both orders of 'auto''s models
         assert adjusted_rand_score(top, model.predict(X)) > 0.95
         calls.clear()
