@@ -123,26 +123,13 @@ def test_no_relations_reproduces_gaussian_mixture(covariance: str) -> None:
         cov0 = np.full(m, np.diag(cov_full).mean())
         prec0 = 1.0 / cov0
     for iters in (1, 5, 30):
+        # Both fits start from the same weights and means and run the same EM steps.
+        same = {"max_iter": iters, "tol": 0.0, "weights_init": weights0, "means_init": means0}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            ours = PPC(
-                m,
-                covariance=covariance,
-                max_iter=iters,
-                tol=0.0,
-                weights_init=weights0,
-                means_init=means0,
-                covariances_init=cov0,
-            ).fit(X)
+            ours = PPC(m, covariance=covariance, covariances_init=cov0, **same).fit(X)
             ref = GaussianMixture(
-                m,
-                covariance_type=sk_type,
-                max_iter=iters,
-                tol=0.0,
-                weights_init=weights0,
-                means_init=means0,
-                precisions_init=prec0,
-                reg_covar=1e-6,
+                m, covariance_type=sk_type, precisions_init=prec0, reg_covar=1e-6, **same
             ).fit(X)
         np.testing.assert_allclose(ours.weights_, ref.weights_, atol=1e-6, rtol=0)
         np.testing.assert_allclose(ours.means_, ref.means_, atol=1e-6, rtol=0)
