@@ -2,7 +2,6 @@
 would trim to nothing (project, dataset, token, user names, labels) are refused by the schema,
 which publishes the same rule, with a message that says why."""
 
-import io
 import re
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from tests.conftest import row_counts
+from tests.conftest import row_counts, upload_npy
 
 pytestmark = pytest.mark.db
 
@@ -56,14 +55,7 @@ def test_every_405_allow_header_matches_the_published_paths(
 
 @pytest.fixture
 def dataset_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
-    buffer = io.BytesIO()
-    np.save(buffer, np.arange(8.0).reshape(4, 2))
-    response = client.post(
-        f"/api/v1/projects/{project_id}/datasets",
-        files={"file": ("d.npy", buffer.getvalue(), "application/octet-stream")},
-        headers=admin_headers,
-    )
-    return int(response.json()["id"])
+    return upload_npy(client, project_id, admin_headers, np.arange(8.0).reshape(4, 2))
 
 
 def _blank_requests(project_id: int, dataset_id: int, blank: str) -> list[tuple[str, str, dict]]:  # type: ignore[type-arg]
