@@ -168,11 +168,20 @@ def test_bad_upload_is_refused_with_a_clear_message_and_writes_nothing(
     assert row_counts(session) == before
 
 
+def _limited_app(
+    client_with: Callable[..., TestClient], **limits: object
+) -> tuple[TestClient, dict[str, str], int]:
+    """A client of an app with these `limits` among its settings, the admin's headers there
+    and a project of theirs."""
+    client = client_with(**limits)
+    headers, project_id = admin_project(client, "L")
+    return client, headers, project_id
+
+
 def test_a_file_over_the_upload_limit_gets_413_and_writes_nothing(
     client_with: Callable[..., TestClient], session: Session
 ) -> None:
-    client = client_with(max_upload_bytes=2000)
-    headers, project_id = admin_project(client, "L")
+    client, headers, project_id = _limited_app(client_with, max_upload_bytes=2000)
     before = row_counts(session)
     # Just over the limit, the request gets through the Content-Length guard (which allows for
     # multipart framing), so the service's own size check answers; far over it, it is refused
@@ -208,8 +217,7 @@ def test_the_image_size_limit_is_a_setting(
     client_with: Callable[..., TestClient], session: Session
 ) -> None:
     """IMAGE_MAX_PIXELS: over it, single uploads and collections get 422 naming the limit."""
-    client = client_with(image_max_pixels=1000)
-    headers, project_id = admin_project(client, "L")
+    client, headers, project_id = _limited_app(client_with, image_max_pixels=1000)
     before = row_counts(session)
     single = post_dataset(client, project_id, headers, "big.png", _png((40, 30)), "image/png")
     assert single.status_code == 422 and "at most 1,000" in single.json()["detail"]
