@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.test_run_numbering import result
-from tests.api.test_runs import iris_id, run_to_end  # noqa: F401 (fixture)
+from tests.api.test_runs import run_to_end
 
 pytestmark = pytest.mark.db
 
@@ -25,10 +25,7 @@ def _warnings(
 
 @pytest.mark.parametrize("algorithm", sorted(PARAMETER))
 def test_a_guessed_count_is_said_and_a_chosen_one_is_not(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    iris_id: int,  # noqa: F811 (fixture)
-    algorithm: str,
+    client: TestClient, admin_headers: dict[str, str], iris_id: int, algorithm: str
 ) -> None:
     name = PARAMETER[algorithm]
     warnings, clusters = _warnings(client, admin_headers, iris_id, algorithm)
@@ -44,10 +41,7 @@ def test_a_guessed_count_is_said_and_a_chosen_one_is_not(
 
 @pytest.mark.parametrize("algorithm", sorted(PARAMETER))
 def test_groups_told_apart_set_the_count_and_nothing_is_guessed(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    iris_id: int,  # noqa: F811 (fixture)
-    algorithm: str,
+    client: TestClient, admin_headers: dict[str, str], iris_id: int, algorithm: str
 ) -> None:
     """Two items kept apart by a hard cannot-link are two groups: the count is theirs."""
     response = client.post(
@@ -62,9 +56,7 @@ def test_groups_told_apart_set_the_count_and_nothing_is_guessed(
 
 
 def test_the_result_says_how_the_count_was_chosen(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    iris_id: int,  # noqa: F811 (fixture)
+    client: TestClient, admin_headers: dict[str, str], iris_id: int
 ) -> None:
     """Issue 36's iris case through the API: setosa and virginica labeled, eight versicolor
     items must-linked and cannot-linked from virginica, the count left empty: three groups,

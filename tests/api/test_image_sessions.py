@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 from sqlalchemy.orm import Session
 
-from tests.api.test_image_featurization import two_regions, upload_image, wait_ready
+from tests.api.test_image_featurization import two_regions, upload_image
 from tests.api.test_runs import run_succeeded, wait
 from tests.conftest import post_dataset, row_counts
 
@@ -23,22 +23,6 @@ NOISE = 12.0
 
 def scribble(label: str, points: list[list[float]], radius: float = 2.0) -> dict:  # type: ignore[type-arg]
     return {"kind": "scribble", "label": label, "strokes": [{"points": points, "radius": radius}]}
-
-
-@pytest.fixture
-def image_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
-    pixels, truth = two_regions(HEIGHT, WIDTH, noise=NOISE)
-    created = upload_image(client, project_id, admin_headers, pixels, truth).json()
-    wait_ready(client, admin_headers, created["id"])
-    url = f"/api/v1/datasets/{created['id']}/annotations"
-    # The disc is centred at (x, y) = (42.7, 48) with radius 32; the background is the rest.
-    for body in (
-        scribble("disc", [[30, 48], [56, 48]]),
-        scribble("background", [[100, 10], [120, 80]]),
-    ):
-        response = client.post(url, json=body, headers=admin_headers)
-        assert response.status_code == 201, response.text
-    return int(created["id"])
 
 
 @pytest.mark.parametrize("algorithm", ["cec-ib", "ppc", "c4s"])

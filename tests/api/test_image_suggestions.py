@@ -5,7 +5,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sklearn.datasets import make_blobs
 
-from tests.api.test_image_sessions import HEIGHT, WIDTH, image_id  # noqa: F401 (fixture)
+from tests.api.test_image_sessions import HEIGHT, WIDTH
 from tests.api.test_runs import upload_csv, wait
 
 pytestmark = pytest.mark.db
@@ -27,9 +27,7 @@ def _stroke(region: dict) -> dict:  # type: ignore[type-arg]
 
 
 def test_pair_questions_on_an_image_carry_regions_and_answers_hit_the_items(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    image_id: int,  # noqa: F811 (the fixture)
+    client: TestClient, admin_headers: dict[str, str], image_id: int
 ) -> None:
     questions = _questions(client, admin_headers, image_id, "pairs", 3)
     assert questions
@@ -50,9 +48,7 @@ def test_pair_questions_on_an_image_carry_regions_and_answers_hit_the_items(
 
 
 def test_item_questions_on_an_image_are_labelled_by_a_scribble_on_the_anchor(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    image_id: int,  # noqa: F811 (the fixture)
+    client: TestClient, admin_headers: dict[str, str], image_id: int
 ) -> None:
     (question,) = _questions(client, admin_headers, image_id, "items", 1)
     (region,) = question["regions"]

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import RunResult
 from app.store.run_arrays import write_labels
-from tests.api.test_image_sessions import HEIGHT, WIDTH, image_id  # noqa: F401 (fixture)
+from tests.api.test_image_sessions import HEIGHT, WIDTH
 from tests.api.test_runs import run_succeeded, run_to_end, upload_csv, wait
 
 pytestmark = pytest.mark.db
@@ -79,10 +79,7 @@ def test_fewer_clusters_keep_the_numbers_of_the_groups_they_continue(
 
 
 def test_an_applied_model_keeps_the_numbers_its_run_stored(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    image_id: int,  # noqa: F811 (fixture)
-    session: Session,
+    client: TestClient, admin_headers: dict[str, str], image_id: int, session: Session
 ) -> None:
     first = run_succeeded(client, admin_headers, image_id, "cec-ib")
     fresh = np.asarray(result(client, admin_headers, first["id"])["labels"])

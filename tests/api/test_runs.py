@@ -93,12 +93,6 @@ def run_succeeded(
     return run
 
 
-@pytest.fixture
-def iris_id(client: TestClient, project_id: int, admin_headers: dict[str, str]) -> int:
-    iris = load_iris()
-    return upload_csv(client, project_id, admin_headers, iris.data, iris.target, "iris")
-
-
 def test_algorithms_are_listed_with_parameter_schemas(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
