@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from numpy.typing import NDArray
 from PIL import Image
 from sqlalchemy.orm import Session
 
@@ -37,10 +38,12 @@ def upload_image(
     client: TestClient,
     project_id: int,
     headers: dict[str, str],
-    pixels: np.ndarray,
-    truth: np.ndarray | None = None,
+    pixels: NDArray[np.uint8],
+    truth: NDArray[np.integer] | None = None,
     name: str = "picture",
 ):  # type: ignore[no-untyped-def]
+    """POST the RGB `pixels` as `name`.png, with `truth` (each pixel's class) as its
+    ground-truth index image; the response."""
     files = {"file": (f"{name}.png", png(pixels), "image/png")}
     if truth is not None:
         files["ground_truth"] = ("truth.png", png(truth.astype(np.uint8)), "image/png")
