@@ -34,24 +34,21 @@ ITEM_BORDERS = "item_borders"
 
 def feature_blocks(*, session: Session, dataset: Dataset) -> Iterator[NDArray]:
     """The feature matrix chunk by chunk, in row order."""
-    return chunks.iter_array_blocks(
-        session=session,
-        dataset_id=dataset.id,
-        kind=FEATURES,
-        dtype=dataset.dtype,
-        n_columns=dataset.n_features,
-    )
+    return chunks.iter_array_blocks(session=session, **_feature_array(dataset))
 
 
 def load_features(*, session: Session, dataset: Dataset) -> NDArray:
     """The whole matrix, its chunks read concurrently straight into one array."""
-    return chunks.read_array(
-        session=session,
-        dataset_id=dataset.id,
-        kind=FEATURES,
-        dtype=dataset.dtype,
-        n_columns=dataset.n_features,
-    )
+    return chunks.read_array(session=session, **_feature_array(dataset))
+
+
+def _feature_array(dataset: Dataset) -> dict[str, Any]:
+    return {
+        "dataset_id": dataset.id,
+        "kind": FEATURES,
+        "dtype": dataset.dtype,
+        "n_columns": dataset.n_features,
+    }
 
 
 def chunked_features(*, session: Session, dataset: Dataset, rows_per_task: int) -> Any:

@@ -308,16 +308,7 @@ def _run(
     else:
         meter = _Meter(progress, groups if fitted is not None else 2 * groups)
         item_of_pixel, fitted, features = _whole_pixels(picture, recipe, fitted, meter)
-    if progress is not None:
-        progress(1.0)
-    return Featurization(
-        features=features,
-        item_of_pixel=item_of_pixel,
-        shape=(height, width),
-        superpixels=recipe.uses_superpixels(height, width),
-        fitted=fitted,
-        raw_feature_names=tuple(picture.names),
-    )
+    return _finished(progress, picture, recipe, features, item_of_pixel, fitted)
 
 
 def _picture(image: ArrayLike | Multichannel, recipe: Recipe) -> _Picture:
@@ -544,16 +535,7 @@ def _run_in_blocks(
             fitted = _reduction(rows, moments.mean, moments.std, picture.names, recipe)
         features = pixel_features(blocks, fitted, meter.advance)
         item_of_pixel = np.arange(n_pixels, dtype=np.int32).reshape(height, width)
-    if progress is not None:
-        progress(1.0)
-    return Featurization(
-        features=features,
-        item_of_pixel=item_of_pixel,
-        shape=(height, width),
-        superpixels=recipe.uses_superpixels(height, width),
-        fitted=fitted,
-        raw_feature_names=tuple(picture.names),
-    )
+    return _finished(progress, picture, recipe, features, item_of_pixel, fitted)
 
 
 def _slic_input(picture: _Picture, recipe: Recipe) -> SlicInput:
@@ -569,3 +551,25 @@ def _slic_input(picture: _Picture, recipe: Recipe) -> SlicInput:
     else:
         values, compactness = colour, recipe.compactness / 100.0 * spread
     return SlicInput.of_array(values, SlicScale(lab, compactness, recipe.n_segments))
+
+
+def _finished(
+    progress: ShareDone | None,
+    picture: _Picture,
+    recipe: Recipe,
+    features: Float32Array,
+    item_of_pixel: Int32Array,
+    fitted: FittedReduction,
+) -> Featurization:
+    """The featurization, once every map is pooled (its progress at 100%)."""
+    if progress is not None:
+        progress(1.0)
+    height, width = item_of_pixel.shape
+    return Featurization(
+        features=features,
+        item_of_pixel=item_of_pixel,
+        shape=(height, width),
+        superpixels=recipe.uses_superpixels(height, width),
+        fitted=fitted,
+        raw_feature_names=tuple(picture.names),
+    )
