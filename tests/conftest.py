@@ -102,6 +102,18 @@ def client(db_engine: Engine, settings: Settings) -> Iterator[TestClient]:
 
 
 @pytest.fixture
+def store_dir(settings: Settings) -> Path:
+    """The directory of the test app's array store."""
+    return Path(settings.array_store)
+
+
+@pytest.fixture
+def datasets_dir(store_dir: Path) -> Path:
+    """Where the test app's array store keeps a directory per dataset (once it has one)."""
+    return store_dir / "datasets"
+
+
+@pytest.fixture
 def session(client: TestClient) -> Iterator[Session]:
     factory = client.app.state.session_factory  # type: ignore[attr-defined]
     with factory() as db_session:

@@ -13,7 +13,6 @@ from PIL import Image
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.db.models import StoredArray
 from tests.api.test_image_featurization import wait_ready
 from tests.conftest import get_page, post_dataset, row_counts
@@ -181,17 +180,17 @@ def test_deleting_a_dataset_removes_its_arrays(
     project_id: int,
     admin_headers: dict[str, str],
     session: Session,
-    settings: Settings,
+    datasets_dir: Path,
 ) -> None:
     before = row_counts(session)
     created = post_dataset(client, project_id, admin_headers, "d.csv", b"a,b\n1,2\n3,4\n").json()
     assert row_counts(session)["stored_arrays"] > before["stored_arrays"]
-    directories = [d for d in (Path(settings.array_store) / "datasets").iterdir() if d.is_dir()]
+    directories = [d for d in datasets_dir.iterdir() if d.is_dir()]
     assert len(directories) == 1 and any(directories[0].iterdir())
     response = client.delete(f"/api/v1/datasets/{created['id']}", headers=admin_headers)
     assert response.status_code == 204
     assert row_counts(session) == before
-    left = [d for d in (Path(settings.array_store) / "datasets").iterdir() if d.is_dir()]
+    left = [d for d in datasets_dir.iterdir() if d.is_dir()]
     assert left == []  # nothing of it stays in the store
     missing = client.get(f"/api/v1/datasets/{created['id']}", headers=admin_headers)
     assert missing.status_code == 404
@@ -202,7 +201,7 @@ def test_features_are_stored_as_row_chunks_in_the_array_store(
     project_id: int,
     admin_headers: dict[str, str],
     session: Session,
-    settings: Settings,
+    store_dir: Path,
 ) -> None:
     array = np.random.default_rng(1).normal(size=(150, 5))
     buffer = io.BytesIO()
@@ -211,7 +210,7 @@ def test_features_are_stored_as_row_chunks_in_the_array_store(
     row = session.scalars(select(StoredArray).where(StoredArray.kind == "features")).one()
     assert (row.shape, row.dtype, row.chunk_rows) == ([150, 5], "float64", 64)
     assert row.nbytes == array.nbytes
-    stored = zarr.open_array(str(Path(settings.array_store) / row.key), mode="r")
+    stored = zarr.open_array(str(store_dir / row.key), mode="r")
     # 150 rows at 64 rows per chunk: three row blocks of every column.
     assert stored.chunks == (64, 5) and stored.nchunks == 3
     np.testing.assert_array_equal(stored[:], array)

@@ -198,7 +198,7 @@ def test_featurizations_count_toward_the_same_limit_as_runs(
     admin_headers: dict[str, str],
     project_id: int,
     session: Session,
-    settings: Settings,
+    datasets_dir: Path,
     make_user,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -211,8 +211,7 @@ def test_featurizations_count_toward_the_same_limit_as_runs(
     table = upload_csv(client, project_id, admin_headers, iris.data, iris.target, "iris")
     admin = session.scalars(select(User).where(User.username == "admin")).one()
     queued = [_featurizing_for(session, project_id, admin.id, f"q{i}") for i in range(2)]
-    store = Path(settings.array_store) / "datasets"
-    stored = sorted(p.name for p in store.iterdir())
+    stored = sorted(p.name for p in datasets_dir.iterdir())
 
     before = row_counts(session)
     upload = _upload_png(client, project_id, admin_headers)
@@ -221,7 +220,7 @@ def test_featurizations_count_toward_the_same_limit_as_runs(
     run = start(client, admin_headers, table, "cec", n_clusters=3)
     assert run.status_code == 429, run.text
     assert row_counts(session) == before
-    assert sorted(p.name for p in store.iterdir()) == stored  # nothing written to the store
+    assert sorted(p.name for p in datasets_dir.iterdir()) == stored  # nothing written to the store
 
     # Another user's budget is their own; what they ask for is theirs.
     other = make_user("other", project_id, Role.editor)

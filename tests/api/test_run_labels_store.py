@@ -15,7 +15,6 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.db.models import StoredArray
 from app.store.array_store import ArrayStore
 from app.store.run_arrays import read_labels
@@ -89,10 +88,9 @@ def test_run_labels_are_stored_read_continued_and_deleted_with_the_dataset(
     admin_headers: dict[str, str],
     project_id: int,
     session: Session,
-    settings: Settings,
+    store_dir: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    store_dir = Path(settings.array_store)
     X = _corners()  # four blobs at the corners of a square, 160 items
     n = len(X)
     dataset_id = upload_csv(client, project_id, admin_headers, X, _split(X, 0))
@@ -153,9 +151,8 @@ def test_deleting_the_project_removes_its_runs_directories(
     admin_headers: dict[str, str],
     project_id: int,
     session: Session,
-    settings: Settings,
+    store_dir: Path,
 ) -> None:
-    store_dir = Path(settings.array_store)
     X = _corners(per_blob=10)
     dataset_id = upload_csv(client, project_id, admin_headers, X)
     run = run_to_end(client, admin_headers, dataset_id, "cec", n_clusters=4)

@@ -13,7 +13,6 @@ from fastapi.testclient import TestClient
 from sklearn.decomposition import PCA
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from tests.conftest import post_dataset, row_counts
 
 pytestmark = pytest.mark.db
@@ -22,9 +21,8 @@ ROWS = 3_000  # 47 chunks of the tests' 64 rows; Arrow reads it in one block, so
 # that matter are those across chunks and across the sink's blocks
 
 
-def _store_dirs(settings: Settings) -> list[Path]:
-    root = Path(settings.array_store) / "datasets"
-    return [d for d in root.iterdir() if d.is_dir()] if root.exists() else []
+def _store_dirs(datasets_dir: Path) -> list[Path]:
+    return [d for d in datasets_dir.iterdir() if d.is_dir()] if datasets_dir.exists() else []
 
 
 def _refused_leaving_nothing(
@@ -32,7 +30,7 @@ def _refused_leaving_nothing(
     project_id: int,
     headers: dict[str, str],
     session: Session,
-    settings: Settings,
+    datasets_dir: Path,
     upload: tuple[str, bytes],
     words: list[str],
 ) -> None:
@@ -43,7 +41,7 @@ def _refused_leaving_nothing(
     for word in words:
         assert word in response.json()["detail"]
     assert row_counts(session) == before
-    assert _store_dirs(settings) == []
+    assert _store_dirs(datasets_dir) == []
 
 
 @pytest.fixture(params=["whole", "stream"])
@@ -82,13 +80,15 @@ def test_a_bad_row_deep_in_a_csv_is_named_and_nothing_is_stored(
     project_id: int,
     admin_headers: dict[str, str],
     session: Session,
-    settings: Settings,
+    datasets_dir: Path,
     bad: str,
     words: list[str],
     csv_reading: str,
 ) -> None:
     upload = ("d.csv", _csv(ROWS, 2500, bad))
-    _refused_leaving_nothing(client, project_id, admin_headers, session, settings, upload, words)
+    _refused_leaving_nothing(
+        client, project_id, admin_headers, session, datasets_dir, upload, words
+    )
 
 
 def test_duplicate_ids_far_apart_are_found(
@@ -203,12 +203,14 @@ def test_bad_parquet_files_are_refused_and_store_nothing(
     project_id: int,
     admin_headers: dict[str, str],
     session: Session,
-    settings: Settings,
+    datasets_dir: Path,
     data: bytes,
     words: list[str],
 ) -> None:
     upload = ("t.parquet", data)
-    _refused_leaving_nothing(client, project_id, admin_headers, session, settings, upload, words)
+    _refused_leaving_nothing(
+        client, project_id, admin_headers, session, datasets_dir, upload, words
+    )
 
 
 def test_a_large_npy_is_read_from_its_spooled_file_block_by_block(
