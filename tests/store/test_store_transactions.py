@@ -14,7 +14,7 @@ from app.db.models import Dataset, StoredArray
 from app.store import chunks
 from app.store.array_store import ArrayStore
 from app.store.transactions import store_of
-from tests.conftest import post_dataset, upload_npy
+from tests.conftest import admin_project, post_dataset, upload_npy
 
 pytestmark = pytest.mark.db
 
@@ -321,22 +321,17 @@ def test_replacing_an_array_across_transactions_removes_the_old_key_only_on_comm
 
 
 def test_deleting_a_project_removes_every_dataset_directory(
-    client: TestClient,
-    admin_headers: dict[str, str],
-    project_id: int,
-    session: Session,
-    settings: Settings,
+    client: TestClient, project_id: int, session: Session, settings: Settings
 ) -> None:
-    other = client.post("/api/v1/projects", json={"name": "Other"}, headers=admin_headers)
-    other_id = int(other.json()["id"])
-    kept_id = upload_npy(client, other_id, admin_headers, TABLE[:5])
-    ids = [upload_npy(client, project_id, admin_headers, TABLE[:n]) for n in (70, 150)]
+    headers, other_id = admin_project(client, "Other")
+    kept_id = upload_npy(client, other_id, headers, TABLE[:5])
+    ids = [upload_npy(client, project_id, headers, TABLE[:n]) for n in (70, 150)]
     prefixes = [_prefix(session, dataset_id) for dataset_id in ids]
     kept_prefix = _prefix(session, kept_id)
     assert len(_dataset_dirs(settings)) == 3
     session.rollback()
 
-    response = client.delete(f"/api/v1/projects/{project_id}", headers=admin_headers)
+    response = client.delete(f"/api/v1/projects/{project_id}", headers=headers)
     assert response.status_code == 204, response.text
 
     assert not any(_exists(settings, prefix) for prefix in prefixes)
