@@ -180,15 +180,15 @@ BAD_ANNOTATIONS = {
 }
 
 
-@pytest.mark.parametrize(("body", "words"), BAD_ANNOTATIONS.values(), ids=BAD_ANNOTATIONS)
+@pytest.mark.parametrize("case", BAD_ANNOTATIONS.values(), ids=BAD_ANNOTATIONS)
 def test_bad_annotations_get_422_and_write_nothing(
     client: TestClient,
     dataset_id: int,
     admin_headers: dict[str, str],
     session: Session,
-    body: dict[str, object],
-    words: list[str],
+    case: tuple[dict[str, object], list[str]],
 ) -> None:
+    body, words = case
     if body.get("view_id", 0) is None:
         views = client.get(f"/api/v1/datasets/{dataset_id}/views", headers=admin_headers).json()
         body = {**body, "view_id": views["items"][0]["id"]}
