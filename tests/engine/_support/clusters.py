@@ -9,6 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import dask
+import pytest
+
 
 @contextmanager
 def process_cluster(
@@ -47,3 +50,14 @@ def kill_one_worker(client: Any) -> str:
         assert time.monotonic() < deadline, "the scheduler did not notice the kill"
         time.sleep(0.05)
     return victim
+
+
+@contextmanager
+def threads_unless_cluster(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The threaded dask scheduler for the test, unless it uses a ``cluster`` fixture: then
+    its module's ``Client`` stays the default one."""
+    if "cluster" in request.fixturenames:
+        yield
+        return
+    with dask.config.set(scheduler="threads"):
+        yield

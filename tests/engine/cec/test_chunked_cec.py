@@ -31,7 +31,12 @@ import app.engine.core.chunked_input as chunked_input
 from app.engine.cec.cec_ib import CECIB
 from app.engine.cec.estimator import CEC
 from app.engine.core.cost import cec_ib_energy
-from tests.engine._support.clusters import kill_one_worker, process_cluster, scheduler_workers
+from tests.engine._support.clusters import (
+    kill_one_worker,
+    process_cluster,
+    scheduler_workers,
+    threads_unless_cluster,
+)
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 N_ROWS = 900 if NO_JIT else 30_000
@@ -55,10 +60,7 @@ def _small_start_sample(monkeypatch: pytest.MonkeyPatch) -> None:
 def _threaded_scheduler(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every test but the cluster ones runs on the threaded scheduler, even while the module's
     ``Client`` is the default one."""
-    if "cluster" in request.fixturenames:
-        yield
-        return
-    with dask.config.set(scheduler="threads"):
+    with threads_unless_cluster(request):
         yield
 
 

@@ -24,7 +24,7 @@ from sklearn.metrics import adjusted_rand_score
 import app.engine.core.chunked_input as chunked_input
 import app.engine.ppc.chunked.relation_groups as relation_groups
 from app.engine.ppc import PPC
-from tests.engine._support.clusters import kill_one_worker, process_cluster
+from tests.engine._support.clusters import kill_one_worker, process_cluster, threads_unless_cluster
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 N_ROWS = 600 if NO_JIT else 6_000
@@ -34,10 +34,7 @@ K = 3
 
 @pytest.fixture(autouse=True)
 def _threaded_scheduler(request: pytest.FixtureRequest) -> Iterator[None]:
-    if "cluster" in request.fixturenames:
-        yield
-        return
-    with dask.config.set(scheduler="threads"):
+    with threads_unless_cluster(request):
         yield
 
 
