@@ -173,3 +173,34 @@ def test_an_8_bit_rgb_tiff_is_a_photo(
     assert (meta["mode"], meta["dtype"], meta["channels"]) == ("RGB", "uint8", [])
     shown = client.get(f"/api/v1/datasets/{response.json()['id']}/image", headers=admin_headers)
     np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(shown.content))), rgb)
+
+
+def _float_tiff_mean_iou(
+    client: TestClient, project_id: int, headers: dict[str, str], dtype: str, reach: float
+) -> float:
+    """`cells()`'s first two channels as float values in [-reach, reach], uploaded, featurized,
+    scribbled and segmented by PPC: the run's mean IoU against the disc."""
+    planes, truth = cells(n_channels=2)
+    buffer = io.BytesIO()
+    values = (planes / 65_535.0 - 0.5) * 2 * reach
+    tifffile.imwrite(buffer, values.astype(dtype), metadata={"axes": "CYX"})
+    dataset = upload_tiff(client, project_id, headers, buffer.getvalue(), truth)
+    ready = wait_ready(client, headers, dataset["id"])
+    assert ready["status"] == "ready", ready.get("featurization")
+    scribble_cell_and_background(client, headers, dataset["id"])
+    run = run_succeeded(client, headers, dataset["id"], "ppc")
+    result = client.get(f"/api/v1/runs/{run['id']}/result", headers=headers).json()
+    return float(result["metrics"]["mean_iou"])
+
+
+@pytest.mark.parametrize(("dtype", "reach"), [("float64", 1e308), ("float32", 3e38)])
+def test_a_float_tiff_at_the_end_of_the_float_range_is_featurized(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], dtype: str, reach: float
+) -> None:
+    """Finite values near the largest float are an image like any other: stored, featurized
+    and segmented as the same picture in [-1, 1] is, not accepted and then failed in the
+    background."""
+    near_zero = _float_tiff_mean_iou(client, project_id, admin_headers, dtype, 1.0)
+    extreme = _float_tiff_mean_iou(client, project_id, admin_headers, dtype, reach)
+    assert extreme == pytest.approx(near_zero, abs=0.01)
+    assert extreme > 0.75

@@ -9,6 +9,7 @@ channel is therefore mapped by its own robust range: the ``LOW`` and ``HIGH`` pe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -99,7 +100,8 @@ class Multichannel:
         """(C, H, W) float32 with each channel's robust range mapped to [0, 1]."""
         out = np.empty(self.planes.shape, dtype=np.float32)
         for k, (low, high) in enumerate(self.ranges()):
-            np.subtract(self.planes[k], low, out=out[k], casting="unsafe")
+            plane, low, high = within_float32(self.planes[k], low, high)
+            np.subtract(plane, low, out=out[k], casting="unsafe")
             out[k] /= np.float32(high - low)
         return out
 
@@ -128,6 +130,26 @@ def robust_range(
     return np.array([low, high if high > low else low + 1.0])
 
 
+# Channels whose values reach beyond this are scaled by a power of two before they are mapped to
+# 0..1 in float32: float32 ends at 3.4e38, and a range like -1e308..1e308 (float64) or
+# -3e38..3e38 (float32) made its span infinite, every scaled value NaN and the featurization's
+# PCA fail ("Eigenvalues did not converge").
+FLOAT32_SAFE = 1e30
+
+
+def within_float32(
+    values: NDArray[np.generic], low: float, high: float
+) -> tuple[NDArray[np.generic], float, float]:
+    """``values`` and their range as they are, or, for values beyond ``FLOAT32_SAFE``, all
+    three multiplied by the same power of two (exact: only the exponent changes), so that
+    ``(values - low) / (high - low)`` is finite in float32 and means the same."""
+    reach = max(abs(low), abs(high))
+    if reach <= FLOAT32_SAFE:
+        return values, low, high
+    factor = 2.0 ** -(math.frexp(reach)[1])  # reach * factor in [0.5, 1)
+    return np.asarray(values, dtype=np.float64) * factor, low * factor, high * factor
+
+
 def composite(planes: NDArray[np.generic], ranges: NDArray[np.float64]) -> NDArray[np.uint8]:
     """(h, w, 3) uint8 for display of (C, h, w) ``planes``: each channel clipped to its robust
     range, coloured and added (a whole image, or one band of a slide's). Made ``COMPOSITE_ROWS``
@@ -140,7 +162,8 @@ def composite(planes: NDArray[np.generic], ranges: NDArray[np.float64]) -> NDArr
         rows = slice(start, min(start + COMPOSITE_ROWS, height))
         rgb = np.zeros((*planes[:, rows].shape[1:], 3), dtype=np.float32)
         for k, (low, high) in enumerate(ranges):
-            level = np.clip((planes[k, rows].astype(np.float32) - low) / (high - low), 0, 1)
+            values, low, high = within_float32(planes[k, rows], low, high)
+            level = np.clip((values.astype(np.float32) - low) / (high - low), 0, 1)
             colour = palette[k % len(palette)]
             for c in range(3):
                 if colour[c]:

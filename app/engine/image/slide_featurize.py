@@ -45,6 +45,7 @@ from app.engine.image.blockwise import (
     _block_superpixels,
     _Crop,
 )
+from app.engine.image.channels import within_float32
 from app.engine.image.featurize import (
     PCA_SAMPLE,
     Recipe,
@@ -96,7 +97,8 @@ class StoredPicture:
         planes = np.moveaxis(pixels, 2, 0)
         out = np.empty(planes.shape, dtype=np.float32)
         for k, (low, high) in enumerate(self.ranges):
-            np.subtract(planes[k], low, out=out[k], casting="unsafe")
+            plane, low, high = within_float32(planes[k], low, high)
+            np.subtract(plane, low, out=out[k], casting="unsafe")
             out[k] /= np.float32(high - low)
         return out
 

@@ -167,3 +167,33 @@ def test_a_fitted_reduction_applies_to_an_image_with_the_same_channels(superpixe
     assert applied.features.shape[1] == recipe.n_components
     with pytest.raises(ValueError, match="3 channel"):
         apply_featurization(Multichannel.of(other[:3]), recipe, fitted)
+
+
+@pytest.mark.parametrize(("dtype", "reach"), [(np.float64, 1e308), (np.float32, 3e38)])
+def test_values_at_the_end_of_the_float_range_scale_as_the_same_image_nearer_zero(
+    dtype: type, reach: float
+) -> None:
+    """A channel reaching +-1e308 (or float32's +-3e38) is the same picture as the one divided
+    by its reach: scaled, shown and featurized alike, with nothing infinite or NaN (its span
+    overflowed float32 before, and the featurization's PCA failed)."""
+    rng = np.random.default_rng(0)
+    unit = rng.uniform(-1.0, 1.0, (1, 48, 48))
+    unit[0, :24] = np.abs(unit[0, :24])
+    huge = Multichannel.of((unit * reach).astype(dtype))
+    near_zero = Multichannel.of((unit * reach).astype(dtype).astype(np.float64) / reach)
+    with np.errstate(all="raise"):
+        scaled = huge.scaled()
+        shown = huge.composite()
+    np.testing.assert_allclose(scaled, near_zero.scaled(), atol=1e-6)
+    assert np.abs(shown.astype(int) - near_zero.composite().astype(int)).max() <= 1
+    features = featurize(huge, Recipe(superpixels="never")).features
+    assert np.isfinite(features).all()
+
+
+def test_ordinary_values_are_not_rescaled() -> None:
+    values = np.array([1.0, 5.0, 1e30])
+    same, low, high = channels.within_float32(values, -1e30, 1e30)
+    assert same is values and (low, high) == (-1e30, 1e30)
+    scaled, low, high = channels.within_float32(values, -1e31, 1e31)
+    assert 0.5 <= high < 1.0 and low == -high
+    np.testing.assert_array_equal(scaled / values, np.full(3, high / 1e31))
