@@ -6,10 +6,12 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 
 from app.api.errors import error_response
+from app.db.session import is_busy
 from app.services.errors import ServiceError
 from app.store.array_store import StoreUnavailable
 from app.web.errors import error_page, is_page_request
@@ -51,6 +53,9 @@ def _allowed_methods(request: Request, exc: StarletteHTTPException) -> str:
     return ", ".join(sorted(allowed))
 
 
+BUSY_RETRY_AFTER_S = 1
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> Response:
@@ -64,6 +69,20 @@ def install_error_handlers(app: FastAPI) -> None:
         if is_page_request(request):
             return error_page(request, 503, detail)
         return error_response(503, detail, "store_unavailable")
+
+    @app.exception_handler(DBAPIError)
+    async def database_error(request: Request, exc: DBAPIError) -> Response:
+        if not is_busy(exc):
+            raise exc  # to the server-error handler below, which logs it: a 500
+        # Another writer held the database past its busy timeout: nothing of this request was
+        # committed, and the same request may simply be sent again.
+        detail = "the database is busy with other writes; nothing was stored, try again"
+        if is_page_request(request):
+            response = error_page(request, 503, detail)
+        else:
+            response = error_response(503, detail, "database_busy")
+        response.headers["Retry-After"] = str(BUSY_RETRY_AFTER_S)
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

@@ -58,3 +58,18 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+# PostgreSQL's SQLSTATEs for a write that lost to another: lock not available, serialization
+# failure, deadlock detected.
+_BUSY_SQLSTATES = {"55P03", "40001", "40P01"}
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether a database error means another writer held what this one needed (SQLite's
+    "database is locked" once its busy timeout ran out; PostgreSQL's lock and serialization
+    failures): the request may be tried again as it was."""
+    original = getattr(exc, "orig", exc)
+    if getattr(original, "sqlstate", None) in _BUSY_SQLSTATES:
+        return True
+    return "database is locked" in str(original) or "database table is locked" in str(original)
