@@ -65,6 +65,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StoreUnavailable)
     async def store_unavailable(request: Request, exc: StoreUnavailable) -> Response:
+        health = getattr(request.app.state, "store_health", None)
+        if health is not None:
+            health.failed(str(exc))  # /health says so now, not after its next probe
         detail = f"the array store is unavailable, nothing was stored: {exc}"
         if is_page_request(request):
             return error_page(request, 503, detail)

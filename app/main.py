@@ -21,7 +21,7 @@ from app.error_handlers import install_error_handlers
 from app.jobs.execute.executors import make_executor
 from app.jobs.run.run_events import RunEvents
 from app.jobs.warmup import engine_state, warm_children
-from app.services.array_store_state import sweep_array_store
+from app.services.array_store_state import StoreHealth, sweep_array_store
 from app.services.bootstrap import bootstrap
 from app.store.array_store import ArrayStore
 from app.store.transactions import bind_store
@@ -84,7 +84,7 @@ def _start(
     if settings.migrate_on_start:
         upgrade_to_head(settings.database_url, array_store)
     store_problem = sweep_array_store(session_factory, array_store)
-    app.state.array_store_problem = store_problem
+    app.state.store_health = StoreHealth(array_store, store_problem)
     with session_scope(session_factory) as session:
         bootstrap(session=session, settings=settings, store_usable=store_problem is None)
     app.state.executor = make_executor(settings, session_factory, run_events.publish)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.main import create_app
+from app.services import array_store_state
 from app.store.array_store import ArrayStore
 from benchmarks._server import free_port, start_server, wait_until_serving
 from tests.conftest import ADMIN_PASSWORD, admin_project, post_dataset, row_counts, token_headers
@@ -45,6 +46,43 @@ def test_an_unusable_store_is_reported_and_uploads_get_503(
         assert response.status_code == 503
         assert response.json()["code"] == "store_unavailable"
         assert row_counts(session) == before
+
+
+def test_health_follows_a_store_that_breaks_after_start_up_and_is_mended(
+    client: TestClient,
+    settings: Settings,
+    session: Session,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store's state on /health is the last one seen: a write that failed says it at
+    once, and a probe (when the last look is old) finds it broken without a write, then
+    usable again once it is mended."""
+    headers, project_id = admin_project(client)
+    assert client.get("/api/v1/health").json()["array_store"]["status"] == "ok"
+    store = Path(settings.array_store)
+    moved = store.with_name("arrays-away")
+    store.rename(moved)
+    store.write_text("not a directory")  # nothing can be written under it, not even by root
+    before = row_counts(session)
+    refused = post_dataset(client, project_id, headers, "d.csv", CSV, "text/csv")
+    assert refused.status_code == 503 and row_counts(session) == before
+    seen = client.get("/api/v1/health").json()["array_store"]
+    assert seen["status"] == "unavailable" and "arrays" in seen["detail"]
+    assert seen["checked_s_ago"] < 5  # the failed write's look, no probe yet
+
+    store.unlink()
+    moved.rename(store)  # mended
+    assert client.get("/api/v1/health").json()["array_store"]["status"] == "unavailable"
+    monkeypatch.setattr(array_store_state, "PROBE_EVERY_S", 0.0)
+    assert client.get("/api/v1/health").json()["array_store"]["status"] == "ok"
+    assert post_dataset(client, project_id, headers, "d.csv", CSV, "text/csv").status_code == 201
+
+    store.rename(moved)
+    store.write_text("not a directory")  # broken again, and no write tells
+    probed = client.get("/api/v1/health").json()["array_store"]
+    assert probed["status"] == "unavailable" and probed["checked_s_ago"] < 5
+    store.unlink()
+    moved.rename(store)
 
 
 def test_start_up_removes_what_no_dataset_refers_to(
