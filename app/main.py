@@ -102,7 +102,11 @@ def _stop(app: FastAPI, engine: Engine) -> None:
 
 def _add_middleware(app: FastAPI, settings: Settings) -> None:
     """The middleware, innermost first (each one added wraps those before it)."""
-    app.add_middleware(UploadLimitMiddleware, max_upload_bytes=settings.max_upload_bytes)
+    app.add_middleware(
+        UploadLimitMiddleware,
+        max_upload_bytes=settings.max_upload_bytes,
+        cookie_name=settings.session_cookie_name,
+    )
     # Added last, so they wrap the rest: headers on every response (outermost), and cross-site
     # writes refused before any other middleware or route sees them.
     app.add_middleware(
