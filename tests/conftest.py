@@ -234,3 +234,17 @@ def run_concurrently(target: Callable[[], None], n: int) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def server_env(work: Path, **extra: str) -> dict[str, str]:
+    """The environment of a real server (`python -m app serve`) on its own SQLite file and
+    array store under `work`, with the test admin's password, no demo data, and `extra`."""
+    return {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{work / 'server.db'}",
+        "DATA_DIR": str(work),
+        "ARRAY_STORE": str(work / "arrays"),
+        "ADMIN_PASSWORD": ADMIN_PASSWORD,
+        "LOAD_DEMO_DATA": "false",
+        **extra,
+    }

@@ -4,7 +4,6 @@ Content-Length) is cut at the upload limit, and a multipart body without any cre
 refused before it is read."""
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import httpx
 import pytest
 
 from benchmarks._server import free_port, start_server, wait_until_serving
-from tests.conftest import ADMIN_PASSWORD, token_headers
+from tests.conftest import ADMIN_PASSWORD, server_env, token_headers
 
 MIB = 1024 * 1024
 BOUNDARY = "limitboundary"
@@ -21,16 +20,7 @@ BOUNDARY = "limitboundary"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
     work = tmp_path_factory.mktemp("limits")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{work / 'limits.db'}",
-        "DATA_DIR": str(work),
-        "ARRAY_STORE": str(work / "arrays"),
-        "ADMIN_PASSWORD": ADMIN_PASSWORD,
-        "LOAD_DEMO_DATA": "false",
-        "WARM_KERNELS_ON_START": "false",
-        "MAX_UPLOAD_BYTES": str(2 * MIB),
-    }
+    env = server_env(work, WARM_KERNELS_ON_START="false", MAX_UPLOAD_BYTES=str(2 * MIB))
     port = free_port()
     process = start_server(port, env, work / "server.log")
     base = f"http://127.0.0.1:{port}"

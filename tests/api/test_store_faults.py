@@ -4,7 +4,6 @@ a restart nothing of it remains: no row, no directory)."""
 
 import contextlib
 import io
-import os
 import signal
 import subprocess
 import threading
@@ -22,7 +21,14 @@ from app.main import create_app
 from app.services import array_store_state
 from app.store.array_store import ArrayStore
 from benchmarks._server import free_port, start_server, wait_until_serving
-from tests.conftest import ADMIN_PASSWORD, admin_project, post_dataset, row_counts, token_headers
+from tests.conftest import (
+    ADMIN_PASSWORD,
+    admin_project,
+    post_dataset,
+    row_counts,
+    server_env,
+    token_headers,
+)
 
 pytestmark = pytest.mark.db
 
@@ -103,15 +109,7 @@ def test_start_up_removes_what_no_dataset_refers_to(
 
 
 def _serve(work: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{work / 'kill.db'}",
-        "DATA_DIR": str(work),
-        "ARRAY_STORE": str(work / "arrays"),
-        "ADMIN_PASSWORD": ADMIN_PASSWORD,
-        "LOAD_DEMO_DATA": "false",
-    }
-    return start_server(port, env, work / "server.log")
+    return start_server(port, server_env(work), work / "server.log")
 
 
 def _dataset_dirs(work: Path) -> list[str]:
