@@ -23,6 +23,7 @@ from app.jobs.run.run_events import RunEvents
 from app.jobs.warmup import engine_state, warm_children
 from app.services.array_store_state import StoreHealth, sweep_array_store
 from app.services.bootstrap import bootstrap
+from app.services.ingest.short_transactions import sweep_abandoned_uploads
 from app.store.array_store import ArrayStore
 from app.store.transactions import bind_store
 from app.web.docs import router as docs_router
@@ -83,6 +84,8 @@ def _start(
             app.state.kernel_warmup = warm_children.warm_in_background()
     if settings.migrate_on_start:
         upgrade_to_head(settings.database_url, array_store)
+    with session_scope(session_factory) as session:
+        sweep_abandoned_uploads(session)  # before the store's sweep: their arrays go with them
     store_problem = sweep_array_store(session_factory, array_store)
     app.state.store_health = StoreHealth(array_store, store_problem)
     with session_scope(session_factory) as session:

@@ -2,13 +2,16 @@
 image dataset each, named after their file and place, sharing `meta.collection`. A fitted run
 then segments them all at once (`POST /runs/{id}/apply` with `dataset_ids`)."""
 
+import uuid
+
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
 from app.services.errors import InvalidInput, PayloadTooLarge
-from app.services.image_uploads import create_image_dataset
+from app.services.image_uploads import image_row, store_image
 from app.services.ingest.image_file import parse_collection_file, whole_limit
 from app.services.ingest.parsed import ParsedImage
+from app.services.ingest.short_transactions import import_in_short_transactions
 from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
 from app.services.job_limits import check_active_jobs
 
@@ -25,8 +28,9 @@ def create_collection(
     limits: UploadLimits,
 ) -> list[Dataset]:
     """Every file is read and checked before anything is stored (one bad file: a 4xx naming it,
-    nothing stored). The featurizations are queued (the caller submits them after committing);
-    together they count as one job against the user's limit when the upload is made."""
+    nothing stored); then they are stored in short write transactions (nobody waits on
+    the upload). The featurizations are queued (the caller submits them after committing);
+    together they count as one job toward the user's limit until the last has finished."""
     collection = valid_name(name)
     if not files:
         raise InvalidInput("a collection needs at least one image file")
@@ -35,6 +39,7 @@ def create_collection(
         raise PayloadTooLarge(
             f"the files have {total:,} bytes; the limit is {limits.max_bytes:,} bytes"
         )
+    check_active_jobs(session, user, limits.max_active_jobs, lock=False)  # before reading
     limit, setting = whole_limit(limits.max_image_pixels, limits.whole_image_pixels)
     images: list[tuple[str, ParsedImage, str]] = []
     for file in files:
@@ -47,20 +52,31 @@ def create_collection(
                     f"the files hold more than {MAX_COLLECTION_IMAGES:,} images; upload them "
                     "as several collections"
                 )
-    check_active_jobs(session, user, limits.max_active_jobs)
-    return [
-        create_image_dataset(
-            session=session,
+    batch = uuid.uuid4().hex
+    made = [
+        image_row(
             project=project,
             user=user,
             name=image_name,
             image=image,
             source_filename=filename,
-            chunk_rows=limits.chunk_rows,
             collection=collection,
+            batch=batch,
         )
         for image_name, image, filename in images
     ]
+
+    def work() -> None:
+        for dataset, (_, image, _) in zip(made, images, strict=True):
+            store_image(session, dataset, image, None, limits.chunk_rows)
+
+    import_in_short_transactions(
+        session,
+        made,
+        work,
+        finish=lambda: check_active_jobs(session, user, limits.max_active_jobs),
+    )
+    return made
 
 
 def _image_name(filename: str, place: str) -> str:

@@ -1,7 +1,7 @@
 """Dataset use cases: import an upload, read items and features, delete.
 
-An upload is parsed and validated completely before the first row is written, and all rows
-are written in the caller's transaction, so a bad file leaves nothing behind.
+An upload is written in short transactions of its own (`ingest/short_transactions.py`): its
+dataset is invisible until it is complete, and a bad file leaves nothing behind.
 """
 
 from typing import Any
@@ -10,18 +10,20 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Annotation, Dataset, Project, User
+from app.db.models import Annotation, Dataset, Project, User, View
 from app.jobs.featurize.featurizer import queue_featurization
 from app.jobs.featurize.recipe import RecipeParams
 from app.services import image_uploads
 from app.services.errors import (
     Conflict,
     InvalidInput,
+    NotFound,
     PayloadTooLarge,
     UnsupportedMediaType,
 )
 from app.services.ingest.detect import detect_format
 from app.services.ingest.parsed import ParsedTable
+from app.services.ingest.short_transactions import UPLOADING, import_in_short_transactions
 from app.services.ingest.table_readers import TABLE_READERS, TableBlocks, TableColumns
 from app.services.ingest.table_sink import TableSink
 from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
@@ -91,8 +93,9 @@ def _stream_table(
     chunk_rows: int,
     columns: TableColumns,
 ) -> Dataset:
-    """A table dataset from row blocks, each checked and written as it comes (`TableSink`);
-    the row is complete once the last block is in. A refusal rolls everything back."""
+    """A table dataset from row blocks, each checked and written as it comes (`TableSink`),
+    in short write transactions (`short_transactions.py`): nobody waits while it is read. A
+    refusal removes everything."""
     dataset = Dataset(
         project_id=project.id,
         name=valid_name(name),
@@ -108,27 +111,34 @@ def _stream_table(
         meta={},
         created_by_id=user.id if user else None,
     )
-    session.add(dataset)
-    session.flush()
-    with TableSink(
-        session=session,
-        dataset=dataset,
-        feature_names=table.feature_names,
-        dtype=table.dtype,
-        chunk_rows=chunk_rows,
-        id_column=columns.id_column,
-        ground_truth_column=columns.ground_truth_column,
-    ) as sink:
-        for features, ids, truth in table.blocks:
-            sink.add(features, ids, truth)
-        facts = sink.finish()
-    dataset.n_items = facts["n_items"]
-    dataset.ground_truth_classes = facts["ground_truth_classes"]
-    dataset.meta = {
-        "ignored_columns": table.ignored_columns,
-        "feature_stats": facts["feature_stats"],
-    }
-    session.flush()
+    pca_view = View(name="PCA", method="pca", params={})
+
+    def reserve() -> None:
+        pca_view.dataset_id = dataset.id
+        session.add(pca_view)
+
+    def work() -> None:
+        with TableSink(
+            session=session,
+            dataset=dataset,
+            pca_view=pca_view,
+            feature_names=table.feature_names,
+            dtype=table.dtype,
+            chunk_rows=chunk_rows,
+            id_column=columns.id_column,
+            ground_truth_column=columns.ground_truth_column,
+        ) as sink:
+            for features, ids, truth in table.blocks:
+                sink.add(features, ids, truth)
+            facts = sink.finish()
+        dataset.n_items = facts["n_items"]
+        dataset.ground_truth_classes = facts["ground_truth_classes"]
+        dataset.meta = {
+            "ignored_columns": table.ignored_columns,
+            "feature_stats": facts["feature_stats"],
+        }
+
+    import_in_short_transactions(session, [dataset], work, reserve=reserve)
     return dataset
 
 
@@ -170,13 +180,16 @@ def create_table_dataset(
 
 
 def get_dataset(*, session: Session, dataset_id: int) -> Dataset:
-    return get_or_not_found(session, Dataset, dataset_id, "dataset")
+    dataset = get_or_not_found(session, Dataset, dataset_id, "dataset")
+    if dataset.status == UPLOADING:  # not there yet for anyone
+        raise NotFound(f"no dataset with id {dataset_id}")
+    return dataset
 
 
 def list_datasets(
     *, session: Session, project: Project, limit: int, offset: int
 ) -> tuple[list[Dataset], int]:
-    query = select(Dataset).where(Dataset.project_id == project.id)
+    query = select(Dataset).where(Dataset.project_id == project.id, Dataset.status != UPLOADING)
     return page(session, query, Dataset.id, limit, offset)
 
 

@@ -3,16 +3,13 @@ image comes in: one place decides what a featurizing image's row holds."""
 
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from app.db.models import Dataset, Project, User
 from app.engine.image.featurize import Recipe
 from app.jobs.featurize.featurizer import queue_featurization
 
 
-def insert_image_dataset(
+def image_dataset_row(
     *,
-    session: Session,
     project: Project,
     user: User | None,
     name: str,
@@ -20,10 +17,12 @@ def insert_image_dataset(
     image: dict[str, Any],
     ground_truth_classes: list[str] | None = None,
     collection: str | None = None,
+    batch: str | None = None,
 ) -> Dataset:
-    """Insert the row of an image described by ``image`` (``meta.image``: width, height,
+    """The (unsaved) row of an image described by ``image`` (``meta.image``: width, height,
     format, ...) with its featurization queued under the default recipe (the caller submits
-    the job after committing); its pixels become items when that finishes."""
+    the job after committing); its pixels become items when that finishes. ``batch``: the
+    collection's featurizations, one job toward the user's limit."""
     dataset = Dataset(
         project_id=project.id,
         name=name,
@@ -37,7 +36,6 @@ def insert_image_dataset(
         meta={"image": image, **({"collection": collection} if collection else {})},
         created_by_id=user.id if user else None,
     )
-    queue_featurization(dataset, Recipe().to_dict(), requested_by=user.id if user else None)
-    session.add(dataset)
-    session.flush()
+    requested_by = user.id if user else None
+    queue_featurization(dataset, Recipe().to_dict(), requested_by=requested_by, batch=batch)
     return dataset

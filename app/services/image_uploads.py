@@ -11,9 +11,10 @@ from app.engine.image.image_file import TIFF_MAGICS
 from app.engine.image.masks import decode_index_png
 from app.services import deep_zoom
 from app.services.errors import InvalidInput
-from app.services.image_rows import insert_image_dataset
+from app.services.image_rows import image_dataset_row
 from app.services.ingest.image_file import parse_image, whole_limit
 from app.services.ingest.parsed import ParsedImage
+from app.services.ingest.short_transactions import import_in_short_transactions
 from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
 from app.services.job_limits import check_active_jobs
 from app.services.slides import create_slide_dataset, slide_header
@@ -35,33 +36,37 @@ def import_image(
     """An image upload; `ground_truth_image` is a PNG index image of the same size (pixel value
     = class; 255 = unknown). Its featurization counts toward the user's `max_active_jobs` (429
     beyond, nothing stored)."""
+    # A refusal before the file is read; the count that holds is taken again, under lock, in
+    # the short transaction that queues the featurization.
+    check_active_jobs(session, user, limits.max_active_jobs, lock=False)
     if head.startswith(TIFF_MAGICS) and _is_slide(upload, limits):
         if ground_truth_image is not None:
             raise InvalidInput(
                 "a ground_truth image is taken for images decoded whole (up to "
                 f"{limits.whole_image_pixels:,} pixels, IMAGE_WHOLE_PIXELS), not for slides"
             )
-        check_active_jobs(session, user, limits.max_active_jobs)
         return create_slide_dataset(
             session=session, project=project, user=user, name=name, stream=upload.stream,
             filename=upload.filename, size=upload.size, max_pixels=limits.max_image_pixels,
+            before_insert=lambda: check_active_jobs(session, user, limits.max_active_jobs),
         )  # fmt: skip
     image = parse_image(
         upload.stream,
         upload.filename,
         *whole_limit(limits.max_image_pixels, limits.whole_image_pixels),
     )
-    check_active_jobs(session, user, limits.max_active_jobs)
-    return create_image_dataset(
-        session=session,
-        project=project,
-        user=user,
-        name=name,
-        image=image,
-        source_filename=upload.filename,
-        ground_truth_image=ground_truth_image,
-        chunk_rows=limits.chunk_rows,
+    truth, classes = _ground_truth(ground_truth_image, image)
+    dataset = image_row(
+        project=project, user=user, name=name, image=image, source_filename=upload.filename,
+        ground_truth_classes=classes,
+    )  # fmt: skip
+    import_in_short_transactions(
+        session,
+        [dataset],
+        lambda: store_image(session, dataset, image, truth, limits.chunk_rows),
+        finish=lambda: check_active_jobs(session, user, limits.max_active_jobs),
     )
+    return dataset
 
 
 def _is_slide(upload: UploadedFile, limits: UploadLimits) -> bool:
@@ -77,18 +82,33 @@ def create_image_dataset(
     name: str,
     image: ParsedImage,
     source_filename: str,
-    ground_truth_image: bytes | None = None,
     chunk_rows: int = 65_536,
-    collection: str | None = None,
 ) -> Dataset:
-    """Store the image and queue its featurization with the default recipe (the caller submits
-    it after committing); pixels become items when it finishes. `collection`: the name of the
-    images uploaded with it (`meta.collection`)."""
-    truth, classes = None, None
-    if ground_truth_image is not None:
-        truth, classes = _pixel_classes(ground_truth_image, (image.height, image.width))
-    dataset = insert_image_dataset(
-        session=session,
+    """An image held in memory (the demo data) as a dataset, its featurization queued with
+    the default recipe (the caller submits it after committing)."""
+    dataset = image_row(
+        project=project, user=user, name=name, image=image, source_filename=source_filename
+    )
+    import_in_short_transactions(
+        session, [dataset], lambda: store_image(session, dataset, image, None, chunk_rows)
+    )
+    return dataset
+
+
+def image_row(
+    *,
+    project: Project,
+    user: User | None,
+    name: str,
+    image: ParsedImage,
+    source_filename: str,
+    ground_truth_classes: list[str] | None = None,
+    collection: str | None = None,
+    batch: str | None = None,
+) -> Dataset:
+    """The (unsaved) row of a decoded image; `collection`: the name of the images uploaded
+    with it (`meta.collection`), whose featurizations are one `batch`."""
+    return image_dataset_row(
         project=project,
         user=user,
         name=valid_name(name),
@@ -102,9 +122,21 @@ def create_image_dataset(
             "channels": image.channel_names,
             "bytes": len(image.data),
         },
-        ground_truth_classes=classes,
+        ground_truth_classes=ground_truth_classes,
         collection=collection,
+        batch=batch,
     )
+
+
+def store_image(
+    session: Session,
+    dataset: Dataset,
+    image: ParsedImage,
+    truth: np.ndarray | None,
+    chunk_rows: int,
+) -> None:
+    """A decoded image's arrays: its file, its display copy, its Deep Zoom pyramid and the
+    pixels' ground truth."""
     chunks.write_blob(session=session, dataset_id=dataset.id, kind=IMAGE, data=image.data)
     if image.display is not None:
         chunks.write_blob(
@@ -119,7 +151,14 @@ def create_image_dataset(
             array=truth.ravel(),
             chunk_rows=chunk_rows,
         )
-    return dataset
+
+
+def _ground_truth(
+    data: bytes | None, image: ParsedImage
+) -> tuple[np.ndarray | None, list[str] | None]:
+    if data is None:
+        return None, None
+    return _pixel_classes(data, (image.height, image.width))
 
 
 UNKNOWN_CLASS_VALUE = 255  # the usual "ignore" value of segmentation ground truths

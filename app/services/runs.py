@@ -190,15 +190,16 @@ def start_apply_batch(
     max_active: int | None = None,
 ) -> list[Run]:
     """One run per image of `targets`, all checked before any is queued (one bad image: a
-    4xx and nothing queued). A batch counts as one job against the user's limit when it is
-    asked for; the fair queue then runs its images in turn with other users' work."""
+    4xx and nothing queued). Each image's run counts toward the user's limit, as it does
+    while it is queued; the fair queue runs them in turn with other users' work."""
     source_dataset = _applicable_source(session, source)
     for target in targets:
         if target.kind != "image":
             raise InvalidInput(f"dataset {target.id} is not an image; a model applies to images")
         check_applicable(source_dataset, target)
     if max_active is not None:
-        check_active_jobs(session, user, max_active)
+        what = f"applying run {source.id} to {len(targets)} images"
+        check_active_jobs(session, user, max_active, adding=len(targets), what=what)
     queued = [
         Run(
             dataset_id=target.id,

@@ -26,7 +26,7 @@ from app.engine.image.deep_zoom import halve_picture
 from app.engine.image.image_file import ImageFileError, ImageHeader
 from app.engine.image.tiff_bands import open_bands
 from app.services.errors import InvalidInput
-from app.services.image_rows import insert_image_dataset
+from app.services.image_rows import image_dataset_row
 from app.services.ingest.image_file import check_size
 from app.store import chunks, pyramids
 from app.store.dataset_arrays import IMAGE, SLIDE_PIXELS
@@ -86,10 +86,12 @@ def create_slide_dataset(
     filename: str,
     size: int,
     max_pixels: int,
+    before_insert: Callable[[], None] = lambda: None,
 ) -> Dataset:
     """Store a slide and queue its featurization (the caller submits it after committing).
-    Its arrays are written first (`chunks.Staging`), its row inserted last: minutes of writing
-    hold no database lock."""
+    Its arrays are written first (`chunks.Staging`), its row inserted last, after
+    ``before_insert`` (the job-limit check, which locks): minutes of writing hold no database
+    lock."""
     staging = chunks.Staging(session)
     try:
         with open_bands(stream, size) as tiff:
@@ -116,14 +118,12 @@ def create_slide_dataset(
     stream.seek(0)
     staging.write_blob_stream(IMAGE, stream)
     _write_picture_pyramid(session, staging, pixels.read, header, ranges)
-    dataset = insert_image_dataset(
-        session=session,
-        project=project,
-        user=user,
-        name=name,
-        source_filename=filename,
-        image=image,
+    before_insert()
+    dataset = image_dataset_row(
+        project=project, user=user, name=name, source_filename=filename, image=image
     )
+    session.add(dataset)
+    session.flush()
     staging.record(dataset.id)
     return dataset
 

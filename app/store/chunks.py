@@ -32,6 +32,9 @@ def _rows(session: Session, dataset_id: int | None, run_id: int | None) -> list[
 def _row(
     session: Session, dataset_id: int | None, kind: str, run_id: int | None = None
 ) -> StoredArray | None:
+    pending = _pending_row(session, dataset_id, kind, run_id)
+    if pending is not None:
+        return pending
     return session.scalars(
         select(StoredArray)
         .where(_owned_by(dataset_id, run_id), StoredArray.kind == kind)
@@ -71,23 +74,38 @@ def _record(
     ):
         doom(session, old.key)
         session.delete(old)
-    session.add(
-        StoredArray(
-            dataset_id=dataset_id,
-            run_id=run_id,
-            kind=kind,
-            key=info.key,
-            shape=list(info.shape),
-            dtype=info.dtype,
-            chunk_rows=info.chunk_rows,
-            content_hash=info.content_hash,
-            nbytes=info.nbytes,
-        )
-    )
+    session.add(_stored_array(dataset_id, run_id, kind, info))
     session.flush()
 
 
 _DEFERRED = "array_store_deferred_records"
+
+
+def _pending_row(
+    session: Session, dataset_id: int | None, kind: str, run_id: int | None
+) -> StoredArray | None:
+    """An array written inside ``deferred_records`` and not yet recorded, as the (unsaved) row
+    it will get: what the same block writes, it can read back."""
+    for owner_dataset, owner_run, pending_kind, info in reversed(session.info.get(_DEFERRED, [])):
+        if (owner_dataset, owner_run, pending_kind) == (dataset_id, run_id, kind):
+            return _stored_array(dataset_id, run_id, kind, info)
+    return None
+
+
+def _stored_array(
+    dataset_id: int | None, run_id: int | None, kind: str, info: StoredInfo
+) -> StoredArray:
+    return StoredArray(
+        dataset_id=dataset_id,
+        run_id=run_id,
+        kind=kind,
+        key=info.key,
+        shape=list(info.shape),
+        dtype=info.dtype,
+        chunk_rows=info.chunk_rows,
+        content_hash=info.content_hash,
+        nbytes=info.nbytes,
+    )
 
 
 @contextmanager

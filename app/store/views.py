@@ -61,20 +61,15 @@ def delete_views(*, session: Session, dataset_id: int) -> None:
 def store_view_blocks(
     *,
     session: Session,
-    dataset: Dataset,
-    name: str,
-    method: str,
-    params: dict[str, object],
+    view: View,
     blocks: Iterable[NDArray[np.float32]],
     chunk_rows: int,
 ) -> View:
-    """A view whose coordinates come block by block (a streamed upload's PCA)."""
-    view = View(dataset_id=dataset.id, name=name, method=method, params=params)
-    session.add(view)
-    session.flush()
+    """The coordinates of ``view`` (a row already inserted) block by block (a streamed
+    upload's PCA)."""
     with chunks.row_writer(
         session=session,
-        dataset_id=dataset.id,
+        dataset_id=view.dataset_id,
         kind=view.chunk_kind,
         n_columns=2,
         dtype="float32",

@@ -20,7 +20,8 @@ from app.db.models import Dataset, LoginThrottle, Role, User
 from app.jobs.execute import executors
 from app.main import create_app
 from app.services import login_throttle
-from app.services.errors import TooManyRequests
+from app.services.errors import InvalidInput, TooManyRequests
+from app.services.job_limits import check_active_jobs
 from app.services.login_throttle import ThrottlePolicy
 from tests.api.test_runs import LONG, start, upload_csv, wait
 from tests.conftest import (
@@ -245,6 +246,46 @@ def test_featurizations_count_toward_the_same_limit_as_runs(
     freed = start(client, admin_headers, table, "cec", n_clusters=3, n_init=1)
     assert freed.status_code == 202, freed.text
     wait(client, admin_headers, freed.json()["id"])
+
+
+def test_a_collection_counts_as_one_job_while_its_images_featurize(
+    client: TestClient,
+    admin_headers: dict[str, str],
+    project_id: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 3-image collection under a limit of 2: one job, however many images it queues, so
+    # the user's next upload is still taken; the one after that is over the limit.
+    release = threading.Event()
+    monkeypatch.setattr(executors, "execute_featurization", lambda *_a, **_k: release.wait(60))
+    files = [("files", (f"c{i}.png", _png(16 + i), "image/png")) for i in range(3)]
+    made = client.post(
+        f"/api/v1/projects/{project_id}/collections",
+        files=files,
+        data={"name": "three"},
+        headers=admin_headers,
+    )
+    assert made.status_code == 201, made.text
+    assert [d["status"] for d in made.json()["items"]] == ["featurizing"] * 3
+    second = _upload_png(client, project_id, admin_headers)
+    assert second.status_code == 201, second.text
+    third = _upload_png(client, project_id, admin_headers)
+    assert third.status_code == 429, third.text
+    assert "you already have 2 jobs" in third.json()["detail"]
+    release.set()
+
+
+def test_an_apply_batch_counts_each_image(session: Session, make_user, project_id: int) -> None:
+    make_user("batcher", project_id, Role.editor)
+    user = session.scalars(select(User).where(User.username == "batcher")).one()
+    what = "applying run 7 to 3 images"
+    with pytest.raises(InvalidInput, match="would queue 3 background jobs"):
+        check_active_jobs(session, user, 2, adding=3, what=what)
+    _featurizing_for(session, project_id, user.id, "queued")
+    with pytest.raises(TooManyRequests, match="applying run 7 to 2 images would queue 2 more"):
+        check_active_jobs(session, user, 2, adding=2, what="applying run 7 to 2 images")
+    check_active_jobs(session, user, 2, adding=1)  # one more fits
+    session.rollback()
 
 
 def test_the_old_setting_name_still_sets_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:

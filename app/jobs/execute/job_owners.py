@@ -12,16 +12,24 @@ ACTIVE_RUN_STATUSES = ("queued", "running")
 
 
 def active_jobs(session: Session, owner: int | None) -> int:
-    """The owner's runs queued or running plus the featurizations they asked for that are."""
+    """The owner's runs queued or running plus the featurizations they asked for that are (a
+    collection's together: one)."""
     runs = session.scalar(
         select(func.count())
         .select_from(Run)
         .where(Run.created_by_id == owner, Run.status.in_(ACTIVE_RUN_STATUSES))
     )
-    # Few datasets are featurizing at any moment; who asked is in the job's JSON record.
-    records = session.scalars(select(Dataset.featurization).where(Dataset.status == "featurizing"))
-    featurizations = sum(1 for r in records if r and r.get("requested_by") == owner)
-    return int(runs or 0) + featurizations
+    # Few datasets are featurizing at any moment; who asked is in the job's JSON record. A
+    # collection's images (one batch) count as one job.
+    records = session.execute(
+        select(Dataset.id, Dataset.featurization).where(Dataset.status == "featurizing")
+    )
+    featurizations = {
+        (record or {}).get("batch") or dataset_id
+        for dataset_id, record in records
+        if (record or {}).get("requested_by") == owner
+    }
+    return int(runs or 0) + len(featurizations)
 
 
 def run_owner(factory: sessionmaker[Session], run_id: int) -> int | None:

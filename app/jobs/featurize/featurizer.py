@@ -42,10 +42,14 @@ class Superseded(Exception):
 
 
 def queue_featurization(
-    dataset: Dataset, recipe: dict[str, Any], requested_by: int | None = None
+    dataset: Dataset,
+    recipe: dict[str, Any],
+    requested_by: int | None = None,
+    batch: str | None = None,
 ) -> None:
     """Mark a dataset for (re)featurization with `recipe`; the caller commits and submits.
-    `requested_by` (a user id) is whose background work it is: limits and fair turns."""
+    `requested_by` (a user id) is whose background work it is: limits and fair turns. The
+    featurizations of one `batch` (a collection's images) count as one job toward the limit."""
     previous = dataset.featurization or {}
     dataset.status = "featurizing"
     dataset.featurization = {
@@ -54,6 +58,7 @@ def queue_featurization(
         "progress": 0.0,
         "version": int(previous.get("version", 0)),
         "requested_by": requested_by,
+        **({"batch": batch} if batch else {}),
     }
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
-from app.db.models import Dataset
+from app.db.models import Dataset, View
 from app.services.errors import InvalidInput
 from app.services.ingest.checks import class_sort_key
 from app.store import chunks
@@ -93,6 +93,7 @@ class TableSink:
         *,
         session: Session,
         dataset: Dataset,
+        pca_view: View,
         feature_names: list[str],
         dtype: str,
         chunk_rows: int,
@@ -101,6 +102,7 @@ class TableSink:
     ) -> None:
         self._session = session
         self._dataset = dataset
+        self._pca_view = pca_view
         self._names = feature_names
         self._chunk_rows = chunk_rows
         self._id_column = id_column
@@ -294,10 +296,7 @@ class TableSink:
         mean = moments.mean
         store_view_blocks(
             session=self._session,
-            dataset=self._dataset,
-            name="PCA",
-            method="pca",
-            params={},
+            view=self._pca_view,
             blocks=(
                 ((np.asarray(block, dtype=np.float64) - mean) @ components).astype(np.float32)
                 for block in chunks.iter_array_blocks(
