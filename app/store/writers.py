@@ -21,6 +21,17 @@ def _writing(key: str) -> str:
     return f"writing {key!r} to the array store failed"
 
 
+# A chunk is at most this many bytes, whatever the row count asked: a chunk is the unit that is
+# buffered, compressed and read whole, and 65,536 rows of a 4,000-column table would make it
+# 1 GiB (a 20-row upload spent 8 s filling and compressing one such chunk).
+MAX_CHUNK_BYTES = 16 * 1024**2
+
+
+def _rows_per_chunk(asked: int, n_columns: int | None, dtype: np.dtype) -> int:
+    row_bytes = max(n_columns or 1, 1) * dtype.itemsize
+    return max(1, min(asked, MAX_CHUNK_BYTES // row_bytes))
+
+
 class RowWriter:
     """Appends row blocks to a new array, a whole chunk at a time (a partial last block is
     buffered), hashing the bytes as they pass; ``close`` writes the tail and says what was
@@ -40,7 +51,7 @@ class RowWriter:
         self.key = key
         self._dtype = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
         self._n_columns = n_columns
-        self._chunk_rows = max(int(chunk_rows), 1)
+        self._chunk_rows = _rows_per_chunk(int(chunk_rows), n_columns, self._dtype)
         shape: tuple[int, ...] = (0,) if n_columns is None else (0, n_columns)
         chunks: tuple[int, ...] = (
             (self._chunk_rows,) if n_columns is None else (self._chunk_rows, max(n_columns, 1))

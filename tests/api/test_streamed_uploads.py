@@ -256,3 +256,30 @@ def test_a_parquet_upload_is_read_one_row_group_at_a_time(tmp_path: Path) -> Non
             seen.append(features)
     np.testing.assert_array_equal(np.concatenate(seen), np.column_stack(table.columns))
     assert peak < 3 * group_bytes, (peak, group_bytes * groups)
+
+
+def test_a_wide_table_gets_the_pca_view_scikit_learn_computes(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    """Above a few hundred columns the leading components come from Lanczos iterations, not
+    a full decomposition (cubic in the columns: 19 s at 4,000): the view must not change."""
+    rng = np.random.default_rng(3)
+    rows, columns = 40, 700
+    X = rng.normal(size=(rows, columns)) * np.linspace(4.0, 0.5, columns)  # distinct variances
+    text = ",".join(f"c{j}" for j in range(columns)) + "\n"
+    text += "\n".join(",".join(repr(float(v)) for v in row) for row in X) + "\n"
+    response = post_dataset(client, project_id, admin_headers, "wide.csv", text.encode())
+    assert response.status_code == 201, response.text
+    dataset_id = response.json()["id"]
+    views = client.get(f"/api/v1/datasets/{dataset_id}/views", headers=admin_headers).json()
+    view = views["items"][0] if "items" in views else views[0]
+    coords = client.get(
+        f"/api/v1/datasets/{dataset_id}/views/{view['id']}/coordinates",
+        params={"format": "npy"},
+        headers=admin_headers,
+    )
+    got = np.load(io.BytesIO(coords.content))
+    expected = PCA(n_components=2, svd_solver="full").fit_transform(X)
+    expected *= np.sign(expected[np.argmax(np.abs(expected), axis=0), [0, 1]])
+    got = got * np.sign(got[np.argmax(np.abs(got), axis=0), [0, 1]])
+    np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)

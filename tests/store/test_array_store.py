@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.store.array_store import ArrayStore, StoreUnavailable, sweep_orphans
+from app.store.writers import MAX_CHUNK_BYTES
 
 CHUNK = 7  # small and odd, so tables of a few dozen rows span several partial chunks
 
@@ -76,6 +77,18 @@ def test_rows_appended_in_random_blocks_equal_the_whole_array(
     np.testing.assert_array_equal(store.read("t/blocks"), table)
     assert info.shape == whole.shape == (rows, 4)
     assert info.content_hash == whole.content_hash == _blake(table.tobytes())
+
+
+def test_a_wide_table_gets_fewer_rows_per_chunk_not_a_giant_chunk(store: ArrayStore) -> None:
+    columns = MAX_CHUNK_BYTES // 8 // 3 + 1  # three rows of float64 exceed the chunk bound
+    table = _table(7, columns, "float64", seed=0)
+    writer = store.row_writer("t/wide", n_columns=columns, dtype="float64", chunk_rows=65_536)
+    writer.append(table)
+    info = writer.close()
+    assert info.chunk_rows == 2
+    assert [block.shape[0] for block in store.iter_blocks("t/wide")] == [2, 2, 2, 1]
+    np.testing.assert_array_equal(store.read("t/wide"), table)
+    assert info.content_hash == _blake(table.tobytes())  # the bytes, however they are cut
 
 
 def test_a_row_writer_refuses_rows_of_another_width(store: ArrayStore) -> None:
