@@ -28,6 +28,7 @@ from app.store.array_store import ArrayStore
 from app.store.transactions import bind_store
 from app.web.docs import router as docs_router
 from app.web.pages import router as pages_router
+from app.web.proxy_rule import keep_server_from_believing_proxies
 from app.web.security import OriginCheckMiddleware, SecurityHeadersMiddleware
 from app.web.templating import STATIC_DIR
 
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
+    keep_server_from_believing_proxies()  # forwarded headers: TRUSTED_PROXIES alone decides
     settings = settings or get_settings()
     engine = make_engine(settings.database_url)
     session_factory = make_session_factory(engine)
@@ -120,7 +122,7 @@ def _add_middleware(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(SecurityHeadersMiddleware)
     if settings.trusted_proxy_list:
         # Outermost: the client address and scheme are the proxy's word before anything reads
-        # them. Only from the proxies named; uvicorn's own handling is off (app/__main__.py).
+        # them. Only from the proxies named; the server's own handling is off (proxy_rule.py).
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_list)
 
 
