@@ -12,6 +12,7 @@ forwarded headers only from TRUSTED_PROXIES (`app.main._add_middleware`).
 
 import logging
 import sys
+from types import FrameType
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,7 @@ def keep_server_from_believing_proxies() -> bool:
         from uvicorn import Config
     except ImportError:  # another ASGI server: it has no such middleware of its own
         return False
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         config = frame.f_locals.get("self")
         if isinstance(config, Config):
