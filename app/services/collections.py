@@ -9,7 +9,11 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset, Project, User
 from app.services.errors import InvalidInput, PayloadTooLarge
 from app.services.image_uploads import image_row, store_image
-from app.services.ingest.image_file import parse_collection_file, whole_limit
+from app.services.ingest.image_file import (
+    check_decoded_budget,
+    parse_collection_file,
+    whole_limit,
+)
 from app.services.ingest.parsed import ParsedImage
 from app.services.ingest.short_transactions import import_in_short_transactions
 from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
@@ -41,10 +45,12 @@ def create_collection(
         )
     check_active_jobs(session, user, limits.max_active_jobs, lock=False)  # before reading
     limit, setting = whole_limit(limits.max_image_pixels, limits.whole_image_pixels)
-    images: list[tuple[str, ParsedImage, str]] = []
     for file in files:
         if file.size == 0:
             raise InvalidInput(f"{file.filename!r} is empty")
+    check_decoded_budget([(file.stream, file.filename) for file in files])  # before decoding
+    images: list[tuple[str, ParsedImage, str]] = []
+    for file in files:
         for place, image in parse_collection_file(file.stream, file.filename, limit, setting):
             images.append((_image_name(file.filename, place), image, file.filename))
             if len(images) > MAX_COLLECTION_IMAGES:

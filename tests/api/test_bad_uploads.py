@@ -40,6 +40,23 @@ def _tiff_palette() -> bytes:
     return _tiff(indices, photometric="palette", colormap=np.zeros((3, 256), dtype=np.uint16))
 
 
+def _sparse_tiff() -> bytes:
+    """A tiled TIFF of 2048 x 2048 whose tiles all but one are left out (byte count 0), as a
+    few-kB file declaring a large slide is made."""
+    data = bytearray(_tiff(np.ones((2048, 2048), dtype=np.uint8), tile=(256, 256)))
+    with tifffile.TiffFile(io.BytesIO(bytes(data))) as tif:
+        counts = tif.pages[0].tags["TileByteCounts"]
+        offset, count = counts.valueoffset, counts.count
+        size = counts.valuebytecount // count
+    data[offset + size : offset + count * size] = bytes((count - 1) * size)
+    return bytes(data)
+
+
+def _tiff_with_description(n_bytes: int) -> bytes:
+    xml = '<?xml version="1.0"?><OME><!--' + "x" * n_bytes + "--></OME>"
+    return _tiff(np.zeros((8, 8), dtype=np.uint16), description=xml, metadata=None)
+
+
 _CYX = {"metadata": {"axes": "CYX"}}
 _CHANNELS = np.zeros((3, 20, 30), dtype=np.uint16)
 
@@ -129,6 +146,14 @@ BAD_UPLOADS = {
         {},
         422,
         ["NaN"],
+    ),
+    "sparse TIFF": ("sparse.tif", _sparse_tiff(), {}, 422, ["sparse", "63 of its 64 tiles"]),
+    "TIFF with a huge OME-XML": (
+        "ome.tif",
+        _tiff_with_description(3 * 1024**2),
+        {},
+        422,
+        ["description", "OME-XML", "at most 2,097,152"],
     ),
     "palette TIFF": ("p.tif", _tiff_palette(), {}, 422, ["palette"]),
     "one-row TIFF": (

@@ -9,6 +9,7 @@ import tifffile
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from app.services.ingest import image_file
 from tests.api.test_image_featurization import png, wait_ready
 from tests.api.test_tiff_uploads import NAMES, cells, ome_tiff
 from tests.conftest import row_counts
@@ -111,4 +112,36 @@ def test_one_bad_file_stores_nothing(
         response = post(client, project_id, admin_headers, files, name)
         assert response.status_code == status, response.text
         assert words in response.text
+    assert row_counts(session) == before
+
+
+def test_the_images_of_a_collection_share_one_decoded_budget_checked_before_decoding(
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    session: Session,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each plane is within the per-image limits; together they are not. The refusal comes
+    from the headers: nothing is decoded (a 10 MB stack asked for 9 GiB)."""
+    stack, planes = z_stack(3)  # 3 planes x 2 channels x uint16
+    one_plane = planes[0].nbytes
+    monkeypatch.setattr(image_file, "MAX_DECODED_BYTES", 4 * one_plane)
+
+    def never(*_: object) -> None:
+        raise AssertionError("a plane was decoded")
+
+    monkeypatch.setattr(image_file, "decode_planes", never)
+    monkeypatch.setattr(image_file, "decode", never)
+    before = row_counts(session)
+    response = post(
+        client,
+        project_id,
+        admin_headers,
+        [("a.ome.tif", stack, "image/tiff"), ("b.ome.tif", stack, "image/tiff")],
+        "too much",
+    )
+    assert response.status_code == 422, response.text
+    assert "more than" in response.text and "'b.ome.tif'" in response.text
+    assert "several collections" in response.text
     assert row_counts(session) == before

@@ -96,6 +96,30 @@ def parse_collection_file(
     return [(place, _plane(pixels)) for place, pixels in planes]
 
 
+def check_decoded_budget(files: list[tuple[BinaryIO, str]]) -> None:
+    """All the images of an upload's files (every plane of every stack) together within
+    MAX_DECODED_BYTES decoded, from their headers alone: they are held decoded while they are
+    checked, and a 10 MB stack could otherwise ask for 9 GiB. A file that is not an image is
+    left to the decoding that follows, which names its fault."""
+    total = 0
+    for stream, filename in files:
+        stream.seek(0)
+        head = stream.read(8)
+        if file_format(head) is None:
+            continue
+        stream.seek(0)
+        try:
+            headers = collection_headers(stream.read())
+        except ImageFileError as exc:
+            raise InvalidInput(f"{filename!r}: {exc}") from None
+        total += sum(header.decoded_bytes * planes for header, planes in headers)
+        if total > MAX_DECODED_BYTES:
+            raise InvalidInput(
+                f"the images take more than {MAX_DECODED_BYTES:,} bytes decoded together "
+                f"(reached at {filename!r}); upload them as several collections"
+            )
+
+
 def _plane(pixels: Pixels) -> ParsedImage:
     """A decoded plane as its own TIFF, described from its pixels (not decoded again)."""
     if isinstance(pixels, Multichannel):
