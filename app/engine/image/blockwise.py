@@ -29,7 +29,6 @@ import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -38,6 +37,7 @@ from numpy.typing import NDArray
 from skimage import color
 from skimage.segmentation import slic
 
+from app.engine.core.daemon_pool import DaemonPool
 from app.engine.image._filter_bank import Float32Array, map_groups
 from app.engine.image._reduction import FittedReduction
 from app.engine.image.seam_stitch import BlockPieces, SeamStitcher
@@ -201,7 +201,7 @@ class Blocks:
                 # Two blocks per worker thread in flight, so none waits for its next.
                 yield from self._map(submit, 2 * threads, work, arguments, progress)
             return
-        with ThreadPoolExecutor(max_workers=LOCAL_THREADS) as pool:
+        with DaemonPool(LOCAL_THREADS, "blocks") as pool:
             yield from self._map(pool.submit, LOCAL_THREADS, work, arguments, progress)
 
     def _map(

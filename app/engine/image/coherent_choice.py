@@ -38,7 +38,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,6 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from app.engine.core.cec_fit import ASK_ONLY
+from app.engine.core.daemon_pool import DaemonPool
 from app.engine.progress import Progress
 
 
@@ -181,7 +181,7 @@ class MostCoherentFit:
                 for candidate in self.candidates:
                     candidate.fit(x, *args, **kwargs)
             else:
-                with ThreadPoolExecutor(max_workers=workers) as pool:
+                with DaemonPool(workers, "candidates") as pool:
                     fits = [pool.submit(c.fit, x, *args, **kwargs) for c in self.candidates]
                     for done in fits:
                         done.result()  # re-raises a candidate's error here

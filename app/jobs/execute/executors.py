@@ -49,6 +49,8 @@ FEATURIZE = "featurize"  # queue entries are run ids, or (FEATURIZE, dataset id)
 # At shutdown, how long runs get to reach their next sweep and stop before they are marked
 # interrupted (docker-compose.yml's stop_grace_period covers it and the server's own grace).
 EXECUTOR_GRACE_S = 10.0
+# How long featurizations get to stop at their next progress report once no run is left.
+FEATURIZATION_GRACE_S = 1.0
 
 
 class InlineExecutor:
@@ -57,7 +59,8 @@ class InlineExecutor:
 
     Daemon threads, not a ThreadPoolExecutor: the interpreter joins a pool's threads at exit,
     so one long kernel sweep would hold a stopping server hostage. Here shutdown asks every run
-    to stop, waits a grace period, and marks what is still running as interrupted."""
+    to stop, waits a grace period, and marks what is still running as interrupted; it tells
+    featurizations to stop and leaves them to be taken up again at the next start."""
 
     def __init__(
         self,
@@ -79,6 +82,7 @@ class InlineExecutor:
         self.tokens: dict[int, CancelToken] = {}
         self.active: dict[int, str] = {}  # run id -> the worker key of its claim
         self.lock = threading.Lock()
+        self.stopping = threading.Event()  # featurizations stop at their next progress report
         self.threads = [
             threading.Thread(target=self._work, name=f"run-{i}", daemon=True)
             for i in range(workers)
@@ -122,7 +126,7 @@ class InlineExecutor:
 
     def _featurize(self, dataset_id: int) -> None:
         try:
-            execute_featurization(self.factory, dataset_id, self.chunk_rows)
+            execute_featurization(self.factory, dataset_id, self.chunk_rows, self.stopping)
         except Exception:
             log.exception("dataset %s: the featurization job itself failed", dataset_id)
 
@@ -160,13 +164,27 @@ class InlineExecutor:
             tokens = list(self.tokens.values())
         for token in tokens:
             token.set(reason)
+        self.stopping.set()
         self.queue.close()
-        deadline = time.monotonic() + self.grace_s
-        for thread in self.threads:
-            thread.join(max(deadline - time.monotonic(), 0.0))
+        self._wait_for_runs()
         with self.lock:
             stuck = dict(self.active)
         fail_abandoned(self.factory, stuck, reason)
+
+    def _wait_for_runs(self) -> None:
+        """Until every worker is done, but no longer than the runs' grace, and no longer than
+        FEATURIZATION_GRACE_S once no run is left: a featurization stops at its next
+        progress report, which may be a block of seconds away; its work is resumed at the next
+        start, so nothing is lost by not waiting for it (its daemon threads end with the
+        process, its unrecorded arrays are swept at start)."""
+        started = time.monotonic()
+        while any(thread.is_alive() for thread in self.threads):
+            waited = time.monotonic() - started
+            with self.lock:
+                runs = bool(self.active)
+            if waited >= self.grace_s or (not runs and waited >= FEATURIZATION_GRACE_S):
+                return
+            time.sleep(0.02)
 
 
 def make_executor(

@@ -6,6 +6,7 @@ queued; every write the worker makes checks that key, so a job superseded by a n
 """
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -39,6 +40,11 @@ PROGRESS_INTERVAL_S = 0.5
 
 class Superseded(Exception):
     """The job's dataset was deleted or featurized again by a newer request."""
+
+
+class Interrupted(Exception):
+    """The server is stopping: the job stops at its next progress report, writes nothing, and
+    is taken up again at the next start (its dataset stays `featurizing`)."""
 
 
 def queue_featurization(
@@ -92,12 +98,16 @@ def item_ground_truth(
     return labels
 
 
-def _progress(factory: sessionmaker[Session], dataset_id: int, job: str) -> Callable[[float], None]:
+def _progress(
+    factory: sessionmaker[Session], dataset_id: int, job: str, stopping: threading.Event
+) -> Callable[[float], None]:
     """Reports the job's progress on its dataset at most every PROGRESS_INTERVAL_S; raises
-    Superseded once the job is no longer the dataset's."""
+    Superseded once the job is no longer the dataset's, Interrupted once ``stopping`` is set."""
     last = [0.0]
 
     def progress(fraction: float) -> None:
+        if stopping.is_set():
+            raise Interrupted
         now = time.monotonic()
         if now - last[0] < PROGRESS_INTERVAL_S and fraction < 1.0:
             return
@@ -109,7 +119,15 @@ def _progress(factory: sessionmaker[Session], dataset_id: int, job: str) -> Call
     return progress
 
 
-def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk_rows: int) -> None:
+def execute_featurization(
+    factory: sessionmaker[Session],
+    dataset_id: int,
+    chunk_rows: int,
+    stopping: threading.Event | None = None,
+) -> None:
+    """Featurize the dataset; ``stopping`` (set when the server stops) interrupts it at its
+    next progress report, leaving it to be taken up again at the next start."""
+    stopping = stopping or threading.Event()
     with session_scope(factory) as session:
         dataset = session.get(Dataset, dataset_id)
         if dataset is None or dataset.status != "featurizing" or not dataset.featurization:
@@ -124,11 +142,14 @@ def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk
         n_classes = len(dataset.ground_truth_classes or [])
     try:
         if slide:
-            _featurize_slide(factory, dataset_id, job, Recipe.from_dict(recipe_dict), chunk_rows)
+            progress = _progress(factory, dataset_id, job, stopping)
+            _featurize_slide(
+                factory, dataset_id, job, Recipe.from_dict(recipe_dict), chunk_rows, progress
+            )
             return
         assert data is not None, "the dataset has no stored image"
         started = time.perf_counter()
-        progress = _progress(factory, dataset_id, job)
+        progress = _progress(factory, dataset_id, job, stopping)
         result = featurize(decode(data), Recipe.from_dict(recipe_dict), progress)
         seconds = time.perf_counter() - started
         truth = None
@@ -138,7 +159,14 @@ def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk
             _store(session, _owned(session, dataset_id, job), result, truth, chunk_rows, seconds)
     except Superseded:
         log.info("featurization of dataset %s was superseded or deleted", dataset_id)
+    except Interrupted:
+        log.info(
+            "featurization of dataset %s stopped with the server; it resumes at start", dataset_id
+        )
     except Exception as exc:  # a readable reason on the dataset, never a silent stop
+        if stopping.is_set():  # the server going away under it is no fault of the image
+            log.info("featurization of dataset %s cut short by the shutdown (%s)", dataset_id, exc)
+            return
         log.exception("featurization of dataset %s failed", dataset_id)
         try:
             with session_scope(factory) as session:
@@ -153,11 +181,15 @@ def execute_featurization(factory: sessionmaker[Session], dataset_id: int, chunk
 
 
 def _featurize_slide(
-    factory: sessionmaker[Session], dataset_id: int, job: str, recipe: Recipe, chunk_rows: int
+    factory: sessionmaker[Session],
+    dataset_id: int,
+    job: str,
+    recipe: Recipe,
+    chunk_rows: int,
+    progress: Callable[[float], None],
 ) -> None:
     """A slide, from the store (`slide_featurizer.py`): one session that only reads while the
     blocks run, then records and replaces everything in one write."""
-    progress = _progress(factory, dataset_id, job)
     with session_scope(factory) as session:
         dataset = session.get(Dataset, dataset_id)
         if dataset is None:
