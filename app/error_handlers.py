@@ -54,6 +54,7 @@ def _allowed_methods(request: Request, exc: StarletteHTTPException) -> str:
 
 
 BUSY_RETRY_AFTER_S = 1
+OUT_OF_MEMORY_RETRY_AFTER_S = 10
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -72,6 +73,21 @@ def install_error_handlers(app: FastAPI) -> None:
         if is_page_request(request):
             return error_page(request, 503, detail)
         return error_response(503, detail, "store_unavailable")
+
+    @app.exception_handler(MemoryError)
+    async def out_of_memory(request: Request, exc: MemoryError) -> Response:
+        # What the request held is freed with it, and its transaction rolled back: the same
+        # request may go through once other work is done, or a smaller one at once.
+        detail = (
+            "the server ran out of memory handling this request; nothing was stored "
+            "(send less at once, or try again later)"
+        )
+        if is_page_request(request):
+            response = error_page(request, 503, detail)
+        else:
+            response = error_response(503, detail, "out_of_memory")
+        response.headers["Retry-After"] = str(OUT_OF_MEMORY_RETRY_AFTER_S)
+        return response
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError) -> Response:

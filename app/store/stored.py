@@ -46,7 +46,7 @@ def store_errors(failed: str, *, absent_passes: bool = False) -> Iterator[None]:
     is (the caller decides what absent means: an empty listing, nothing to delete)."""
     try:
         yield
-    except StoreUnavailable:
+    except (StoreUnavailable, MemoryError):  # memory is the server's, not the store's
         raise
     except Exception as exc:
         if absent_passes and isinstance(exc, FileNotFoundError):

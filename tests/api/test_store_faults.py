@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.main import create_app
 from app.services import array_store_state
+from app.store import writers
 from app.store.array_store import ArrayStore
 from benchmarks._server import free_port, start_server, wait_until_serving
 from tests.conftest import (
@@ -165,3 +166,24 @@ def test_a_server_killed_mid_upload_leaves_nothing_after_a_restart(tmp_path: Pat
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_running_out_of_memory_is_named_as_such_and_stores_nothing(
+    client: TestClient, session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory exhausted while an upload writes its arrays: 503 `out_of_memory`, not "array
+    store unavailable" (the store is fine, and /health keeps saying so)."""
+    headers, project_id = admin_project(client)
+
+    def no_memory(*_: object) -> None:
+        raise MemoryError("Unable to allocate 9.10 GiB for an array")
+
+    monkeypatch.setattr(writers.RowWriter, "_put", no_memory)
+    before = row_counts(session)
+    response = post_dataset(client, project_id, headers, "d.csv", CSV, "text/csv")
+    assert response.status_code == 503, response.text
+    assert response.json()["code"] == "out_of_memory"
+    assert "ran out of memory" in response.json()["detail"]
+    assert response.headers["Retry-After"]
+    assert row_counts(session) == before
+    assert client.get("/api/v1/health").json()["array_store"]["status"] == "ok"
