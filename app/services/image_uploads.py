@@ -70,7 +70,7 @@ def import_image(
 
 
 def _is_slide(upload: UploadedFile, limits: UploadLimits) -> bool:
-    header = slide_header(upload.stream, upload.filename, upload.size)
+    header = slide_header(upload.stream, upload.filename, upload.size, limits.max_image_pixels)
     return header.width * header.height > limits.whole_image_pixels
 
 

@@ -67,10 +67,15 @@ class _Sample:
         )
 
 
-def slide_header(stream: BinaryIO, filename: str, size: int) -> ImageHeader:
-    """What the slide declares, checked (4xx on a damaged or unsupported file)."""
+def _within(max_pixels: int) -> Callable[[ImageHeader], None]:
+    """The size check of a slide's header (read in bands: no decoded-bytes limit)."""
+    return lambda header: check_size(header.width, header.height, None, max_pixels)
+
+
+def slide_header(stream: BinaryIO, filename: str, size: int, max_pixels: int) -> ImageHeader:
+    """What the slide declares, checked (4xx on a damaged, unsupported or too large file)."""
     try:
-        with open_bands(stream, size) as tiff:
+        with open_bands(stream, size, _within(max_pixels)) as tiff:
             return tiff.header
     except ImageFileError as exc:
         raise InvalidInput(f"{filename!r}: {exc}") from None
@@ -94,9 +99,8 @@ def create_slide_dataset(
     lock."""
     staging = chunks.Staging(session)
     try:
-        with open_bands(stream, size) as tiff:
+        with open_bands(stream, size, _within(max_pixels)) as tiff:
             header = tiff.header
-            check_size(header.width, header.height, None, max_pixels)
             with staging.tiled_writer(
                 SLIDE_PIXELS,
                 shape=(header.height, header.width, header.channels),

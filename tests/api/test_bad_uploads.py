@@ -258,3 +258,22 @@ def test_the_image_size_limit_is_a_setting(
     small = post_dataset(client, project_id, headers, "small.png", _png((20, 30)), "image/png")
     assert small.status_code == 201, small.text
     assert row_counts(session)["datasets"] == before["datasets"] + 1
+
+
+def test_a_slide_over_the_size_limit_is_refused_for_its_size_even_when_also_cut_short(
+    client_with: Callable[..., TestClient], session: Session
+) -> None:
+    """The size is checked from the header before the file's completeness: a too-large TIFF
+    was called "truncated" when its pixels ran past its end."""
+    client, headers, project_id = _limited_app(
+        client_with, image_whole_pixels=10_000, image_max_pixels=200_000
+    )
+    big = _tiff(np.ones((700, 620), dtype=np.uint16), tile=(256, 256))
+    before = row_counts(session)
+    for content in (big, big[: len(big) // 2]):
+        response = post_dataset(client, project_id, headers, "big.tif", content, "image/tiff")
+        assert response.status_code == 422, response.text
+        detail = response.json()["detail"]
+        assert "620x700 pixels" in detail and "at most 200,000" in detail, detail
+        assert "truncated" not in detail
+    assert row_counts(session) == before

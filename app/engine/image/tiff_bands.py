@@ -11,7 +11,7 @@ file whose pixels lie in one run of bytes through a memory map of it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -80,10 +80,15 @@ class TiffBands:
 
 
 @contextmanager
-def open_bands(file: BinaryIO, size: int) -> Iterator[TiffBands]:
-    """The TIFF in ``file`` (``size`` bytes, seekable), checked, ready to read in bands."""
+def open_bands(
+    file: BinaryIO, size: int, check_header: Callable[[ImageHeader], None] = lambda _: None
+) -> Iterator[TiffBands]:
+    """The TIFF in ``file`` (``size`` bytes, seekable), checked, ready to read in bands;
+    ``check_header`` (the size limits) first: a file too large to take is refused as such, not
+    as the truncated or sparse file it may also be."""
     with _tiff(file) as tif:
         layout = _one_series(tif)
+        check_header(layout.header)
         _check_complete(tif, size)
         series = layout.series
         pixels: Any
