@@ -24,6 +24,7 @@ Colours = Annotated[
     str | None,
     Query(
         max_length=7 * deep_zoom.MAX_COLOURS,
+        pattern=r"^([0-9A-Fa-f]{6}(,[0-9A-Fa-f]{6})*)?$",  # the schema says what is taken
         description="cluster c's colour is the c-th of these comma-separated RRGGBB values "
         "(cycled); the workspace's palette when left out",
     ),
