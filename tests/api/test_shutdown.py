@@ -89,7 +89,9 @@ def test_sigterm_during_featurizations_leaves_them_to_resume_at_the_next_start(
         server.process.send_signal(signal.SIGTERM)
         server.process.wait(timeout=60)
         log = server.log.read_text()
-        assert "stopped with the server" in log, log[-3000:]
+        # Whether a featurization reached its next progress report before the process ended
+        # depends on the machine's speed (the server waits FEATURIZATION_GRACE_S for it, no
+        # longer); either way none may be called failed, and the next start finishes all three.
         assert not re.search(r"featurization of dataset \d+ failed", log), log[-3000:]
         with restarted_server(server, **QUIET) as again:
             api = httpx.Client(base_url=again.base, headers=again.headers, timeout=60)
