@@ -3,18 +3,20 @@ image dataset each, named after their file and place, sharing `meta.collection`.
 then segments them all at once (`POST /runs/{id}/apply` with `dataset_ids`)."""
 
 import uuid
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
+from app.engine.image.image_file import ImageHeader
 from app.services.errors import InvalidInput, PayloadTooLarge
-from app.services.image_uploads import image_row, store_image
+from app.services.image_rows import image_dataset_row
+from app.services.image_uploads import image_meta, store_image
 from app.services.ingest.image_file import (
+    check_collection_file,
     check_decoded_budget,
-    parse_collection_file,
     whole_limit,
 )
-from app.services.ingest.parsed import ParsedImage
 from app.services.ingest.short_transactions import import_in_short_transactions
 from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
 from app.services.job_limits import check_active_jobs
@@ -31,9 +33,10 @@ def create_collection(
     files: list[UploadedFile],
     limits: UploadLimits,
 ) -> list[Dataset]:
-    """Every file is read and checked before anything is stored (one bad file: a 4xx naming it,
-    nothing stored); then they are stored in short write transactions (nobody waits on
-    the upload). The featurizations are queued (the caller submits them after committing);
+    """Every file is checked from its headers before anything is stored; then the images are
+    decoded and stored one at a time outside any write transaction (nobody waits on the
+    upload, and a stack is never held decoded whole). One bad file or plane: a 4xx naming it,
+    and nothing stored. The featurizations are queued (the caller submits them after committing);
     together they count as one job toward the user's limit until the last has finished."""
     collection = valid_name(name)
     if not files:
@@ -49,40 +52,57 @@ def create_collection(
         if file.size == 0:
             raise InvalidInput(f"{file.filename!r} is empty")
     check_decoded_budget([(file.stream, file.filename) for file in files])  # before decoding
-    images: list[tuple[str, ParsedImage, str]] = []
-    for file in files:
-        for place, image in parse_collection_file(file.stream, file.filename, limit, setting):
-            images.append((_image_name(file.filename, place), image, file.filename))
-            if len(images) > MAX_COLLECTION_IMAGES:
-                raise InvalidInput(
-                    f"the files hold more than {MAX_COLLECTION_IMAGES:,} images; upload them "
-                    "as several collections"
-                )
+    checked = [check_collection_file(f.stream, f.filename, limit, setting) for f in files]
+    n_images = sum(len(file.contents) for file in checked)
+    if n_images > MAX_COLLECTION_IMAGES:
+        raise InvalidInput(
+            f"the files hold {n_images:,} images, more than {MAX_COLLECTION_IMAGES:,}; upload "
+            "them as several collections"
+        )
     batch = uuid.uuid4().hex
     made = [
-        image_row(
+        image_dataset_row(
             project=project,
             user=user,
-            name=image_name,
-            image=image,
-            source_filename=filename,
+            name=valid_name(_image_name(file.filename, place)),
+            source_filename=file.filename,
+            image=_from_header(header),
             collection=collection,
             batch=batch,
         )
-        for image_name, image, filename in images
+        for file in checked
+        for place, header in file.contents
     ]
+    stored: list[dict[str, Any]] = []  # each image's meta.image, once decoded
 
     def work() -> None:
-        for dataset, (_, image, _) in zip(made, images, strict=True):
-            store_image(session, dataset, image, None, limits.chunk_rows)
+        rows = iter(made)
+        for file in checked:
+            for _, image in file.images():  # one decoded plane in memory at a time
+                store_image(session, next(rows), image, None, limits.chunk_rows)
+                stored.append(image_meta(image))
 
-    import_in_short_transactions(
-        session,
-        made,
-        work,
-        finish=lambda: check_active_jobs(session, user, limits.max_active_jobs),
-    )
+    def finish() -> None:
+        for dataset, meta in zip(made, stored, strict=True):
+            dataset.meta = {**dataset.meta, "image": meta}
+        check_active_jobs(session, user, limits.max_active_jobs)
+
+    import_in_short_transactions(session, made, work, finish=finish)
     return made
+
+
+def _from_header(header: ImageHeader) -> dict[str, Any]:
+    """A plane's meta.image as its header gives it, until the plane is decoded and stored (the
+    row is invisible until then)."""
+    return {
+        "format": "TIFF",
+        "width": header.width,
+        "height": header.height,
+        "mode": header.mode,
+        "dtype": header.dtype,
+        "channels": list(header.channel_names),
+        "bytes": 0,
+    }
 
 
 def _image_name(filename: str, place: str) -> str:

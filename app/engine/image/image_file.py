@@ -24,10 +24,11 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import tifffile
+import zarr
 from numpy.typing import NDArray
 from PIL import Image, UnidentifiedImageError
 
@@ -131,13 +132,31 @@ def collection_headers(data: bytes) -> list[tuple[ImageHeader, int]]:
     return [(layout.header, layout.n_planes) for layout in layouts]
 
 
-def decode_planes(data: bytes) -> list[tuple[str, Pixels]]:
+def stack_contents(data: bytes) -> list[tuple[str, ImageHeader]]:
+    """The place and header of every image `decode_planes` yields, in its order, from the
+    file's headers alone."""
+    if file_format(data[:8]) != "TIFF":
+        return [("", read_header(data))]
+    with _tiff(data) as tif:
+        if not tif.series:
+            raise ImageFileError("the TIFF file holds no image")
+        several = len(tif.series) > 1
+        layouts = [_tiff_layout(tif, series, stacks=True) for series in tif.series]
+    return [
+        (_in_series(k, several, place), layout.header)
+        for k, layout in enumerate(layouts)
+        for place in layout.places()
+    ]
+
+
+def decode_planes(data: bytes) -> Iterator[tuple[str, Pixels]]:
     """Every image a file holds with its place in it: one for PNG, JPEG or a single-image TIFF
     (place ``""``); a stack's planes (``Z 1``, ``Z 2``, ...) and several series' images
-    (``image 2``, ``image 2 Z 1``, ...) otherwise."""
+    (``image 2``, ``image 2 Z 1``, ...) otherwise. Planes are decoded one at a time as they are
+    taken: a stack is never held decoded whole (a 1 MB file can hold a gigabyte of zeros)."""
     if file_format(data[:8]) != "TIFF":
-        return [("", decode(data))]
-    out: list[tuple[str, Pixels]] = []
+        yield "", decode(data)
+        return
     with _tiff(data) as tif:
         if not tif.series:
             raise ImageFileError("the TIFF file holds no image")
@@ -145,15 +164,30 @@ def decode_planes(data: bytes) -> list[tuple[str, Pixels]]:
         several = len(tif.series) > 1
         for k, series in enumerate(tif.series):
             layout = _tiff_layout(tif, series, stacks=True)
-            with _strict_tifffile("TIFF"):
-                pixels = series.asarray(maxworkers=1)
-            try:
-                for place, image in layout.planes(pixels):
-                    prefix = f"image {k + 1}" if several else ""
-                    out.append((" ".join(p for p in (prefix, place) if p), image))
-            except ValueError as exc:  # Multichannel's checks: NaN, inf
-                raise ImageFileError(f"the TIFF image cannot be used: {exc}") from None
-    return out
+            planes = layout.planes(_lazy_pixels(series, layout))
+            while True:
+                with _strict_tifffile("TIFF"):
+                    try:
+                        place, image = next(planes)
+                    except StopIteration:
+                        break
+                    except ValueError as exc:  # Multichannel's checks: NaN, inf
+                        raise ImageFileError(f"the TIFF image cannot be used: {exc}") from None
+                yield _in_series(k, several, place), image
+
+
+def _in_series(k: int, several: bool, place: str) -> str:
+    prefix = f"image {k + 1}" if several else ""
+    return " ".join(p for p in (prefix, place) if p)
+
+
+def _lazy_pixels(series: tifffile.TiffPageSeries, layout: _TiffLayout) -> Any:
+    """The series' pixels as an array read where indexed (a Zarr view of the TIFF): a stack's
+    planes are decoded one by one. A single image is read whole, as before."""
+    if layout.n_planes == 1:
+        with _strict_tifffile("TIFF"):
+            return series.asarray(maxworkers=1)
+    return zarr.open_array(series.aszarr(level=0, maxworkers=1), mode="r")
 
 
 # --- PNG and JPEG (Pillow) ------------------------------------------------------------------
@@ -252,17 +286,25 @@ class _TiffLayout:
     def n_planes(self) -> int:
         return math.prod(n for _, n in self.stack)
 
-    def planes(self, pixels: NDArray[np.generic]) -> Iterator[tuple[str, Pixels]]:
+    def planes(self, pixels: Any) -> Iterator[tuple[str, Pixels]]:
         """Each plane of the stack with its place in it (``Z 3``, ``T 2 Z 1``; ``""`` when the
         series is one image)."""
         along = [self.axes.index(a) for a, _ in self.stack]
         rest = "".join(a for k, a in enumerate(self.axes) if k not in along)
-        for index in np.ndindex(*(n for _, n in self.stack)):
+        for index, place in zip(self._indices(), self.places(), strict=True):
             where: list[int | slice] = [slice(None)] * pixels.ndim
             for axis, i in zip(along, index, strict=True):
                 where[axis] = i
-            place = " ".join(f"{a} {i + 1}" for (a, _), i in zip(self.stack, index, strict=True))
-            yield place, self.arrange(pixels[tuple(where)], rest)
+            yield place, self.arrange(np.asarray(pixels[tuple(where)]), rest)
+
+    def places(self) -> list[str]:
+        return [
+            " ".join(f"{a} {i + 1}" for (a, _), i in zip(self.stack, index, strict=True))
+            for index in self._indices()
+        ]
+
+    def _indices(self) -> Iterator[tuple[int, ...]]:
+        return np.ndindex(*(n for _, n in self.stack))
 
     def arrange(self, pixels: NDArray[np.generic], axes: str) -> Pixels:
         """Squeeze axes of length 1 and put channels first (or last for a photo)."""

@@ -2,6 +2,8 @@
 corrupt file fails here, at upload, not later in the background."""
 
 import io
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
@@ -11,18 +13,21 @@ from PIL import Image
 from app.engine.image.channels import Multichannel
 from app.engine.image.image_file import (
     ImageFileError,
+    ImageHeader,
     Pixels,
     collection_headers,
     decode,
     decode_planes,
     file_format,
     read_header,
+    stack_contents,
 )
 from app.services.errors import InvalidInput, UnsupportedMediaType
 from app.services.ingest.parsed import ParsedImage
 
 MAX_PIXELS = 50_000_000  # the default of the IMAGE_WHOLE_PIXELS setting
-# Decoded pixels held in memory while an upload is checked and featurized.
+# Decoded pixels of one upload's images together: what it asks of the store and of the
+# featurizations it queues (a collection's planes are decoded one at a time).
 MAX_DECODED_BYTES = 2 * 1024**3
 MAX_PLANES_PER_FILE = 1000
 # Featurization compares every pixel with its neighbours on both axes (app/engine/image).
@@ -72,12 +77,37 @@ def parse_image(
     )
 
 
-def parse_collection_file(
+@dataclass(frozen=True)
+class CollectionFile:
+    """A file of a collection, checked from its headers: the place and header of each image it
+    holds. `images` decodes them one at a time, so a stack is never held decoded whole."""
+
+    stream: BinaryIO
+    filename: str
+    contents: list[tuple[str, ImageHeader]]
+    max_pixels: int
+    setting: str
+
+    def images(self) -> Iterator[tuple[str, ParsedImage]]:
+        """Each image with its place (``""`` for a file of one image, kept byte for byte;
+        ``Z 3``, ``image 2``... for a stack's planes or a file's images, each made its own
+        lossless TIFF with its channel names)."""
+        data = _image_bytes(self.stream, self.filename)
+        if len(self.contents) == 1 and not self.contents[0][0]:
+            yield "", parse_image(io.BytesIO(data), self.filename, self.max_pixels, self.setting)
+            return
+        try:
+            for place, pixels in decode_planes(data):
+                yield place, _plane(pixels)
+        except ImageFileError as exc:
+            raise InvalidInput(f"{self.filename!r}: {exc}") from None
+
+
+def check_collection_file(
     stream: BinaryIO, filename: str, max_pixels: int = MAX_PIXELS, setting: str = ""
-) -> list[tuple[str, ParsedImage]]:
-    """Every image a file holds, with its place in it (``""`` for a file of one image, kept
-    byte for byte; ``Z 3``, ``image 2``... for a stack's planes or a file's images, each stored
-    as its own lossless TIFF with its channel names)."""
+) -> CollectionFile:
+    """What a file of a collection holds, checked from its headers without decoding pixels;
+    ``setting`` names the ``max_pixels`` limit."""
     data = _image_bytes(stream, filename)
     try:
         headers = collection_headers(data)
@@ -88,12 +118,10 @@ def parse_collection_file(
                 f"{filename!r} holds {sum(n for _, n in headers):,} images; at most "
                 f"{MAX_PLANES_PER_FILE:,} per file are accepted"
             )
-        if len(headers) == 1 and headers[0][1] == 1:
-            return [("", parse_image(io.BytesIO(data), filename, max_pixels, setting))]
-        planes = decode_planes(data)
+        contents = stack_contents(data)
     except ImageFileError as exc:
         raise InvalidInput(f"{filename!r}: {exc}") from None
-    return [(place, _plane(pixels)) for place, pixels in planes]
+    return CollectionFile(stream, filename, contents, max_pixels, setting)
 
 
 def check_decoded_budget(files: list[tuple[BinaryIO, str]]) -> None:
