@@ -79,7 +79,9 @@ def create_collection(
         rows = iter(made)
         for file in checked:
             for _, image in file.images():  # one decoded plane in memory at a time
-                store_image(session, next(rows), image, None, limits.chunk_rows)
+                # No Deep Zoom pyramid yet: most planes of a large stack are never opened in
+                # the viewer, which builds one on first view (its levels were half the work).
+                store_image(session, next(rows), image, None, limits.chunk_rows, pyramid=False)
                 stored.append(image_meta(image))
 
     def finish() -> None:

@@ -141,15 +141,18 @@ def store_image(
     image: ParsedImage,
     truth: np.ndarray | None,
     chunk_rows: int,
+    pyramid: bool = True,
 ) -> None:
-    """A decoded image's arrays: its file, its display copy, its Deep Zoom pyramid and the
-    pixels' ground truth."""
+    """A decoded image's arrays: its file, its display copy, its Deep Zoom pyramid (unless
+    ``pyramid`` is False: then it is built when the image is first viewed) and the pixels'
+    ground truth."""
     chunks.write_blob(session=session, dataset_id=dataset.id, kind=IMAGE, data=image.data)
     if image.display is not None:
         chunks.write_blob(
             session=session, dataset_id=dataset.id, kind=DISPLAY_IMAGE, data=image.display
         )
-    deep_zoom.add_picture_pyramid(session=session, dataset=dataset, shown=image.shown)
+    if pyramid:
+        deep_zoom.add_picture_pyramid(session=session, dataset=dataset, shown=image.shown)
     if truth is not None:
         chunks.write_array(
             session=session,

@@ -3,6 +3,7 @@
 Every write goes to a new key, so the array it replaces survives until the transaction that
 replaced it commits (`transactions.py`); a read takes only the chunks it needs."""
 
+import io
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -152,8 +153,14 @@ class Staging:
     def write_blob_stream(self, kind: str, stream: BinaryIO) -> None:
         """A file's bytes from where ``stream`` stands to its end, a chunk at a time, stored
         as ``write_blob`` stores bytes."""
-        writer = self.store.row_writer(
-            self._key(kind), n_columns=None, dtype="uint8", chunk_rows=BYTES_CHUNK
+        start = stream.tell()
+        size = stream.seek(0, io.SEEK_END) - start
+        stream.seek(start)
+        writer = self.store.row_writer(  # a small file in a chunk its size (`ArrayStore.write`)
+            self._key(kind),
+            n_columns=None,
+            dtype="uint8",
+            chunk_rows=max(1, min(BYTES_CHUNK, size)),
         )
         with _aborted_on_error(writer):
             while block := stream.read(BYTES_CHUNK):

@@ -69,6 +69,13 @@ def test_files_and_stack_planes_become_a_collection(
         )
         with tifffile.TiffFile(io.BytesIO(original.content)) as tif:
             np.testing.assert_array_equal(tif.asarray(), planes[z])
+        assert made[1 + z]["meta"]["image"]["bytes"] == len(original.content)
+        # Its Deep Zoom pyramid is made when it is first viewed.
+        plane = made[1 + z]["id"]
+        descriptor = client.get(f"/api/v1/datasets/{plane}/image.dzi", headers=admin_headers)
+        assert descriptor.status_code == 200 and "<Image" in descriptor.text
+        tile = client.get(f"/api/v1/datasets/{plane}/image_files/0/0_0.png", headers=admin_headers)
+        assert tile.status_code == 200 and tile.content.startswith(b"\x89PNG")
     for dataset in made:
         assert wait_ready(client, admin_headers, dataset["id"])["status"] == "ready"
 
