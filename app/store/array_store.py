@@ -108,7 +108,7 @@ class ArrayStore:
             dtype=array.dtype,
             chunk_rows=max(1, min(chunk_rows, array.shape[0])),
         )
-        writer.append(array)
+        writer.append(array, last=array.shape[0] <= chunk_rows)
         return writer.close()
 
     def _create_array(

@@ -69,13 +69,15 @@ class RowWriter:
     def rows(self) -> int:
         return self._rows + self._pending_rows
 
-    def append(self, block: NDArray) -> None:
+    def append(self, block: NDArray, *, last: bool = False) -> None:
+        """``last``: nothing follows, so ``close`` writes what is pending on the caller's
+        thread (starting the writer's threads for one small chunk cost more than writing it)."""
         block = np.asarray(block, dtype=self._dtype)
         if self._n_columns is not None and (block.ndim != 2 or block.shape[1] != self._n_columns):
             raise ValueError(f"expected rows of {self._n_columns} columns, got {block.shape}")
         self._pending.append(block)
         self._pending_rows += block.shape[0]
-        if self._pending_rows >= self._chunk_rows:
+        if self._pending_rows >= self._chunk_rows and not last:
             joined = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
             whole = (joined.shape[0] // self._chunk_rows) * self._chunk_rows
             rest = joined[whole:]
