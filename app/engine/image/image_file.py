@@ -184,10 +184,13 @@ def _in_series(k: int, several: bool, place: str) -> str:
 def _lazy_pixels(series: tifffile.TiffPageSeries, layout: _TiffLayout) -> Any:
     """The series' pixels as an array read where indexed (a Zarr view of the TIFF): a stack's
     planes are decoded one by one. A single image is read whole, as before."""
-    if layout.n_planes == 1:
-        with _strict_tifffile("TIFF"):
-            return series.asarray(maxworkers=1)
-    return zarr.open_array(series.aszarr(level=0, maxworkers=1), mode="r")
+    if layout.n_planes > 1:
+        try:
+            return zarr.open_array(series.aszarr(level=0, maxworkers=1), mode="r")
+        except (ValueError, TypeError, NotImplementedError):
+            pass  # a layout tifffile cannot view as Zarr: read whole, as before
+    with _strict_tifffile("TIFF"):
+        return series.asarray(maxworkers=1)
 
 
 # --- PNG and JPEG (Pillow) ------------------------------------------------------------------
