@@ -167,17 +167,17 @@ def execute_featurization(
         if stopping.is_set():  # the server going away under it is no fault of the image
             log.info("featurization of dataset %s cut short by the shutdown (%s)", dataset_id, exc)
             return
-        log.exception("featurization of dataset %s failed", dataset_id)
         try:
             with session_scope(factory) as session:
                 owned = _owned(session, dataset_id, job)
+                log.exception("featurization of dataset %s failed", dataset_id)
                 owned.dataset.status = "failed"
                 owned.dataset.featurization = {
                     **owned.record,
                     "error": f"{type(exc).__name__}: {exc}",
                 }
-        except Superseded:
-            pass
+        except Superseded:  # deleted meanwhile: its arrays went while they were being read
+            log.info("featurization of dataset %s was superseded or deleted", dataset_id)
 
 
 def _featurize_slide(
