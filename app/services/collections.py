@@ -51,8 +51,8 @@ def create_collection(
     for file in files:
         if file.size == 0:
             raise InvalidInput(f"{file.filename!r} is empty")
-    check_decoded_budget([(file.stream, file.filename) for file in files])  # before decoding
     checked = [check_collection_file(f.stream, f.filename, limit, setting) for f in files]
+    check_decoded_budget(checked)  # before decoding
     n_images = sum(len(file.contents) for file in checked)
     if n_images > MAX_COLLECTION_IMAGES:
         raise InvalidInput(

@@ -120,21 +120,9 @@ def decode(data: bytes) -> Pixels:
         raise ImageFileError(f"the {declared} image cannot be used: {exc}") from None
 
 
-def collection_headers(data: bytes) -> list[tuple[ImageHeader, int]]:
-    """For a file that may hold several images (a TIFF stack, several series): each series'
-    header of one plane and its number of planes, without decoding pixels."""
-    if file_format(data[:8]) != "TIFF":
-        return [(read_header(data), 1)]
-    with _tiff(data) as tif:
-        if not tif.series:
-            raise ImageFileError("the TIFF file holds no image")
-        layouts = [_tiff_layout(tif, series, stacks=True) for series in tif.series]
-    return [(layout.header, layout.n_planes) for layout in layouts]
-
-
-def stack_contents(data: bytes) -> list[tuple[str, ImageHeader]]:
+def stack_contents(data: bytes, max_planes: int | None = None) -> list[tuple[str, ImageHeader]]:
     """The place and header of every image `decode_planes` yields, in its order, from the
-    file's headers alone."""
+    file's headers alone; a file of more than ``max_planes`` images is refused first."""
     if file_format(data[:8]) != "TIFF":
         return [("", read_header(data))]
     with _tiff(data) as tif:
@@ -142,6 +130,11 @@ def stack_contents(data: bytes) -> list[tuple[str, ImageHeader]]:
             raise ImageFileError("the TIFF file holds no image")
         several = len(tif.series) > 1
         layouts = [_tiff_layout(tif, series, stacks=True) for series in tif.series]
+    n_planes = sum(layout.n_planes for layout in layouts)
+    if max_planes is not None and n_planes > max_planes:
+        raise ImageFileError(
+            f"the file holds {n_planes:,} images; at most {max_planes:,} per file are accepted"
+        )
     return [
         (_in_series(k, several, place), layout.header)
         for k, layout in enumerate(layouts)

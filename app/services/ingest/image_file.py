@@ -15,7 +15,6 @@ from app.engine.image.image_file import (
     ImageFileError,
     ImageHeader,
     Pixels,
-    collection_headers,
     decode,
     decode_planes,
     file_format,
@@ -110,41 +109,25 @@ def check_collection_file(
     ``setting`` names the ``max_pixels`` limit."""
     data = _image_bytes(stream, filename)
     try:
-        headers = collection_headers(data)
-        for header, _ in headers:
+        contents = stack_contents(data, MAX_PLANES_PER_FILE)
+        for _, header in contents:
             check_size(header.width, header.height, header.decoded_bytes, max_pixels, setting)
-        if sum(n for _, n in headers) > MAX_PLANES_PER_FILE:
-            raise InvalidInput(
-                f"{filename!r} holds {sum(n for _, n in headers):,} images; at most "
-                f"{MAX_PLANES_PER_FILE:,} per file are accepted"
-            )
-        contents = stack_contents(data)
     except ImageFileError as exc:
         raise InvalidInput(f"{filename!r}: {exc}") from None
     return CollectionFile(stream, filename, contents, max_pixels, setting)
 
 
-def check_decoded_budget(files: list[tuple[BinaryIO, str]]) -> None:
+def check_decoded_budget(files: list[CollectionFile]) -> None:
     """All the images of an upload's files (every plane of every stack) together within
-    MAX_DECODED_BYTES decoded, from their headers alone: they are held decoded while they are
-    checked, and a 10 MB stack could otherwise ask for 9 GiB. A file that is not an image is
-    left to the decoding that follows, which names its fault."""
+    MAX_DECODED_BYTES decoded, from their headers alone: a 10 MB stack could otherwise ask
+    for 9 GiB of the store and of the featurizations it queues."""
     total = 0
-    for stream, filename in files:
-        stream.seek(0)
-        head = stream.read(8)
-        if file_format(head) is None:
-            continue
-        stream.seek(0)
-        try:
-            headers = collection_headers(stream.read())
-        except ImageFileError as exc:
-            raise InvalidInput(f"{filename!r}: {exc}") from None
-        total += sum(header.decoded_bytes * planes for header, planes in headers)
+    for file in files:
+        total += sum(header.decoded_bytes for _, header in file.contents)
         if total > MAX_DECODED_BYTES:
             raise InvalidInput(
                 f"the images take more than {MAX_DECODED_BYTES:,} bytes decoded together "
-                f"(reached at {filename!r}); upload them as several collections"
+                f"(reached at {file.filename!r}); upload them as several collections"
             )
 
 
