@@ -19,6 +19,7 @@ from app.db.migrate import upgrade_to_head
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.error_handlers import install_error_handlers
 from app.jobs.execute.executors import make_executor
+from app.jobs.featurize.collection_images import release_unneeded_files
 from app.jobs.run.run_events import RunEvents
 from app.jobs.warmup import engine_state, warm_children
 from app.services.array_store_state import StoreHealth, sweep_array_store
@@ -88,6 +89,7 @@ def _start(
         upgrade_to_head(settings.database_url, array_store)
     with session_scope(session_factory) as session:
         sweep_abandoned_uploads(session)  # before the store's sweep: their arrays go with them
+        release_unneeded_files(session)  # a collection's files whose images were all deleted
     store_problem = sweep_array_store(session_factory, array_store)
     app.state.store_health = StoreHealth(array_store, store_problem)
     with session_scope(session_factory) as session:

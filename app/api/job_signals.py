@@ -25,6 +25,11 @@ def featurization_queued(state: State, dataset_id: int, status: str) -> None:
         state.executor.submit_featurization(dataset_id)
 
 
+def featurizations_queued(state: State, made: Iterable[Dataset]) -> None:
+    """Submit the queued featurizations of many datasets at once (a collection's)."""
+    state.executor.submit_featurizations([d.id for d in made if d.status == "featurizing"])
+
+
 def delete_dataset_stopping_runs(state: State, session: Session, dataset: Dataset) -> None:
     """Delete a dataset with what was made from it, commit, and stop its queued and running
     runs (their workers would otherwise notice only at their next progress write)."""

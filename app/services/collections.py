@@ -11,7 +11,6 @@ from app.db.models import Dataset, Project, User
 from app.engine.image.image_file import ImageHeader
 from app.services.errors import InvalidInput, PayloadTooLarge
 from app.services.image_rows import image_dataset_row
-from app.services.image_uploads import image_meta, store_image
 from app.services.ingest.image_file import (
     check_collection_file,
     check_decoded_budget,
@@ -20,6 +19,8 @@ from app.services.ingest.image_file import (
 from app.services.ingest.short_transactions import import_in_short_transactions
 from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
 from app.services.job_limits import check_active_jobs
+from app.store import staged_files
+from app.store.stored import StoredInfo
 
 MAX_COLLECTION_IMAGES = 1000
 
@@ -33,11 +34,14 @@ def create_collection(
     files: list[UploadedFile],
     limits: UploadLimits,
 ) -> list[Dataset]:
-    """Every file is checked from its headers before anything is stored; then the images are
-    decoded and stored one at a time outside any write transaction (nobody waits on the
-    upload, and a stack is never held decoded whole). One bad file or plane: a 4xx naming it,
-    and nothing stored. The featurizations are queued (the caller submits them after committing);
-    together they count as one job toward the user's limit until the last has finished."""
+    """Every file is checked before anything is stored: from its headers, and where they cannot
+    vouch for the pixels (floats, PNG, JPEG) by decoding its images one at a time. The files
+    are then kept as they came (staged), outside any write transaction, and the answer comes
+    at once: each image is taken from its file by its featurization, in the background
+    (`app/jobs/featurize/collection_images.py`), so a 1,000-plane stack is not decoded and
+    stored while its user waits. One bad file or plane: a 4xx naming it, and nothing stored.
+    The featurizations are queued (the caller submits them after committing); together they
+    count as one job toward the user's limit until the last has finished."""
     collection = valid_name(name)
     if not files:
         raise InvalidInput("a collection needs at least one image file")
@@ -59,8 +63,11 @@ def create_collection(
             f"the files hold {n_images:,} images, more than {MAX_COLLECTION_IMAGES:,}; upload "
             "them as several collections"
         )
+    for checked_file in checked:
+        checked_file.check_pixels()
     batch = uuid.uuid4().hex
-    made = [
+    names = [staged_files.new_name() for _ in checked]  # each file's, once staged
+    every = [
         image_dataset_row(
             project=project,
             user=user,
@@ -69,35 +76,31 @@ def create_collection(
             image=_from_header(header),
             collection=collection,
             batch=batch,
+            source={"file": staged, "image": index},
         )
-        for file in checked
-        for place, header in file.contents
+        for file, staged in zip(checked, names, strict=True)
+        for index, (place, header) in enumerate(file.contents)
     ]
-    stored: list[dict[str, Any]] = []  # each image's meta.image, once decoded
+    stored: list[StoredInfo] = []
 
     def work() -> None:
-        rows = iter(made)
-        for file in checked:
-            for _, image in file.images():  # one decoded plane in memory at a time
-                # No Deep Zoom pyramid yet: most planes of a large stack are never opened in
-                # the viewer, which builds one on first view (its levels were half the work).
-                store_image(session, next(rows), image, None, limits.chunk_rows, pyramid=False)
-                stored.append(image_meta(image))
+        for file, staged in zip(checked, names, strict=True):
+            stored.append(staged_files.stage(session, staged, file.data))
 
     def finish() -> None:
-        for dataset, meta in zip(made, stored, strict=True):
-            dataset.meta = {**dataset.meta, "image": meta}
+        for info in stored:
+            staged_files.record(session, info)
         check_active_jobs(session, user, limits.max_active_jobs)
 
-    import_in_short_transactions(session, made, work, finish=finish)
-    return made
+    import_in_short_transactions(session, every, work, finish=finish)
+    return every
 
 
 def _from_header(header: ImageHeader) -> dict[str, Any]:
-    """A plane's meta.image as its header gives it, until the plane is decoded and stored (the
-    row is invisible until then)."""
+    """An image's meta.image as its header gives it, until the image is taken from its file
+    (then ``bytes`` is the size of the file it is kept as)."""
     return {
-        "format": "TIFF",
+        "format": header.format,
         "width": header.width,
         "height": header.height,
         "mode": header.mode,

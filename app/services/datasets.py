@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Annotation, Dataset, Project, User, View
+from app.jobs.featurize.collection_images import release_unneeded_files, waiting_source
 from app.jobs.featurize.featurizer import queue_featurization
 from app.jobs.featurize.recipe import RecipeParams
 from app.services import image_uploads
@@ -194,9 +195,12 @@ def list_datasets(
 
 
 def delete_dataset(*, session: Session, dataset: Dataset) -> None:
+    waited = waiting_source(dataset.featurization) is not None
     chunks.forget_datasets(session=session, dataset_ids=[dataset.id])  # arrays, after commit
     session.delete(dataset)  # annotations, runs and array rows go with it (ON DELETE CASCADE)
     session.flush()
+    if waited:  # the last image a collection's file kept waiting for: the file goes too
+        release_unneeded_files(session)
 
 
 def read_items(

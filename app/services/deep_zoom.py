@@ -23,6 +23,7 @@ from app.engine.image.image_file import ImageFileError, decode
 from app.engine.image.masks import decode_index_png
 from app.services import slide_masks
 from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.image_rows import check_image_taken
 from app.store import chunks, pyramids
 from app.store.dataset_arrays import DISPLAY_IMAGE, IMAGE, is_slide
 
@@ -104,6 +105,7 @@ def _ensure_picture_pyramid(session: Session, dataset: Dataset) -> None:
 
 
 def picture_descriptor(*, session: Session, dataset: Dataset) -> str:
+    check_image_taken(dataset)
     zoom = picture_zoom(dataset)
     _ensure_picture_pyramid(session, dataset)
     return zoom.descriptor()
@@ -111,6 +113,7 @@ def picture_descriptor(*, session: Session, dataset: Dataset) -> str:
 
 def picture_tile(*, session: Session, dataset: Dataset, level: int, tile: str) -> bytes:
     """One tile of the picture as PNG; 404 for a tile the pyramid does not have."""
+    check_image_taken(dataset)
     zoom = picture_zoom(dataset)
     box = _tile_box(zoom, level, tile)
     pixels = _read(session, level, box, dataset_id=dataset.id)

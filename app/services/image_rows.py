@@ -5,7 +5,11 @@ from typing import Any
 
 from app.db.models import Dataset, Project, User
 from app.engine.image.featurize import Recipe
+from app.jobs.featurize.collection_images import waiting_source
 from app.jobs.featurize.featurizer import queue_featurization
+from app.services.errors import Conflict
+
+_DEFAULT_RECIPE = Recipe().to_dict()  # made once: a stack's thousand rows share it
 
 
 def image_dataset_row(
@@ -18,11 +22,13 @@ def image_dataset_row(
     ground_truth_classes: list[str] | None = None,
     collection: str | None = None,
     batch: str | None = None,
+    source: dict[str, Any] | None = None,
 ) -> Dataset:
     """The (unsaved) row of an image described by ``image`` (``meta.image``: width, height,
     format, ...) with its featurization queued under the default recipe (the caller submits
     the job after committing); its pixels become items when that finishes. ``batch``: the
-    collection's featurizations, one job toward the user's limit."""
+    collection's featurizations, one job toward the user's limit; ``source``: where in a staged
+    file its image waits (`app/jobs/featurize/collection_images.py`)."""
     dataset = Dataset(
         project_id=project.id,
         name=name,
@@ -37,5 +43,18 @@ def image_dataset_row(
         created_by_id=user.id if user else None,
     )
     requested_by = user.id if user else None
-    queue_featurization(dataset, Recipe().to_dict(), requested_by=requested_by, batch=batch)
+    queue_featurization(
+        dataset, dict(_DEFAULT_RECIPE), requested_by=requested_by, batch=batch, source=source
+    )
     return dataset
+
+
+def check_image_taken(dataset: Dataset) -> None:
+    """Refuse (409) to show an image still waiting in the file it was uploaded in (a
+    collection's images are taken from their files in the background, a few a second)."""
+    if waiting_source(dataset.featurization) is not None:
+        raise Conflict(
+            f"dataset {dataset.id}'s image is still being taken from {dataset.source_filename!r}, "
+            "uploaded with its collection; it is shown once taken (its featurization's "
+            "image_pending turns false)"
+        )

@@ -3,8 +3,6 @@ stored with its Deep Zoom pyramid and queued for featurization; a larger TIFF is
 (`slides.py`), read in bands. Pixels (or superpixels) become items when the featurization ends.
 """
 
-from typing import Any
-
 import numpy as np
 from sqlalchemy.orm import Session
 
@@ -115,24 +113,11 @@ def image_row(
         user=user,
         name=valid_name(name),
         source_filename=source_filename,
-        image=image_meta(image),
+        image=image.meta(),
         ground_truth_classes=ground_truth_classes,
         collection=collection,
         batch=batch,
     )
-
-
-def image_meta(image: ParsedImage) -> dict[str, Any]:
-    """What a dataset's ``meta.image`` says of its decoded image."""
-    return {
-        "format": image.format,
-        "width": image.width,
-        "height": image.height,
-        "mode": image.mode,
-        "dtype": image.dtype,
-        "channels": image.channel_names,
-        "bytes": len(image.data),
-    }
 
 
 def store_image(

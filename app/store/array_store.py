@@ -329,13 +329,13 @@ def _async_wrapper(fs: Any) -> Any:
 
 
 def sweep_orphans(store: ArrayStore, referenced: set[str], *, runs_older_than_s: float) -> int:
-    """Delete dataset and run directories no stored array points to (an upload or a run
+    """Delete dataset, run and staged-file directories no stored array points to (an upload or a run
     interrupted by a crash: its SQL rows never committed); how many. Datasets are only written
     by the API server, so at its start-up none is in progress; a run's directory may be
     written by a Dask worker right now, so only old ones go."""
     removed = 0
     now = time.time()
-    for kind in ("datasets", "runs"):
+    for kind in ("datasets", "runs", "staged"):  # staged: files kept for a background job
         for name, modified in store.children(kind).items():
             prefix = f"{kind}/{name}"
             if prefix in referenced:

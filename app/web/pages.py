@@ -15,7 +15,11 @@ from app.api.deps import (
     ViewerAccess,
     client_of,
 )
-from app.api.job_signals import delete_dataset_stopping_runs, featurization_queued
+from app.api.job_signals import (
+    delete_dataset_stopping_runs,
+    featurization_queued,
+    featurizations_queued,
+)
 from app.api.uploads import UploadForm, import_collection, import_uploaded_file
 from app.db.models import Role
 from app.services import accounts, datasets, deep_zoom, projects
@@ -258,8 +262,7 @@ def upload_collection(
             request, session, access, collection_error=exc.detail, form=typed
         )
     session.commit()
-    for dataset in made:
-        featurization_queued(request.app.state, dataset.id, dataset.status)
+    featurizations_queued(request.app.state, made)
     return RedirectResponse(f"/projects/{project_id}", status_code=303)
 
 

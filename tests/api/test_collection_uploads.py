@@ -9,6 +9,7 @@ import tifffile
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from app.engine.image import parsed_image
 from app.services.ingest import image_file
 from tests.api.test_image_featurization import png, wait_ready
 from tests.api.test_tiff_uploads import NAMES, cells, ome_tiff
@@ -33,8 +34,13 @@ def post(client: TestClient, project_id: int, headers: dict[str, str], files: li
 
 
 def test_files_and_stack_planes_become_a_collection(
-    client: TestClient, project_id: int, admin_headers: dict[str, str]
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    held: list[int] = []  # the featurizations, which take each image from its file, wait
+    monkeypatch.setattr(client.app.state.executor, "submit_featurizations", held.extend)
     single, _ = cells(seed=1)
     stack, planes = z_stack()
     response = post(
@@ -62,6 +68,17 @@ def test_files_and_stack_planes_become_a_collection(
     assert all(d["meta"]["collection"] == "plate 7" for d in made)
     assert made[0]["meta"]["image"]["channels"] == NAMES
     assert made[1]["meta"]["image"]["channels"] == NAMES[:2]
+    # Answered before any image is taken from its file: the pictures say so.
+    assert all(d["featurization"]["image_pending"] for d in made)
+    for path in ("image/original", "image", "image.dzi", "image_files/0/0_0.png"):
+        waiting = client.get(f"/api/v1/datasets/{made[1]['id']}/{path}", headers=admin_headers)
+        assert waiting.status_code == 409 and "still being taken" in waiting.text
+    monkeypatch.undo()
+    for dataset_id in held:
+        client.app.state.executor.submit_featurization(dataset_id)
+    made = [wait_ready(client, admin_headers, d["id"]) for d in made]
+    assert all(d["status"] == "ready" for d in made)
+    assert not any(d["featurization"]["image_pending"] for d in made)
     # A plane is kept losslessly as its own TIFF, its channels named.
     for z in range(3):
         original = client.get(
@@ -76,8 +93,8 @@ def test_files_and_stack_planes_become_a_collection(
         assert descriptor.status_code == 200 and "<Image" in descriptor.text
         tile = client.get(f"/api/v1/datasets/{plane}/image_files/0/0_0.png", headers=admin_headers)
         assert tile.status_code == 200 and tile.content.startswith(b"\x89PNG")
-    for dataset in made:
-        assert wait_ready(client, admin_headers, dataset["id"])["status"] == "ready"
+    photo = client.get(f"/api/v1/datasets/{made[4]['id']}/image/original", headers=admin_headers)
+    assert photo.content == png(np.zeros((20, 30, 3), np.uint8))  # a file of one image: as is
 
 
 def test_a_file_of_several_images_gives_each_its_own_dataset(
@@ -138,8 +155,8 @@ def test_the_images_of_a_collection_share_one_decoded_budget_checked_before_deco
     def never(*_: object) -> None:
         raise AssertionError("a plane was decoded")
 
-    monkeypatch.setattr(image_file, "decode_planes", never)
-    monkeypatch.setattr(image_file, "decode", never)
+    monkeypatch.setattr(parsed_image, "decode_planes", never)
+    monkeypatch.setattr(parsed_image, "decode", never)
     before = row_counts(session)
     response = post(
         client,

@@ -20,9 +20,10 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, StoredArray
 from app.db.session import make_engine, make_session_factory
-from app.services import collections, deep_zoom, slides
+from app.services import deep_zoom, slides
 from app.services.ingest import table_sink
 from app.services.ingest.short_transactions import UPLOADING, writes_refused
+from app.store import staged_files
 from tests.api.test_slides import slide_file, slide_planes
 from tests.conftest import ADMIN_PASSWORD, PASSWORD, token_headers, upload_npy
 
@@ -86,7 +87,7 @@ def _slide(client: TestClient, project_id: int, headers: dict[str, str]) -> Any:
 UPLOADS: dict[str, tuple[Any, str, Callable[..., Any]]] = {
     "table": (table_sink.TableSink, "add", _table),
     "image": (deep_zoom, "add_picture_pyramid", _image),
-    "collection": (collections, "store_image", _collection),
+    "collection": (staged_files, "stage", _collection),
     "slide": (slides, "_write_picture_pyramid", _slide),
 }
 

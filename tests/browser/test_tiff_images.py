@@ -155,3 +155,12 @@ def test_a_stack_and_a_photo_upload_as_one_collection(page: Page, tmp_path: Path
     table = page.get_by_test_id("datasets")
     for name in ("stack.ome.tif · Z 1", "stack.ome.tif · Z 2", "stack.ome.tif · Z 3", "photo.png"):
         expect(table.get_by_role("row").filter(has_text=name)).to_contain_text("plate 9")
+
+    # A plane's page: its picture appears once taken from the stack (at once, or when the
+    # page sees its featurization no longer waiting for it), and the page follows it to ready.
+    table.get_by_role("link", name="stack.ome.tif · Z 2").click()
+    image = page.get_by_test_id("image-preview")
+    expect(image).to_be_visible(timeout=30_000)
+    page.wait_for_function("el => el.complete && el.naturalWidth > 0", arg=image.element_handle())
+    assert page.evaluate("el => el.naturalWidth", image.element_handle()) == SIZE
+    expect(page.get_by_test_id("status")).to_have_text("ready", timeout=60_000)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, File, Form, Request, UploadFile, status
 from pydantic import BaseModel
 
 from app.api.deps import EditorAccess, SessionDep, SettingsDep
-from app.api.job_signals import featurization_queued
+from app.api.job_signals import featurizations_queued
 from app.api.schemas.common import ERROR_RESPONSES, RATE_LIMITED, Id
 from app.api.schemas.datasets import DatasetRead
 from app.api.uploads import import_collection
@@ -52,6 +52,5 @@ def create_collection(
     them all with a fitted run: `POST /runs/{id}/apply` with `dataset_ids`."""
     made = import_collection(session, settings, access, files, name)
     session.commit()
-    for dataset in made:
-        featurization_queued(request.app.state, dataset.id, dataset.status)
+    featurizations_queued(request.app.state, made)
     return CollectionRead(name=name, items=[DatasetRead.model_validate(d) for d in made])

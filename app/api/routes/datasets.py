@@ -28,6 +28,7 @@ from app.db.session import session_scope
 from app.jobs.featurize.recipe import RecipeParams
 from app.services import datasets
 from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.image_rows import check_image_taken
 from app.services.npy_export import npy_stream
 from app.store import chunks, dataset_arrays
 
@@ -186,6 +187,7 @@ def read_image(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> Res
     dataset = access.require_dataset()
     if dataset.kind != "image":
         raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
+    check_image_taken(dataset)
     if dataset_arrays.is_slide(dataset):
         raise Conflict(
             f"dataset {dataset.id} is a slide of {dataset.n_items:,} pixels: it is shown as "
@@ -208,6 +210,7 @@ def read_original_image(dataset_id: Id, session: SessionDep, access: ViewerAcces
     dataset = access.require_dataset()
     if dataset.kind != "image":
         raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
+    check_image_taken(dataset)
     image_format = dataset.meta["image"]["format"]
     media = {"PNG": "image/png", "JPEG": "image/jpeg"}.get(image_format, "image/tiff")
     if dataset_arrays.is_slide(dataset):  # gigabytes: streamed a chunk at a time

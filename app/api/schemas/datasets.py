@@ -1,7 +1,7 @@
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.api.schemas.common import Page
 
@@ -21,6 +21,19 @@ class FeaturizationRead(BaseModel):
     seconds: float | None = None
     version: int = Field(0, description="Bumped by every finished featurization")
     error: str | None = Field(None, description="Why it failed (status `failed`)")
+    image_pending: bool = Field(
+        False,
+        description="A collection's image not yet taken from the file it was uploaded in (a "
+        "large stack's planes are taken in the background after the upload is answered): "
+        "its picture endpoints answer 409 until it is",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pending(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "source" in data:
+            return {**data, "image_pending": True}
+        return data
 
 
 class FeaturizationInfo(BaseModel):

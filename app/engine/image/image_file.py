@@ -128,6 +128,7 @@ def stack_contents(data: bytes, max_planes: int | None = None) -> list[tuple[str
     with _tiff(data) as tif:
         if not tif.series:
             raise ImageFileError("the TIFF file holds no image")
+        _check_complete(tif, len(data))  # the pixels are not read: their places are checked
         several = len(tif.series) > 1
         layouts = [_tiff_layout(tif, series, stacks=True) for series in tif.series]
     n_planes = sum(layout.n_planes for layout in layouts)
@@ -437,8 +438,13 @@ def _check_complete(tif: tifffile.TiffFile, size: int) -> None:
     """Every strip or tile of every page lies inside the file (tifffile would read a short
     one as zeros), and most are there at all: a sparse TIFF (tiles left out, read as zeros) of
     a few kB can declare a slide of hundreds of megapixels, every one of them made up."""
-    for page in tif.pages:
-        if not isinstance(page, tifffile.TiffPage):
+    frames, tif.pages.useframes = tif.pages.useframes, True  # offsets only: a stack's 1,000
+    try:  # pages are read as light frames, not parsed whole
+        pages = list(tif.pages)
+    finally:
+        tif.pages.useframes = frames
+    for page in pages:
+        if not isinstance(page, tifffile.TiffPage | tifffile.TiffFrame):
             continue
         ends = [o + n for o, n in zip(page.dataoffsets, page.databytecounts, strict=True)]
         if ends and max(ends) > size:
@@ -448,7 +454,7 @@ def _check_complete(tif: tifffile.TiffFile, size: int) -> None:
             )
         absent = sum(1 for n in page.databytecounts if n == 0)
         if absent * 2 > len(page.databytecounts):
-            kind = "tiles" if page.is_tiled else "strips"
+            kind = "tiles" if page.keyframe is not None and page.keyframe.is_tiled else "strips"
             raise ImageFileError(
                 f"the TIFF image is sparse: {absent:,} of its {len(page.databytecounts):,} "
                 f"{kind} hold no data (their pixels would be made up); write every {kind[:-1]}"

@@ -142,6 +142,11 @@ class DaskExecutor:
             self.featurizations.append(dataset_id)
         self._wake.set()
 
+    def submit_featurizations(self, dataset_ids: list[int]) -> None:
+        with self.lock:
+            self.featurizations.extend(dataset_ids)
+        self._wake.set()
+
     def cancel(self, run_id: int) -> None:
         """Workers see `cancel_requested` in the database at their next progress write."""
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.jobs.execute.dask_executor import DaskExecutor, Places
 from app.jobs.execute.fair_queue import FairQueue
-from app.jobs.execute.job_owners import featurization_owner, run_owner
+from app.jobs.execute.job_owners import featurization_owner, featurization_owners, run_owner
 from app.jobs.featurize.featurizer import execute_featurization, pending_featurizations
 from app.jobs.run.runner import (
     CancelToken,
@@ -41,6 +41,9 @@ class Executor(Protocol):
     def cancel(self, run_id: int) -> None: ...
 
     def submit_featurization(self, dataset_id: int) -> None: ...
+
+    def submit_featurizations(self, dataset_ids: list[int]) -> None:
+        """Many at once (a collection's images): their owners looked up together."""
 
     def shutdown(self) -> None: ...
 
@@ -112,6 +115,11 @@ class InlineExecutor:
 
     def submit_featurization(self, dataset_id: int) -> None:
         self.queue.put(featurization_owner(self.factory, dataset_id), (FEATURIZE, dataset_id))
+
+    def submit_featurizations(self, dataset_ids: list[int]) -> None:
+        owners = featurization_owners(self.factory, dataset_ids)
+        for dataset_id in dataset_ids:
+            self.queue.put(owners.get(dataset_id), (FEATURIZE, dataset_id))
 
     def _work(self) -> None:
         while (taken := self.queue.get()) is not None:

@@ -42,3 +42,21 @@ def featurization_owner(factory: sessionmaker[Session], dataset_id: int) -> int 
         record = session.scalar(select(Dataset.featurization).where(Dataset.id == dataset_id))
     owner = (record or {}).get("requested_by")
     return int(owner) if owner is not None else None
+
+
+def featurization_owners(
+    factory: sessionmaker[Session], dataset_ids: list[int]
+) -> dict[int, int | None]:
+    """`featurization_owner` of many datasets in one query (a collection's thousand images)."""
+    owners: dict[int, int | None] = {}
+    with session_scope(factory) as session:
+        for start in range(0, len(dataset_ids), 500):  # within every database's bound variables
+            rows = session.execute(
+                select(Dataset.id, Dataset.featurization).where(
+                    Dataset.id.in_(dataset_ids[start : start + 500])
+                )
+            )
+            for dataset_id, record in rows:
+                owner = (record or {}).get("requested_by")
+                owners[dataset_id] = int(owner) if owner is not None else None
+    return owners

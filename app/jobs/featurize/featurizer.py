@@ -21,6 +21,7 @@ from app.db.models import Dataset
 from app.db.session import session_scope
 from app.engine.image.featurize import Featurization, Recipe, featurize
 from app.engine.image.image_file import decode
+from app.jobs.featurize.collection_images import take_collection_image
 from app.jobs.featurize.slide_featurizer import featurize_stored_slide, store_slide_arrays
 from app.store import chunks
 from app.store.dataset_arrays import (
@@ -52,6 +53,7 @@ def queue_featurization(
     recipe: dict[str, Any],
     requested_by: int | None = None,
     batch: str | None = None,
+    source: dict[str, Any] | None = None,
 ) -> None:
     """Mark a dataset for (re)featurization with `recipe`; the caller commits and submits.
     `requested_by` (a user id) is whose background work it is: limits and fair turns. The
@@ -65,6 +67,8 @@ def queue_featurization(
         "version": int(previous.get("version", 0)),
         "requested_by": requested_by,
         **({"batch": batch} if batch else {}),
+        # A collection's image not yet taken from its file (`collection_images.py`) waits.
+        **({"source": source or previous["source"]} if source or "source" in previous else {}),
     }
 
 
@@ -133,14 +137,26 @@ def execute_featurization(
         if dataset is None or dataset.status != "featurizing" or not dataset.featurization:
             return
         job = str(dataset.featurization["job"])
-        recipe_dict = dict(dataset.featurization["recipe"])
-        slide = bool(dataset.meta.get("image", {}).get("tiled"))
-        data = (
-            None if slide else chunks.read_blob(session=session, dataset_id=dataset_id, kind=IMAGE)
-        )
-        pixel_truth = load_pixel_ground_truth(session=session, dataset=dataset)
-        n_classes = len(dataset.ground_truth_classes or [])
     try:
+        # A collection's image may still be in the file it was uploaded in.
+        if not take_collection_image(factory, dataset_id, chunk_rows, stopping):
+            raise Interrupted
+        with session_scope(factory) as session:
+            dataset = session.get(Dataset, dataset_id)
+            record = dataset.featurization if dataset is not None else None
+            if dataset is None or not record or record.get("job") != job:
+                raise Superseded
+            if dataset.status != "featurizing":  # its image could not be taken: it says why
+                return
+            recipe_dict = dict(record["recipe"])
+            slide = bool(dataset.meta.get("image", {}).get("tiled"))
+            data = (
+                None
+                if slide
+                else chunks.read_blob(session=session, dataset_id=dataset_id, kind=IMAGE)
+            )
+            pixel_truth = load_pixel_ground_truth(session=session, dataset=dataset)
+            n_classes = len(dataset.ground_truth_classes or [])
         if slide:
             progress = _progress(factory, dataset_id, job, stopping)
             _featurize_slide(

@@ -1,28 +1,25 @@
-"""Image uploads (PNG, JPEG, TIFF, OME-TIFF), checked by decoding them fully: a truncated or
-corrupt file fails here, at upload, not later in the background."""
+"""Image uploads (PNG, JPEG, TIFF, OME-TIFF), checked at upload, not later in the background: a
+picture by decoding it fully; a collection's files from their headers (a TIFF of integers) or
+by decoding them one image at a time (floats, PNG, JPEG)."""
 
-import io
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-import numpy as np
-import tifffile
-from PIL import Image
-
-from app.engine.image.channels import Multichannel
 from app.engine.image.image_file import (
     ImageFileError,
     ImageHeader,
-    Pixels,
-    decode,
-    decode_planes,
     file_format,
     read_header,
     stack_contents,
 )
+from app.engine.image.parsed_image import (
+    ParsedImage,
+    file_images,
+    is_single,
+    needs_pixel_check,
+    whole_image,
+)
 from app.services.errors import InvalidInput, UnsupportedMediaType
-from app.services.ingest.parsed import ParsedImage
 
 MAX_PIXELS = 50_000_000  # the default of the IMAGE_WHOLE_PIXELS setting
 # Decoded pixels of one upload's images together: what it asks of the store and of the
@@ -58,46 +55,28 @@ def parse_image(
     try:
         header = read_header(data)
         check_size(header.width, header.height, header.decoded_bytes, max_pixels, setting)
-        pixels = decode(data)
+        return whole_image(data, header)
     except ImageFileError as exc:
         raise InvalidInput(str(exc)) from None
-    shown = pixels if isinstance(pixels, np.ndarray) else pixels.composite()
-    display = None if isinstance(pixels, np.ndarray) and header.format != "TIFF" else _png(shown)
-    return ParsedImage(
-        data=data,
-        format=header.format,
-        width=header.width,
-        height=header.height,
-        mode=header.mode,
-        dtype=header.dtype,
-        channel_names=list(header.channel_names),
-        display=display,
-        shown=shown,
-    )
 
 
 @dataclass(frozen=True)
 class CollectionFile:
     """A file of a collection, checked from its headers: the place and header of each image it
-    holds. `images` decodes them one at a time, so a stack is never held decoded whole."""
+    holds, and the file's bytes (``data``), kept until they are stored."""
 
-    stream: BinaryIO
     filename: str
+    data: bytes
     contents: list[tuple[str, ImageHeader]]
-    max_pixels: int
-    setting: str
 
-    def images(self) -> Iterator[tuple[str, ParsedImage]]:
-        """Each image with its place (``""`` for a file of one image, kept byte for byte;
-        ``Z 3``, ``image 2``... for a stack's planes or a file's images, each made its own
-        lossless TIFF with its channel names)."""
-        data = _image_bytes(self.stream, self.filename)
-        if len(self.contents) == 1 and not self.contents[0][0]:
-            yield "", parse_image(io.BytesIO(data), self.filename, self.max_pixels, self.setting)
+    def check_pixels(self) -> None:
+        """Decode the images one at a time where the headers cannot vouch for the pixels
+        (`needs_pixel_check`): a NaN or a broken PNG is refused before anything is stored."""
+        if not needs_pixel_check(self.data, self.contents):
             return
         try:
-            for place, pixels in decode_planes(data):
-                yield place, _plane(pixels)
+            for _ in file_images(self.data, is_single(self.contents)):
+                pass
         except ImageFileError as exc:
             raise InvalidInput(f"{self.filename!r}: {exc}") from None
 
@@ -114,7 +93,7 @@ def check_collection_file(
             check_size(header.width, header.height, header.decoded_bytes, max_pixels, setting)
     except ImageFileError as exc:
         raise InvalidInput(f"{filename!r}: {exc}") from None
-    return CollectionFile(stream, filename, contents, max_pixels, setting)
+    return CollectionFile(filename, data, contents)
 
 
 def check_decoded_budget(files: list[CollectionFile]) -> None:
@@ -129,47 +108,6 @@ def check_decoded_budget(files: list[CollectionFile]) -> None:
                 f"the images take more than {MAX_DECODED_BYTES:,} bytes decoded together "
                 f"(reached at {file.filename!r}); upload them as several collections"
             )
-
-
-def _plane(pixels: Pixels) -> ParsedImage:
-    """A decoded plane as its own TIFF, described from its pixels (not decoded again)."""
-    if isinstance(pixels, Multichannel):
-        height, width = pixels.shape
-        dtype = pixels.planes.dtype.name
-        shown = pixels.composite()
-        return ParsedImage(
-            data=_tiff(pixels),
-            format="TIFF",
-            width=width,
-            height=height,
-            mode=f"{len(pixels.names)} x {dtype}",
-            dtype=dtype,
-            channel_names=list(pixels.names),
-            display=_png(shown),
-            shown=shown,
-        )
-    height, width = pixels.shape[:2]
-    return ParsedImage(
-        data=_tiff(pixels),
-        format="TIFF",
-        width=width,
-        height=height,
-        mode="RGB" if pixels.ndim == 3 else "L",
-        display=_png(pixels),
-        shown=pixels,
-    )
-
-
-def _tiff(pixels: Pixels) -> bytes:
-    """One image as a deflated TIFF: measured channels as OME-TIFF with their names."""
-    out = io.BytesIO()
-    if isinstance(pixels, Multichannel):
-        metadata = {"axes": "CYX", "Channel": {"Name": list(pixels.names)}}
-        tifffile.imwrite(out, pixels.planes, ome=True, metadata=metadata, compression="zlib")
-    else:
-        photometric = "rgb" if pixels.ndim == 3 else "minisblack"
-        tifffile.imwrite(out, pixels, photometric=photometric, compression="zlib")
-    return out.getvalue()
 
 
 def check_size(
@@ -192,10 +130,3 @@ def check_size(
             f"the image's pixels take {decoded_bytes:,} bytes decoded; at most "
             f"{MAX_DECODED_BYTES:,} are accepted"
         )
-
-
-def _png(pixels: np.ndarray) -> bytes:
-    """What a browser shows for a file it cannot (TIFF) or should not (16-bit) show as is."""
-    out = io.BytesIO()
-    Image.fromarray(pixels).save(out, format="PNG", compress_level=1)
-    return out.getvalue()

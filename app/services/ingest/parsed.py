@@ -5,6 +5,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.image.parsed_image import ParsedImage
+
+__all__ = ["ParsedImage", "ParsedTable"]
+
 
 @dataclass(frozen=True)
 class ParsedTable:
@@ -22,18 +26,3 @@ class ParsedTable:
     @property
     def n_features(self) -> int:
         return int(self.features.shape[1])
-
-
-@dataclass(frozen=True)
-class ParsedImage:
-    data: bytes  # the file as uploaded
-    format: str  # PNG, JPEG or TIFF
-    width: int
-    height: int
-    mode: str  # RGB or L for a photo, else channels x dtype ("4 x uint16")
-    dtype: str = "uint8"  # of the decoded pixels
-    channel_names: list[str] = field(default_factory=list)  # measured channels; [] for a photo
-    display: bytes | None = None  # a PNG the browser shows when the file itself will not do
-    # What the browser shows, decoded (H x W or H x W x 3 uint8): the tiled viewer's pyramid
-    # is made from it at upload. None: decoded again from the stored file when needed.
-    shown: NDArray[np.uint8] | None = field(default=None, repr=False, compare=False)

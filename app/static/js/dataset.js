@@ -1,6 +1,7 @@
 // An image dataset's page follows its featurization without a reload: while the status is
-// `featurizing` it reads the dataset from the API every second and shows the progress; when
-// ready it shows "Open workspace", when failed the reason.
+// `featurizing` it reads the dataset from the API every second and shows the progress (or, for
+// a collection's image still in its uploaded file, that it waits, and the picture once taken);
+// when ready it shows "Open workspace", when failed the reason.
 import { api } from './workspace/api.js';
 
 const box = document.querySelector('#featurization');
@@ -17,7 +18,15 @@ function show(dataset) {
   bar.value = f.progress || 0;
   error.hidden = dataset.status !== 'failed';
   document.querySelector('#open-workspace').hidden = dataset.status !== 'ready';
-  if (dataset.status === 'featurizing') {
+  const preview = document.querySelector('[data-testid=image-preview]');
+  if (preview && preview.dataset.src && !f.image_pending) {
+    preview.src = preview.dataset.src; // taken from its collection's file: it can be shown
+    delete preview.dataset.src;
+    preview.hidden = false;
+  }
+  if (dataset.status === 'featurizing' && f.image_pending) {
+    text.textContent = `Waiting for its image to be taken from ${dataset.source_filename}…`;
+  } else if (dataset.status === 'featurizing') {
     text.textContent = `Featurizing… ${Math.round(100 * (f.progress || 0))}%`;
   } else if (dataset.status === 'ready') {
     const items = f.superpixels ? 'superpixels' : 'pixels';
