@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Dataset, StoredArray
+from app.db.models import Dataset, Project, StoredArray
 from app.db.session import make_engine, make_session_factory
 from app.services import deep_zoom, slides
 from app.services.ingest import table_sink
@@ -257,3 +257,29 @@ def _counts(settings: Any) -> tuple[int, int]:
 def _directories(settings: Any) -> list[str]:
     store = Path(settings.array_store) / "datasets"
     return [p.name for p in store.iterdir() if p.is_dir()] if store.exists() else []
+
+
+def test_an_upload_whose_project_is_deleted_meanwhile_is_refused_and_stores_nothing(
+    client: TestClient,
+    project_id: int,
+    admin_headers: dict[str, str],
+    session: Session,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The project goes (its rows by cascade) while a collection's files are being kept."""
+    original = staged_files.stage
+
+    def deleted_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        info = original(*args, **kwargs)
+        with client.app.state.session_factory() as other:
+            other.execute(delete(Project).where(Project.id == project_id))
+            other.commit()
+        return info
+
+    monkeypatch.setattr(staged_files, "stage", deleted_meanwhile)
+    response = _collection(client, project_id, admin_headers)
+    assert response.status_code == 409, response.text
+    assert "deleted while the file was uploading" in response.text
+    session.expire_all()
+    assert session.scalars(select(Dataset)).all() == []
+    assert session.scalars(select(StoredArray)).all() == []

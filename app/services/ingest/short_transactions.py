@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import delete, event
+from sqlalchemy import delete, event, update
 from sqlalchemy.orm import ORMExecuteState, Session
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
 
 from app.db.models import Dataset
@@ -60,8 +61,7 @@ def import_in_short_transactions(
         with chunks.deferred_records(session), session.no_autoflush, writes_refused(session):
             work()
         finish()  # first: counting the user's jobs must not count these
-        for dataset, status in zip(datasets, final_status, strict=True):
-            dataset.status = status
+        _set_statuses(session, datasets, final_status)
         session.commit()
     except StaleDataError:
         _abandon(session, ids)
@@ -71,6 +71,23 @@ def import_in_short_transactions(
     except BaseException:
         _abandon(session, ids)
         raise
+
+
+def _set_statuses(session: Session, datasets: Sequence[Dataset], statuses: list[str]) -> None:
+    """One UPDATE per status rather than one per row (a stack's thousand images)."""
+    session.flush()
+    for status in set(statuses):
+        ids = [d.id for d, s in zip(datasets, statuses, strict=True) if s == status]
+        for start in range(0, len(ids), 500):  # within every database's bound variables
+            part = ids[start : start + 500]
+            result = session.execute(
+                update(Dataset).where(Dataset.id.in_(part)).values(status=status),
+                execution_options={"synchronize_session": False},
+            )
+            if getattr(result, "rowcount", len(part)) != len(part):  # deleted with its project
+                raise StaleDataError("a dataset row of the upload is gone")
+    for dataset, status in zip(datasets, statuses, strict=True):
+        set_committed_value(dataset, "status", status)  # what the rows now hold
 
 
 def _abandon(session: Session, ids: list[int]) -> None:
