@@ -8,6 +8,7 @@ stored features. Any refusal raises InvalidInput naming row and column; the call
 transaction then rolls back and the store forgets what was written (`app/store/transactions`).
 """
 
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,10 +25,18 @@ from app.store import chunks
 from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, ITEM_IDS
 from app.store.views import store_view_blocks
 
-# Quartiles come from a systematic sample of at most this many rows (exact below it): the rows
-# kept are every 2^j-th, j growing as the table does, so the sample stays uniform. (The other
-# statistics and the PCA view are exact at any size.)
+# Quartiles come from a systematic sample of at most this many rows (exact below it), and of at
+# most QUARTILE_SAMPLE_BYTES (a table of 10,000 columns keeps 800 rows): the rows kept are every
+# 2^j-th, j growing as the table does, so the sample stays uniform. (The other statistics are
+# exact at any size; so is the PCA view up to WIDE_FEATURES columns.)
 QUARTILE_SAMPLE_ROWS = 1 << 17
+QUARTILE_SAMPLE_BYTES = 64 * 1024**2
+# Above this many columns the covariance (8 * d^2 bytes: 800 MB at 10,000 columns, 20 GB at
+# 50,000) is never formed: the PCA view comes from a randomized subspace iteration over the
+# stored features (`_wide_components`), whose memory is a few vectors per column.
+WIDE_FEATURES = 1024
+# A wide table this small (rows x columns x 8 bytes) is decomposed exactly, from its rows.
+WIDE_EXACT_BYTES = 256 * 1024**2
 
 
 # Above this many features the two leading eigenvectors come from Lanczos iterations
@@ -48,6 +57,38 @@ def _top_eigenvectors(covariance: NDArray[np.float64], k: int) -> NDArray[np.flo
     return vectors[:, np.argsort(values)[::-1]]
 
 
+# The randomized subspace iteration of a wide table's PCA view (Halko, Martinsson & Tropp 2011,
+# algorithm 4.4): the components sought plus this many more, and this many power passes (each
+# one read of the stored features), which make the top two exact to many digits whenever the
+# table has any structure at all.
+OVERSAMPLE = 16
+POWER_PASSES = 6
+
+
+def _wide_components(
+    blocks: Callable[[], Iterator[NDArray[np.float64]]], d: int, k: int
+) -> NDArray[np.float64]:
+    """The ``k`` leading principal axes (columns) of the centred rows that ``blocks()`` yields
+    afresh at each call, without the d x d covariance: each pass multiplies the covariance
+    (X^T X) by a d x (k + OVERSAMPLE) basis one block at a time."""
+    width = min(d, k + OVERSAMPLE)
+    basis = np.linalg.qr(np.random.default_rng(0).normal(size=(d, width)))[0]
+    for _ in range(POWER_PASSES):
+        product = np.zeros((d, width))
+        for block in blocks():
+            product += block.T @ (block @ basis)
+        if not product.any():  # every column constant
+            return np.zeros((d, k))
+        basis = np.linalg.qr(product)[0]
+    # The covariance within the basis, decomposed exactly: its top eigenvectors, back in d.
+    within = np.zeros((width, width))
+    for block in blocks():
+        projected = block @ basis
+        within += projected.T @ projected
+    values, vectors = np.linalg.eigh(within)
+    return basis @ vectors[:, np.argsort(values)[::-1][:k]]
+
+
 @dataclass
 class _Moments:
     """Count, mean and scatter (sum of outer products of deviations) merged block by block
@@ -59,6 +100,8 @@ class _Moments:
     low: NDArray[np.float64] | None = None
     high: NDArray[np.float64] | None = None
 
+    full: bool = True  # the whole scatter matrix, else only its diagonal (a wide table)
+
     def add(self, block: NDArray[np.float64]) -> None:
         m = block.shape[0]
         if m == 0:
@@ -66,20 +109,25 @@ class _Moments:
         with np.errstate(over="ignore", invalid="ignore"):
             block_mean = block.mean(axis=0)
             centred = block - block_mean
-            block_scatter = centred.T @ centred
+            block_scatter = centred.T @ centred if self.full else (centred * centred).sum(axis=0)
             if self.mean is None or self.scatter is None or self.low is None or self.high is None:
                 self.n, self.mean, self.scatter = m, block_mean, block_scatter
                 self.low, self.high = block.min(axis=0), block.max(axis=0)
                 return
             total = self.n + m
             delta = block_mean - self.mean
-            self.scatter = (
-                self.scatter + block_scatter + np.outer(delta, delta) * (self.n * m / total)
-            )
+            cross = np.outer(delta, delta) if self.full else delta * delta
+            self.scatter = self.scatter + block_scatter + cross * (self.n * m / total)
             self.mean = self.mean + delta * (m / total)
             self.low = np.minimum(self.low, block.min(axis=0))
             self.high = np.maximum(self.high, block.max(axis=0))
             self.n = total
+
+
+def _diagonal(moments: _Moments) -> NDArray[np.float64]:
+    """Each column's scatter (sum of squared deviations)."""
+    assert moments.scatter is not None
+    return np.diag(moments.scatter) if moments.full else moments.scatter
 
 
 @dataclass
@@ -89,13 +137,14 @@ class _RowSample:
     stride: int = 1
     rows: list[NDArray[np.float64]] = field(default_factory=list)
     kept: int = 0
+    limit: int = QUARTILE_SAMPLE_ROWS
 
     def add(self, block: NDArray[np.float64], first_row: int) -> None:
         offset = (-first_row) % self.stride
         taken = block[offset :: self.stride]
         self.rows.append(np.array(taken, dtype=np.float64))
         self.kept += taken.shape[0]
-        while self.kept > QUARTILE_SAMPLE_ROWS:
+        while self.kept > self.limit:
             joined = np.concatenate(self.rows)[::2]  # rows 0, 2s, 4s, ... of the table
             self.rows, self.kept, self.stride = [joined], joined.shape[0], self.stride * 2
 
@@ -161,8 +210,11 @@ class TableSink:
         )
         self._truth_writer = self._enter(self._truth) if self._truth is not None else None
         self._class_codes: dict[str, int] = {}
-        self._moments = _Moments()
-        self._sample = _RowSample()
+        width = max(len(feature_names), 1)
+        self._moments = _Moments(full=width <= WIDE_FEATURES)
+        self._sample = _RowSample(
+            limit=max(2, min(QUARTILE_SAMPLE_ROWS, QUARTILE_SAMPLE_BYTES // (8 * width)))
+        )
         self.n_rows = 0
 
     def _enter(self, writer: AbstractContextManager[Any]) -> Any:
@@ -233,7 +285,7 @@ class TableSink:
             classes = self._order_classes()
         moments = self._moments
         assert moments.scatter is not None and moments.mean is not None
-        variance = np.diag(moments.scatter) / moments.n
+        variance = _diagonal(moments) / moments.n
         overflowing = np.flatnonzero(~np.isfinite(variance))
         if overflowing.size:
             raise InvalidInput(
@@ -305,13 +357,19 @@ class TableSink:
         from the stored features."""
         moments = self._moments
         assert moments.scatter is not None and moments.mean is not None
-        d = moments.scatter.shape[0]
+        d = moments.mean.shape[0]
+        mean = moments.mean
         components = np.zeros((d, 2))
         if moments.n >= 2:
-            top = _top_eigenvectors(moments.scatter / (moments.n - 1), min(2, d))
+            if moments.full:
+                top = _top_eigenvectors(moments.scatter / (moments.n - 1), min(2, d))
+            elif moments.n * d * 8 <= WIDE_EXACT_BYTES:  # few rows: decomposed exactly
+                centred = np.concatenate(list(self._centred_blocks()))
+                top = np.linalg.svd(centred, full_matrices=False)[2][: min(2, d)].T
+            else:
+                top = _wide_components(self._centred_blocks, d, min(2, d))
             signs = np.sign(top[np.argmax(np.abs(top), axis=0), np.arange(top.shape[1])])
             components[:, : top.shape[1]] = top * np.where(signs == 0, 1.0, signs)
-        mean = moments.mean
         store_view_blocks(
             session=self._session,
             view=self._pca_view,
@@ -323,6 +381,15 @@ class TableSink:
             ),
             chunk_rows=self._chunk_rows,
         )
+
+    def _centred_blocks(self) -> Iterator[NDArray[np.float64]]:
+        """The stored features block by block, each column less its mean."""
+        mean = self._moments.mean
+        assert mean is not None
+        for block in chunks.iter_array_blocks(
+            session=self._session, dataset_id=self._dataset.id, kind=FEATURES
+        ):
+            yield np.asarray(block, dtype=np.float64) - mean
 
     def _statistics(self, variance: NDArray[np.float64]) -> list[dict[str, Any]]:
         moments = self._moments
