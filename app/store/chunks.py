@@ -75,7 +75,7 @@ def _record(
     ):
         doom(session, old.key)
         session.delete(old)
-    session.add(_stored_array(dataset_id, run_id, kind, info))
+    session.add(stored_array_row(dataset_id, run_id, kind, info))
     session.flush()
 
 
@@ -89,13 +89,14 @@ def _pending_row(
     it will get: what the same block writes, it can read back."""
     for owner_dataset, owner_run, pending_kind, info in reversed(session.info.get(_DEFERRED, [])):
         if (owner_dataset, owner_run, pending_kind) == (dataset_id, run_id, kind):
-            return _stored_array(dataset_id, run_id, kind, info)
+            return stored_array_row(dataset_id, run_id, kind, info)
     return None
 
 
-def _stored_array(
+def stored_array_row(
     dataset_id: int | None, run_id: int | None, kind: str, info: StoredInfo
 ) -> StoredArray:
+    """The (unsaved) row that records a written array under its owner (none: a staged file)."""
     return StoredArray(
         dataset_id=dataset_id,
         run_id=run_id,

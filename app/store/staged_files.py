@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models.stored_arrays import StoredArray
+from app.store.chunks import stored_array_row
 from app.store.stored import StoredInfo
 from app.store.transactions import doom, store_of, written
 
@@ -33,19 +34,7 @@ def stage(session: Session, name: str, data: bytes) -> StoredInfo:
 
 def record(session: Session, info: StoredInfo) -> None:
     """The staged file's row."""
-    session.add(
-        StoredArray(
-            dataset_id=None,
-            run_id=None,
-            kind=STAGED_FILE,
-            key=info.key,
-            shape=list(info.shape),
-            dtype=info.dtype,
-            chunk_rows=info.chunk_rows,
-            content_hash=info.content_hash,
-            nbytes=info.nbytes,
-        )
-    )
+    session.add(stored_array_row(None, None, STAGED_FILE, info))
 
 
 def read(session: Session, name: str) -> bytes | None:
