@@ -137,6 +137,7 @@ def _stream_table(
         dataset.meta = {
             "ignored_columns": table.ignored_columns,
             "feature_stats": facts["feature_stats"],
+            **({"model_features": facts["model_features"]} if facts["model_features"] else {}),
         }
 
     import_in_short_transactions(session, [dataset], work, reserve=reserve)

@@ -17,7 +17,7 @@ from app.services.image_apply import check_applicable
 from app.services.job_limits import ACTIVE_RUN_STATUSES, check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
-from app.store.dataset_arrays import is_slide
+from app.store.dataset_arrays import is_slide, model_width
 from app.store.run_arrays import labels_count, read_labels
 from app.store.side_information_blob import to_npz
 
@@ -55,7 +55,7 @@ def validate_params(algorithm: Algorithm, params: dict[str, Any], dataset: Datas
         raise InvalidInput(
             f"dataset {dataset.id} has {dataset.n_items} item(s); clustering needs at least 2"
         )
-    problems = valid.data_problems(n_items=dataset.n_items, n_features=dataset.n_features)
+    problems = valid.data_problems(n_items=dataset.n_items, n_features=model_width(dataset))
     if problems:
         raise InvalidInput("; ".join(f"params.{problem}" for problem in problems))
     return valid

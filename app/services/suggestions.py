@@ -19,8 +19,8 @@ from app.services.runs import get_result, result_labels
 from app.services.side_information import compile_for_dataset
 from app.store.dataset_arrays import (
     is_slide,
-    load_features,
     load_item_of_pixel,
+    load_model_features,
     read_item_boxes,
     read_item_region,
 )
@@ -64,7 +64,7 @@ def suggest(
     require_ready(dataset)
     run = reasoning_run(session=session, dataset=dataset, run_id=run_id)
     partition = result_labels(session=session, result=get_result(session=session, run=run))
-    features = load_features(session=session, dataset=dataset)
+    features = load_model_features(session=session, dataset=dataset)
     info = compile_for_dataset(session=session, dataset=dataset)
     # Only hard relations settle a question; a soft one is still worth confirming.
     hard_must = info.must_link[info.must_link_confidence >= 1.0]

@@ -11,6 +11,10 @@ from app.db.models import Dataset
 from app.store import chunks
 
 FEATURES = "features"
+# What runs model on a wide table: its leading principal components (n x k float32), stored at
+# upload; ``meta.model_features`` says how many and of how many columns. Absent on tables narrow
+# enough to model as they are.
+MODEL_FEATURES = "model_features"
 ITEM_IDS = "item_ids"
 GROUND_TRUTH = "ground_truth"
 IMAGE = "image"  # the file as uploaded
@@ -52,10 +56,31 @@ def _feature_array(dataset: Dataset) -> dict[str, Any]:
 
 
 def chunked_features(*, session: Session, dataset: Dataset, rows_per_task: int) -> Any:
-    """The feature matrix as a lazy dask array whose tasks read the store's chunks (fits
-    past one machine, the methods' chunked/ folders)."""
+    """What runs model (`load_model_features`) as a lazy dask array whose tasks read the
+    store's chunks (fits past one machine, the methods' chunked/ folders)."""
+    kind = MODEL_FEATURES if dataset.meta.get("model_features") else FEATURES
     return chunks.dask_array(
-        session=session, dataset_id=dataset.id, kind=FEATURES, rows_per_task=rows_per_task
+        session=session, dataset_id=dataset.id, kind=kind, rows_per_task=rows_per_task
+    )
+
+
+def model_width(dataset: Dataset) -> int:
+    """How many features runs model: a wide table's stored components, else its columns."""
+    model = dataset.meta.get("model_features")
+    return int(model["components"]) if model else dataset.n_features
+
+
+def load_model_features(*, session: Session, dataset: Dataset) -> NDArray:
+    """What runs and questions model: a wide table's leading principal components (stored at
+    upload, MODEL_FEATURES), else the features themselves."""
+    if not dataset.meta.get("model_features"):
+        return load_features(session=session, dataset=dataset)
+    return chunks.read_array(
+        session=session,
+        dataset_id=dataset.id,
+        kind=MODEL_FEATURES,
+        dtype="float32",
+        n_columns=model_width(dataset),
     )
 
 

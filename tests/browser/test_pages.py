@@ -177,3 +177,30 @@ def test_sign_out_ends_the_session(page: Page) -> None:
     expect(page).to_have_url("/login")
     page.goto("/projects")
     expect(page).to_have_url("/login?next=%2Fprojects")
+
+
+def test_a_wide_table_says_its_runs_model_its_principal_components(
+    page: Page, tmp_path: Path
+) -> None:
+    sign_in(page)
+    page.fill("input[name=name]", "Wide project")
+    page.get_by_role("button", name="Create project").click()
+    rng = np.random.default_rng(0)
+    wide = tmp_path / "wide.csv"
+    columns = 120
+    rows = rng.normal(size=(80, columns))
+    wide.write_text(
+        ",".join(f"g{j}" for j in range(columns))
+        + "\n"
+        + "\n".join(",".join(f"{v:.4f}" for v in row) for row in rows)
+        + "\n"
+    )
+    page.set_input_files("input[type=file]", str(wide))
+    page.fill("input[name=name]", "Wide")
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator("h1")).to_have_text("Wide")
+    expect(page.get_by_test_id("n-features")).to_have_text("120")
+    expect(page.get_by_test_id("model-features")).to_contain_text(
+        "its first 50 principal components"
+    )
+    expect(page.get_by_test_id("model-features")).to_contain_text("120 columns")

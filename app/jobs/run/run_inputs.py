@@ -26,10 +26,10 @@ from app.store.dataset_arrays import (
     REDUCTION,
     chunked_features,
     is_slide,
-    load_features,
     load_ground_truth,
     load_item_borders,
     load_item_of_pixel,
+    load_model_features,
     load_pixel_ground_truth,
 )
 from app.store.side_information_blob import from_npz
@@ -62,6 +62,8 @@ class RunInputs:
     # The mixture a warm start continues (jobs/continuation.py), when the params ask for one.
     previous: Previous | None = None
     data_parallel: bool = False  # features are a dask array read chunk by chunk by Dask
+    # A wide table's runs model its leading principal components: how many, of how many columns
+    model_features: dict[str, Any] | None = None
 
     @property
     def warm_start(self) -> bool:
@@ -115,9 +117,10 @@ def load_inputs(
         features=(
             chunked_features(session=session, dataset=dataset, rows_per_task=ROWS_PER_TASK)
             if parallel
-            else load_features(session=session, dataset=dataset)
+            else load_model_features(session=session, dataset=dataset)
         ),
         data_parallel=parallel,
+        model_features=dataset.meta.get("model_features"),
     )
     if is_slide(dataset):
         inputs.params = image_params(params)

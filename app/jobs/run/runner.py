@@ -351,6 +351,8 @@ def _metrics(loaded: _Loaded, outcome: _Outcome) -> dict[str, Any]:
         metrics["cluster_order"] = outcome.order.tolist()
         metrics["numbered_like_run"] = loaded.reference.run_id
     metrics["timings"] = {"load_s": loaded.seconds, "fit_s": outcome.seconds}
+    if inputs.model_features:  # what the fit saw of a wide table
+        metrics["model_features"] = inputs.model_features
     if inputs.data_parallel:  # what ran where: chunks, passes
         metrics["execution"] = fitted.execution
     if inputs.model is None:

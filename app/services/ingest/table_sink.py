@@ -22,7 +22,7 @@ from app.db.models import Dataset, View
 from app.services.errors import InvalidInput
 from app.services.ingest.checks import class_sort_key
 from app.store import chunks
-from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, ITEM_IDS
+from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, ITEM_IDS, MODEL_FEATURES
 from app.store.views import store_view_blocks
 
 # Quartiles come from a systematic sample of at most this many rows (exact below it), and of at
@@ -37,6 +37,12 @@ QUARTILE_SAMPLE_BYTES = 64 * 1024**2
 WIDE_FEATURES = 1024
 # A wide table this small (rows x columns x 8 bytes) is decomposed exactly, from its rows.
 WIDE_EXACT_BYTES = 256 * 1024**2
+# Runs model a table of more columns than this through its MODEL_COMPONENTS leading principal
+# components (stored at upload), as scanpy does before clustering single cells: a mixture with a
+# full covariance at hundreds of dimensions has more parameters than most tables have items,
+# and costs d^2 per item and sweep. The page and each run's metrics say so.
+MODEL_MAX_FEATURES = 100
+MODEL_COMPONENTS = 50
 
 
 # Above this many features the two leading eigenvectors come from Lanczos iterations
@@ -293,10 +299,12 @@ class TableSink:
                 "compute with (their variance overflows a 64-bit float); rescale them"
             )
         self._write_pca_view()
+        wide = len(self._names) > MODEL_MAX_FEATURES
         return {
             "n_items": self.n_rows,
             "ground_truth_classes": classes,
             "feature_stats": self._statistics(variance),
+            "model_features": self._write_model_features() if wide else None,
         }
 
     def _require_unique_ids(self) -> None:
@@ -351,36 +359,70 @@ class TableSink:
                     writer.append(new_code[block])
         return names
 
-    def _write_pca_view(self) -> None:
-        """The first two principal components of the exact covariance, signs as scikit-learn's
-        PCA gives them (each component's largest loading positive), projected block by block
-        from the stored features."""
+    def _components(self, k: int) -> NDArray[np.float64]:
+        """The ``k`` leading principal axes (d x k; zeros past the table's rank), signs as
+        scikit-learn's PCA gives them (each axis's largest loading positive): from the exact
+        covariance; for a wide table from its rows decomposed exactly when they fit in
+        WIDE_EXACT_BYTES, else from a randomized subspace iteration over the stored rows."""
         moments = self._moments
         assert moments.scatter is not None and moments.mean is not None
         d = moments.mean.shape[0]
-        mean = moments.mean
-        components = np.zeros((d, 2))
-        if moments.n >= 2:
-            if moments.full:
-                top = _top_eigenvectors(moments.scatter / (moments.n - 1), min(2, d))
-            elif moments.n * d * 8 <= WIDE_EXACT_BYTES:  # few rows: decomposed exactly
-                centred = np.concatenate(list(self._centred_blocks()))
-                top = np.linalg.svd(centred, full_matrices=False)[2][: min(2, d)].T
-            else:
-                top = _wide_components(self._centred_blocks, d, min(2, d))
-            signs = np.sign(top[np.argmax(np.abs(top), axis=0), np.arange(top.shape[1])])
-            components[:, : top.shape[1]] = top * np.where(signs == 0, 1.0, signs)
+        components = np.zeros((d, k))
+        k = min(k, d, moments.n - 1)
+        if k < 1:
+            return components
+        if moments.full:
+            top = _top_eigenvectors(moments.scatter / (moments.n - 1), k)
+        elif moments.n * d * 8 <= WIDE_EXACT_BYTES:  # few rows: decomposed exactly
+            centred = np.concatenate(list(self._centred_blocks()))
+            top = np.linalg.svd(centred, full_matrices=False)[2][:k].T
+        else:
+            top = _wide_components(self._centred_blocks, d, k)
+        signs = np.sign(top[np.argmax(np.abs(top), axis=0), np.arange(top.shape[1])])
+        components[:, : top.shape[1]] = top * np.where(signs == 0, 1.0, signs)
+        return components
+
+    def _projected(self, components: NDArray[np.float64]) -> Iterator[NDArray[np.float32]]:
+        """The stored rows projected on ``components``, block by block."""
+        for block in self._centred_blocks():
+            yield (block @ components).astype(np.float32)
+
+    def _write_pca_view(self) -> None:
+        """The first two principal components, projected block by block from the stored
+        features."""
         store_view_blocks(
             session=self._session,
             view=self._pca_view,
-            blocks=(
-                ((np.asarray(block, dtype=np.float64) - mean) @ components).astype(np.float32)
-                for block in chunks.iter_array_blocks(
-                    session=self._session, dataset_id=self._dataset.id, kind=FEATURES
-                )
-            ),
+            blocks=self._projected(self._components(2)),
             chunk_rows=self._chunk_rows,
         )
+
+    def _write_model_features(self) -> dict[str, Any]:
+        """What runs model on a table wider than MODEL_MAX_FEATURES: its MODEL_COMPONENTS
+        leading principal components, stored as MODEL_FEATURES; how many, and the share of
+        the variance they keep."""
+        components = self._components(MODEL_COMPONENTS)
+        kept = components[:, np.flatnonzero(np.abs(components).sum(axis=0))]  # within the rank
+        if kept.shape[1] == 0:
+            kept = components[:, :1]  # every column constant: one component of zeros
+        explained = 0.0
+        with chunks.row_writer(
+            session=self._session,
+            dataset_id=self._dataset.id,
+            kind=MODEL_FEATURES,
+            n_columns=kept.shape[1],
+            dtype="float32",
+            chunk_rows=self._chunk_rows,
+        ) as writer:
+            for block in self._projected(kept):
+                explained += float(np.square(block, dtype=np.float64).sum())
+                writer.append(block)
+        total = float(_diagonal(self._moments).sum())
+        return {
+            "components": int(kept.shape[1]),
+            "of": len(self._names),
+            "explained_variance": round(explained / total, 4) if total > 0 else 0.0,
+        }
 
     def _centred_blocks(self) -> Iterator[NDArray[np.float64]]:
         """The stored features block by block, each column less its mean."""
