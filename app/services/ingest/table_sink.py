@@ -298,13 +298,15 @@ class TableSink:
                 f"the values of column {self._names[int(overflowing[0])]!r} are too large to "
                 "compute with (their variance overflows a 64-bit float); rescale them"
             )
-        self._write_pca_view()
+        # A wide table's leading components serve both: the view's are the first two.
         wide = len(self._names) > MODEL_MAX_FEATURES
+        components = self._components(MODEL_COMPONENTS if wide else 2)
+        self._write_pca_view(components[:, :2])
         return {
             "n_items": self.n_rows,
             "ground_truth_classes": classes,
             "feature_stats": self._statistics(variance),
-            "model_features": self._write_model_features() if wide else None,
+            "model_features": self._write_model_features(components) if wide else None,
         }
 
     def _require_unique_ids(self) -> None:
@@ -387,21 +389,20 @@ class TableSink:
         for block in self._centred_blocks():
             yield (block @ components).astype(np.float32)
 
-    def _write_pca_view(self) -> None:
+    def _write_pca_view(self, components: NDArray[np.float64]) -> None:
         """The first two principal components, projected block by block from the stored
         features."""
         store_view_blocks(
             session=self._session,
             view=self._pca_view,
-            blocks=self._projected(self._components(2)),
+            blocks=self._projected(components),
             chunk_rows=self._chunk_rows,
         )
 
-    def _write_model_features(self) -> dict[str, Any]:
-        """What runs model on a table wider than MODEL_MAX_FEATURES: its MODEL_COMPONENTS
-        leading principal components, stored as MODEL_FEATURES; how many, and the share of
-        the variance they keep."""
-        components = self._components(MODEL_COMPONENTS)
+    def _write_model_features(self, components: NDArray[np.float64]) -> dict[str, Any]:
+        """What runs model on a table wider than MODEL_MAX_FEATURES: its leading principal
+        components (``components``, MODEL_COMPONENTS of them or the table's rank), stored as
+        MODEL_FEATURES; how many, and the share of the variance they keep."""
         kept = components[:, np.flatnonzero(np.abs(components).sum(axis=0))]  # within the rank
         if kept.shape[1] == 0:
             kept = components[:, :1]  # every column constant: one component of zeros
