@@ -34,6 +34,11 @@ class Settings(BaseSettings):
     # ARRAY_STORE_OPTIONS (JSON) passes anything else to fsspec, e.g. {"endpoint_url": ...}.
     array_store: str = ""
     array_store_options: dict[str, object] = Field(default_factory=dict)
+    # Where datasets may be imported by reference (read in place, never copied): URL prefixes
+    # (s3://bucket/prefix/, file:///mnt/shared/) mapped to their fsspec options (JSON), e.g.
+    # {"s3://lab-data/": {"endpoint_url": "http://minio:9000", "key": "...", "secret": "..."}}.
+    # Empty (the default): import by reference is off. Users name URLs, never credentials.
+    import_sources: dict[str, dict[str, object]] = Field(default_factory=dict)
     max_upload_bytes: int = Field(default=1024**3, gt=0)
     # Largest image (width x height) an upload may hold: sized for whole slides (50k x 50k).
     image_max_pixels: int = Field(default=2_500_000_000, gt=0)

@@ -26,6 +26,7 @@ from app.services.array_store_state import StoreHealth, sweep_array_store
 from app.services.bootstrap import bootstrap
 from app.services.ingest.short_transactions import sweep_abandoned_uploads
 from app.store.array_store import ArrayStore
+from app.store.sources.binding import bind_sources
 from app.store.transactions import bind_store
 from app.web.docs import router as docs_router
 from app.web.pages import router as pages_router
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     session_factory = make_session_factory(engine)
     array_store = ArrayStore(settings.array_store, settings.array_store_options)
     bind_store(session_factory, array_store)
+    bind_sources(session_factory, settings.import_sources)
     run_events = RunEvents()  # wakes progress streams when a run changes
 
     @asynccontextmanager

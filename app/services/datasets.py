@@ -4,6 +4,7 @@ An upload is written in short transactions of its own (`ingest/short_transaction
 dataset is invisible until it is complete, and a bad file leaves nothing behind.
 """
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
 from app.services.job_limits import check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.store import chunks, dataset_arrays
-from app.store.dataset_arrays import FEATURES, ITEM_IDS
+from app.store.dataset_arrays import ITEM_IDS
 
 
 def import_upload(
@@ -83,6 +84,28 @@ def import_upload(
     )
 
 
+def import_table_rows(
+    *,
+    session: Session,
+    project: Project,
+    user: User | None,
+    name: str,
+    source_filename: str,
+    table: TableBlocks,
+    chunk_rows: int,
+    columns: TableColumns,
+    source: dict[str, Any],
+    read_back: Callable[[], Iterator[np.ndarray]],
+) -> Dataset:
+    """A table read in place from a source (`imports.py`): summarised as its blocks pass,
+    nothing of its values stored."""
+    return _stream_table(
+        session=session, project=project, user=user, name=name,
+        source_filename=source_filename, table=table, chunk_rows=chunk_rows, columns=columns,
+        source=source, read_back=read_back,
+    )  # fmt: skip
+
+
 def _stream_table(
     *,
     session: Session,
@@ -93,10 +116,13 @@ def _stream_table(
     table: TableBlocks,
     chunk_rows: int,
     columns: TableColumns,
+    source: dict[str, Any] | None = None,
+    read_back: Callable[[], Iterator[np.ndarray]] | None = None,
 ) -> Dataset:
     """A table dataset from row blocks, each checked and written as it comes (`TableSink`),
     in short write transactions (`short_transactions.py`): nobody waits while it is read. A
-    refusal removes everything."""
+    refusal removes everything. With ``source`` (``meta.source``) and ``read_back`` the table
+    is read in place (imported by reference): its values are not written to the store."""
     dataset = Dataset(
         project_id=project.id,
         name=valid_name(name),
@@ -128,6 +154,7 @@ def _stream_table(
             chunk_rows=chunk_rows,
             id_column=columns.id_column,
             ground_truth_column=columns.ground_truth_column,
+            read_back=read_back,
         ) as sink:
             for features, ids, truth in table.blocks:
                 sink.add(features, ids, truth)
@@ -138,6 +165,7 @@ def _stream_table(
             "ignored_columns": table.ignored_columns,
             "feature_stats": facts["feature_stats"],
             **({"model_features": facts["model_features"]} if facts["model_features"] else {}),
+            **({"source": source} if source else {}),
         }
 
     import_in_short_transactions(session, [dataset], work, reserve=reserve)
@@ -213,15 +241,7 @@ def read_items(
     start, stop = offset, min(offset + limit, dataset.n_items)
     if stop <= start:
         return []
-    values = chunks.read_array(
-        session=session,
-        dataset_id=dataset.id,
-        kind=FEATURES,
-        dtype=dataset.dtype,
-        n_columns=dataset.n_features,
-        start=start,
-        stop=stop,
-    )
+    values = dataset_arrays.read_features(session=session, dataset=dataset, start=start, stop=stop)
     ids = (
         chunks.read_strings(
             session=session, dataset_id=dataset.id, kind=ITEM_IDS, start=start, stop=stop

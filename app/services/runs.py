@@ -14,6 +14,7 @@ from app.jobs.algorithms import ALGORITHMS, Algorithm, get_algorithm
 from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.image_apply import check_applicable
+from app.services.imports import require_unchanged
 from app.services.job_limits import ACTIVE_RUN_STATUSES, check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
@@ -78,6 +79,7 @@ def start_run(
     """
     algorithm = _algorithm(algorithm_id)
     require_ready(dataset)
+    require_unchanged(session, dataset)  # a dataset read in place: its source as imported
     valid = validate_params(algorithm, params, dataset)
     info = compile_for_dataset(session=session, dataset=dataset)
     missing = algorithm.requirement(info) if algorithm.requirement else None

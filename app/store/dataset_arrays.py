@@ -9,8 +9,11 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Dataset
 from app.store import chunks
+from app.store.sources.referenced import referenced_table
 
 FEATURES = "features"
+# Rows per block when a dataset imported by reference is read block by block from its source.
+SOURCE_BLOCK_ROWS = 65_536
 # What runs model on a wide table: its leading principal components (n x k float32), stored at
 # upload; ``meta.model_features`` says how many and of how many columns. Absent on tables narrow
 # enough to model as they are.
@@ -37,13 +40,27 @@ ITEM_BORDERS = "item_borders"
 
 
 def feature_blocks(*, session: Session, dataset: Dataset) -> Iterator[NDArray]:
-    """The feature matrix chunk by chunk, in row order."""
+    """The feature matrix chunk by chunk, in row order (a dataset imported by reference: read
+    in place, block by block, from its source)."""
+    source = referenced_table(session, dataset)
+    if source is not None:
+        return source.blocks(SOURCE_BLOCK_ROWS)
     return chunks.iter_array_blocks(session=session, **_feature_array(dataset))
 
 
 def load_features(*, session: Session, dataset: Dataset) -> NDArray:
     """The whole matrix, its chunks read concurrently straight into one array."""
-    return chunks.read_array(session=session, **_feature_array(dataset))
+    return read_features(session=session, dataset=dataset)
+
+
+def read_features(
+    *, session: Session, dataset: Dataset, start: int = 0, stop: int | None = None
+) -> NDArray:
+    """Rows [start, stop) of the features: from the store, or in place from the source."""
+    source = referenced_table(session, dataset)
+    if source is not None:
+        return source.read(start, stop)
+    return chunks.read_array(session=session, **_feature_array(dataset), start=start, stop=stop)
 
 
 def _feature_array(dataset: Dataset) -> dict[str, Any]:
@@ -58,6 +75,10 @@ def _feature_array(dataset: Dataset) -> dict[str, Any]:
 def chunked_features(*, session: Session, dataset: Dataset, rows_per_task: int) -> Any:
     """What runs model (`load_model_features`) as a lazy dask array whose tasks read the
     store's chunks (fits past one machine, the methods' chunked/ folders)."""
+    if not dataset.meta.get("model_features"):
+        source = referenced_table(session, dataset)
+        if source is not None:  # each task reads its rows from the source itself
+            return source.dask_array(rows_per_task)
     kind = MODEL_FEATURES if dataset.meta.get("model_features") else FEATURES
     return chunks.dask_array(
         session=session, dataset_id=dataset.id, kind=kind, rows_per_task=rows_per_task

@@ -26,7 +26,7 @@ from app.api.schemas.datasets import (
 from app.api.uploads import UploadForm, import_uploaded_file
 from app.db.session import session_scope
 from app.jobs.featurize.recipe import RecipeParams
-from app.services import datasets
+from app.services import datasets, imports
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.image_rows import check_image_taken
 from app.services.npy_export import npy_stream
@@ -155,18 +155,14 @@ def read_features(dataset_id: Id, request: Request, access: ViewerAccess) -> Str
     """The feature matrix as one NPY file (n_items x n_features), streamed chunk by chunk."""
     dataset = access.require_dataset()
     datasets.require_ready(dataset)
+    with session_scope(request.app.state.session_factory) as check_session:
+        imports.require_unchanged(check_session, dataset)
     factory = request.app.state.session_factory
 
     def body() -> Iterator[bytes]:
         # The request's session is closed once the route returns; streaming needs its own.
         with session_scope(factory) as stream_session:
-            blocks = chunks.iter_array_blocks(
-                session=stream_session,
-                dataset_id=dataset.id,
-                kind=dataset_arrays.FEATURES,
-                dtype=dataset.dtype,
-                n_columns=dataset.n_features,
-            )
+            blocks = dataset_arrays.feature_blocks(session=stream_session, dataset=dataset)
             yield from npy_stream(
                 blocks, dtype=dataset.dtype, shape=(dataset.n_items, dataset.n_features)
             )

@@ -7,7 +7,7 @@ from app.api.file_responses import file_response
 from app.api.paging import Paging
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.api.schemas.views import ViewCreate, ViewRead, ViewsPage
-from app.services import datasets, views
+from app.services import datasets, imports, views
 from app.services.npy_export import npy_stream
 
 router = APIRouter(prefix="/datasets/{dataset_id}/views", tags=["views"], responses=ERROR_RESPONSES)
@@ -35,6 +35,7 @@ def create_view(
     """A 2-D view from two features (`x`, `y`: names or indices), PCA, or UMAP (needs
     umap-learn)."""
     dataset = access.require_dataset()
+    imports.require_unchanged(session, dataset)
     features = datasets.load_features(session=session, dataset=dataset)
     view = views.create_view(
         session=session,

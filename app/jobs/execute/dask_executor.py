@@ -25,6 +25,7 @@ from app.jobs.execute.job_owners import active_jobs, featurization_owner, run_ow
 from app.jobs.featurize.featurizer import execute_featurization, pending_featurizations
 from app.jobs.run.runner import execute_run, fail_abandoned, recover_interrupted_runs
 from app.store.array_store import ArrayStore
+from app.store.sources.binding import bind_sources
 from app.store.transactions import bind_store
 
 log = logging.getLogger(__name__)
@@ -54,16 +55,23 @@ class Places:
     array_store_options: str = "{}"  # JSON, so the dataclass stays hashable
     # Tables of at least this many items fit data-parallel (app/jobs/run/data_parallel.py).
     distributed_min_items: int | None = None
+    import_sources: str = "{}"  # JSON: where datasets imported by reference are read
 
     def without_limits(self) -> "Places":
         """Only where things are: one session factory per database and store."""
-        return Places(self.database_url, self.array_store, self.array_store_options)
+        return Places(
+            self.database_url,
+            self.array_store,
+            self.array_store_options,
+            import_sources=self.import_sources,
+        )
 
 
 @lru_cache(maxsize=4)
 def _worker_session_factory(places: Places) -> sessionmaker[Session]:
     factory = make_session_factory(make_engine(places.database_url))
     bind_store(factory, ArrayStore(places.array_store, json.loads(places.array_store_options)))
+    bind_sources(factory, json.loads(places.import_sources))
     return factory
 
 

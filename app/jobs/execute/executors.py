@@ -208,6 +208,7 @@ def make_executor(
                 settings.array_store,
                 json.dumps(settings.array_store_options, sort_keys=True),
                 settings.distributed_min_items,
+                json.dumps(settings.import_sources, sort_keys=True),
             ),
             settings.chunk_rows,
             factory,

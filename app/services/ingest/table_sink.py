@@ -173,6 +173,7 @@ class TableSink:
         chunk_rows: int,
         id_column: str | None = None,
         ground_truth_column: str | None = None,
+        read_back: Callable[[], Iterator[NDArray[np.floating]]] | None = None,
     ) -> None:
         self._session = session
         self._dataset = dataset
@@ -184,15 +185,22 @@ class TableSink:
         # Writers still open; `finish` closes them in order, `__exit__` after an error aborts
         # whichever are left (their chunks are written on threads of their own).
         self._open: list[AbstractContextManager[Any]] = []
-        self._features = chunks.row_writer(
-            session=session,
-            dataset_id=dataset.id,
-            kind=FEATURES,
-            n_columns=len(feature_names),
-            dtype=dtype,
-            chunk_rows=chunk_rows,
+        # A table read in place (imported by reference) keeps its values where they are: they
+        # are summarised as they pass, and read again from there for the second pass.
+        self._read_back = read_back
+        self._features = (
+            chunks.row_writer(
+                session=session,
+                dataset_id=dataset.id,
+                kind=FEATURES,
+                n_columns=len(feature_names),
+                dtype=dtype,
+                chunk_rows=chunk_rows,
+            )
+            if read_back is None
+            else None
         )
-        self._feature_writer = self._enter(self._features)
+        self._feature_writer = self._enter(self._features) if self._features else None
         self._ids = (
             chunks.string_writer(
                 session=session, dataset_id=dataset.id, kind=ITEM_IDS, chunk_rows=chunk_rows
@@ -252,7 +260,8 @@ class TableSink:
         as_float = np.asarray(values, dtype=np.float64)
         self._moments.add(as_float)
         self._sample.add(as_float, first)
-        self._feature_writer.append(values)
+        if self._feature_writer is not None:
+            self._feature_writer.append(values)
         if self._id_writer is not None:
             assert ids is not None and self._id_column is not None
             cleaned = [v.strip() for v in ids]
@@ -281,7 +290,8 @@ class TableSink:
         for the dataset row (n_items, feature statistics, classes)."""
         if self.n_rows == 0:
             raise InvalidInput("the table has no rows")
-        self._close(self._features)
+        if self._features is not None:
+            self._close(self._features)
         if self._ids is not None:
             self._close(self._ids)
             self._require_unique_ids()
@@ -429,9 +439,14 @@ class TableSink:
         """The stored features block by block, each column less its mean."""
         mean = self._moments.mean
         assert mean is not None
-        for block in chunks.iter_array_blocks(
-            session=self._session, dataset_id=self._dataset.id, kind=FEATURES
-        ):
+        blocks = (
+            self._read_back()
+            if self._read_back is not None
+            else chunks.iter_array_blocks(
+                session=self._session, dataset_id=self._dataset.id, kind=FEATURES
+            )
+        )
+        for block in blocks:
             yield np.asarray(block, dtype=np.float64) - mean
 
     def _statistics(self, variance: NDArray[np.float64]) -> list[dict[str, Any]]:

@@ -1,0 +1,73 @@
+"""Datasets imported by reference: registered from where they live, read in place."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.deps import EditorAccess, SessionDep, SettingsDep
+from app.api.schemas.common import ERROR_RESPONSES, Id
+from app.api.schemas.datasets import DatasetRead
+from app.services import imports
+from app.services.ingest.upload import UploadLimits
+
+router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
+
+Column = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class ImportCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, description="The dataset's name")
+    url: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="Where the table lives, under a prefix the operator opened "
+        "(IMPORT_SOURCES): s3://bucket/prefix/... or file:///path/...; a Parquet file, a "
+        "prefix of Parquet files (one table), an NPY file or a Zarr array",
+    )
+    format: imports.SourceFormat = Field(
+        "auto", description="auto: from the name (.parquet, .npy) or the prefix's contents"
+    )
+    columns: list[Column] | None = Field(
+        None, max_length=100_000, description="Feature columns (Parquet); empty: every numeric one"
+    )
+    id_column: Column | None = Field(None, description="Parquet: the items' ids")
+    ground_truth_column: Column | None = Field(None, description="Parquet: each item's class")
+
+
+@router.post(
+    "/projects/{project_id}/datasets/import",
+    response_model=DatasetRead,
+    status_code=status.HTTP_201_CREATED,
+)
+def import_dataset(
+    project_id: Id,
+    body: ImportCreate,
+    session: SessionDep,
+    settings: SettingsDep,
+    access: EditorAccess,
+) -> DatasetRead:
+    """Register a table where it already lives, by reference: nothing of its values is
+    copied; item pages, runs (on this server or on Dask workers) and exports read it in place.
+    The table is read once for its statistics, PCA view, ids and classes. Each object's
+    version is recorded: a run or export that finds one changed is refused (409) naming it.
+    Refused (422) before any request leaves the server: a URL outside the prefixes the
+    operator opened (`IMPORT_SOURCES`; none by default)."""
+    dataset = imports.import_by_reference(
+        session=session,
+        project=access.project,
+        user=access.user,
+        request=imports.ImportRequest(
+            name=body.name,
+            url=body.url,
+            format=body.format,
+            columns=body.columns,
+            id_column=body.id_column,
+            ground_truth_column=body.ground_truth_column,
+        ),
+        limits=UploadLimits.from_settings(settings),
+    )
+    session.commit()
+    return DatasetRead.model_validate(dataset)

@@ -1,0 +1,134 @@
+"""Datasets imported by reference: a table where it already lives (a Parquet file or dataset,
+an NPY file or a Zarr array under a prefix the operator opened in IMPORT_SOURCES), registered
+and read in place, never copied into the store.
+
+The import reads the source once, block by block, for what a dataset needs of the whole table
+(statistics, the PCA view, a wide table's components, ids and classes): those derived arrays
+are ours; the values stay in the source, read again where needed (item pages, runs on this
+machine or on Dask workers, exports). Each object's version (ETag or mtime) is recorded: a run
+or export that finds one changed is refused (409) naming it."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app.db.models import Dataset, Project, User
+from app.services.datasets import import_table_rows
+from app.services.errors import Conflict, InvalidInput
+from app.services.ingest.table_readers import Block, TableBlocks, TableColumns
+from app.services.ingest.upload import UploadLimits, valid_name
+from app.store.sources.allowed import SourceRefused, allowed_source
+from app.store.sources.binding import sources_of
+from app.store.sources.referenced import changed_objects, referenced_table, source_record
+from app.store.sources.tables import SourceError, SourceTable, inspect_table
+
+SourceFormat = Literal["auto", "parquet", "npy", "zarr", "csv"]
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    name: str
+    url: str
+    format: SourceFormat = "auto"
+    columns: list[str] | None = None
+    id_column: str | None = None
+    ground_truth_column: str | None = None
+
+
+def import_by_reference(
+    *,
+    session: Session,
+    project: Project,
+    user: User | None,
+    request: ImportRequest,
+    limits: UploadLimits,
+) -> Dataset:
+    """Register the table at ``request.url`` (4xx naming the object, row and column on any
+    problem, nothing registered)."""
+    name = valid_name(request.name)
+    try:
+        allowed = allowed_source(request.url, sources_of(session))
+    except SourceRefused as exc:
+        raise InvalidInput(f"url: {exc}") from None
+    named = [c for c in (request.id_column, request.ground_truth_column) if c]
+    try:
+        table = inspect_table(
+            allowed.protocol, allowed.path, allowed.options, request.format, request.columns
+        )
+        if named:
+            if table.format != "parquet":
+                raise InvalidInput(
+                    "id_column and ground_truth_column name Parquet columns; an NPY or Zarr "
+                    "array has none"
+                )
+            if request.columns is None:  # every numeric column but those two
+                features = [c for c in table.columns if c not in named]
+                table = inspect_table(
+                    allowed.protocol, allowed.path, allowed.options, table.format, features
+                )
+            for column in named:
+                table.strings(column, 0, min(1, table.n_rows))  # it exists
+    except SourceError as exc:
+        raise InvalidInput(str(exc)) from None
+    columns = TableColumns(request.id_column, request.ground_truth_column)
+    return import_table_rows(
+        session=session,
+        project=project,
+        user=user,
+        name=name,
+        source_filename=allowed.url,
+        table=TableBlocks(
+            _blocks(table, columns, limits.chunk_rows),
+            list(table.columns),
+            table.dtype,
+            [],
+        ),
+        chunk_rows=limits.chunk_rows,
+        columns=columns,
+        source=source_record(allowed, table),
+        read_back=lambda: _read_back(table, limits.chunk_rows),
+    )
+
+
+def _blocks(table: SourceTable, columns: TableColumns, rows: int) -> Iterator[Block]:
+    """The table's rows block by block, with their ids and classes (as text) when named."""
+    try:
+        for start in range(0, table.n_rows, rows):
+            stop = min(start + rows, table.n_rows)
+            ids = table.strings(columns.id_column, start, stop) if columns.id_column else None
+            truth = (
+                table.strings(columns.ground_truth_column, start, stop)
+                if columns.ground_truth_column
+                else None
+            )
+            yield table.read(start, stop), ids, truth
+    except SourceError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def _read_back(table: SourceTable, rows: int) -> Iterator[np.ndarray]:
+    try:
+        yield from table.blocks(rows)
+    except SourceError as exc:  # changed between the two passes
+        raise InvalidInput(str(exc)) from None
+
+
+def require_unchanged(session: Session, dataset: Dataset) -> None:
+    """Refuse (409) to read a dataset whose source changed since it was imported (or is no
+    longer allowed), naming what changed; nothing for a dataset in the store."""
+    try:
+        table = referenced_table(session, dataset)
+        changed = changed_objects(table) if table is not None else []
+    except SourceRefused as exc:
+        raise Conflict(f"dataset {dataset.id}'s source can no longer be read: {exc}") from None
+    except SourceError as exc:
+        raise Conflict(f"dataset {dataset.id}'s source cannot be read: {exc}") from None
+    if changed:
+        more = f" and {len(changed) - 1:,} more" if len(changed) > 1 else ""
+        raise Conflict(
+            f"dataset {dataset.id}'s source changed since it was imported: {changed[0]}{more} "
+            "is not what was read; import it again to read it as it is now"
+        )

@@ -1,0 +1,1 @@
+"""Data read where it lives: sources registered by reference, never copied into the store."""

@@ -1,0 +1,205 @@
+"""Datasets imported by reference (a file:// root and a real S3 server): registered and read in
+place, never copied into the store; runs, item pages and exports read the source; a changed
+source is refused by name; a URL outside the operator's prefixes is refused before any request
+leaves the server, and no credential ever appears in an answer."""
+
+import io
+import itertools
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fastapi.testclient import TestClient
+from sklearn.datasets import make_blobs
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db.models import StoredArray
+from tests.api.test_runs import start, wait
+from tests.conftest import admin_project, row_counts
+from tests.store.s3_server import S3Server, start_server
+
+pytestmark = pytest.mark.db
+
+SECRET = "TOPSECRET-credential-42"
+
+
+def blobs(rows: int = 3_000) -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_blobs(rows, n_features=4, centers=3, cluster_std=0.7, random_state=5)
+    return X.astype(np.float32), y
+
+
+def write_parquet_dataset(folder: Path, X: np.ndarray, y: np.ndarray, parts: int = 3) -> None:
+    """A Parquet *dataset*: ``parts`` files of one schema, with an id and a class column."""
+    folder.mkdir(parents=True, exist_ok=True)
+    bounds = np.linspace(0, len(X), parts + 1).astype(int)
+    for k, (a, b) in enumerate(itertools.pairwise(bounds)):
+        table = pa.table(
+            {
+                "cell": [f"cell-{i}" for i in range(a, b)],
+                **{f"f{j}": X[a:b, j] for j in range(X.shape[1])},
+                "kind": [f"k{c}" for c in y[a:b]],
+            }
+        )
+        pq.write_table(table, folder / f"part-{k:04d}.parquet", row_group_size=400)
+
+
+def post_import(client: TestClient, project_id: int, headers: dict[str, str], **body: Any) -> Any:
+    return client.post(f"/api/v1/projects/{project_id}/datasets/import", json=body, headers=headers)
+
+
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[S3Server]:
+    """A real S3 endpoint (moto, HTTP on 127.0.0.1) with an empty bucket."""
+    server, s3 = start_server()
+    try:
+        yield s3
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> Path:
+    root = tmp_path / "shared"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def file_client(client_with: Callable[..., TestClient], shared: Path) -> TestClient:
+    return client_with(import_sources={f"file://{shared}/": {}})
+
+
+def test_a_parquet_dataset_is_read_in_place_by_pages_runs_and_exports(
+    file_client: TestClient, shared: Path, session: Session
+) -> None:
+    client = file_client
+    headers, project_id = admin_project(client)
+    X, y = blobs()
+    write_parquet_dataset(shared / "cells", X, y)
+    response = post_import(
+        client, project_id, headers, name="cells", url=f"file://{shared}/cells/",
+        id_column="cell", ground_truth_column="kind",
+    )  # fmt: skip
+    assert response.status_code == 201, response.text
+    dataset = response.json()
+    assert dataset["n_items"] == len(X) and dataset["feature_names"] == ["f0", "f1", "f2", "f3"]
+    assert dataset["ground_truth_classes"] == ["k0", "k1", "k2"]
+    source = dataset["meta"]["source"]
+    assert [Path(f["url"]).name for f in source["files"]] == [
+        "part-0000.parquet", "part-0001.parquet", "part-0002.parquet"
+    ]  # fmt: skip
+    # Nothing of the values is in the store: no features array was written.
+    session.expire_all()
+    kinds = set(
+        session.scalars(select(StoredArray.kind).where(StoredArray.dataset_id == dataset["id"]))
+    )
+    assert "features" not in kinds and "ground_truth" in kinds
+
+    page = client.get(
+        f"/api/v1/datasets/{dataset['id']}/items",
+        params={"offset": 990, "limit": 20},  # across the first file's end
+        headers=headers,
+    ).json()["items"]
+    assert [item["id"] for item in page] == [f"cell-{i}" for i in range(990, 1010)]
+    np.testing.assert_allclose([item["values"] for item in page], X[990:1010], rtol=1e-6)
+
+    exported = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=headers)
+    assert exported.status_code == 200
+    np.testing.assert_array_equal(np.load(io.BytesIO(exported.content)), X)
+
+    run = start(client, headers, dataset["id"], "cec", n_clusters=3, random_state=0)
+    assert run.status_code in (200, 201, 202), run.text
+    finished = wait(client, headers, run.json()["id"])
+    assert finished["status"] == "succeeded", finished
+    result = client.get(f"/api/v1/runs/{finished['id']}/result", headers=headers).json()
+    assert result["metrics"]["ari"] > 0.99
+
+    # The source changes under it: runs and exports refuse, naming the object.
+    changed = shared / "cells" / "part-0001.parquet"
+    write_parquet_dataset(shared / "elsewhere", X[::-1].copy(), y[::-1].copy())
+    changed.write_bytes((shared / "elsewhere" / "part-0001.parquet").read_bytes())
+    os.utime(changed, (1_000_000_000, 1_000_000_000))
+    refused = start(client, headers, dataset["id"], "cec", n_clusters=3)
+    assert refused.status_code == 409, refused.text
+    assert "part-0001.parquet" in refused.text and "changed" in refused.text
+    export = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=headers)
+    assert export.status_code == 409 and "part-0001.parquet" in export.text
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("file:///etc/passwd", "no configured source"),
+        ("file://{shared}/../outside.parquet", ".."),
+        ("http://169.254.169.254/latest/meta-data/", "scheme"),
+        ("s3://someone-else/data.parquet", "no configured source"),
+        ("file://{shared}/missing.parquet", "missing.parquet"),
+        ("file://{shared}/table.csv", "Parquet"),
+        ("file://{shared}/text.parquet", "'label'"),
+    ],
+)
+def test_what_cannot_be_imported_is_refused_and_registers_nothing(
+    file_client: TestClient, shared: Path, session: Session, url: str, words: str
+) -> None:
+    client = file_client
+    headers, project_id = admin_project(client)
+    (shared / "table.csv").write_text("a,b\n1,2\n")
+    pq.write_table(pa.table({"x": [1.0, 2.0], "label": ["a", "b"]}), shared / "text.parquet")
+    before = row_counts(session)
+    body: dict[str, Any] = {"name": "bad", "url": url.format(shared=shared)}
+    if "text.parquet" in url:
+        body["columns"] = ["x", "label"]
+    response = post_import(client, project_id, headers, **body)
+    assert 400 <= response.status_code < 500, response.text
+    assert words.lower() in response.text.lower(), response.text
+    session.expire_all()
+    assert row_counts(session) == before
+
+
+def test_import_is_off_until_an_operator_opens_a_prefix(client: TestClient) -> None:
+    headers, project_id = admin_project(client)
+    response = post_import(client, project_id, headers, name="x", url="file:///tmp/x.parquet")
+    assert response.status_code == 422
+    assert "IMPORT_SOURCES" in response.text
+
+
+def test_an_npy_on_s3_is_read_in_place_and_no_credential_is_ever_answered(
+    client_with: Callable[..., TestClient], s3_server: S3Server
+) -> None:
+    options = s3_server.options(secret=SECRET)  # moto takes any secret
+    client = client_with(import_sources={f"s3://{s3_server.bucket}/imports/": options})
+    headers, project_id = admin_project(client)
+    X, _ = blobs(2_000)
+    buffer = io.BytesIO()
+    np.save(buffer, X)
+    s3_server.client().put_object(
+        Bucket=s3_server.bucket, Key="imports/blobs.npy", Body=buffer.getvalue()
+    )
+    answers = []
+    response = post_import(
+        client, project_id, headers, name="blobs", url=f"s3://{s3_server.bucket}/imports/blobs.npy"
+    )
+    answers.append(response.text)
+    assert response.status_code == 201, response.text
+    dataset = response.json()
+    assert dataset["n_items"] == 2_000 and dataset["n_features"] == 4
+    assert s3_server.keys("imports/") == ["imports/blobs.npy"]  # nothing written beside it
+    page = client.get(
+        f"/api/v1/datasets/{dataset['id']}/items", params={"offset": 1_500, "limit": 5},
+        headers=headers,
+    )  # fmt: skip
+    answers.append(page.text)
+    np.testing.assert_allclose([i["values"] for i in page.json()["items"]], X[1_500:1_505])
+    for url in (
+        f"s3://{s3_server.bucket}/imports/missing.npy",
+        f"s3://{s3_server.bucket}/other/blobs.npy",
+    ):
+        answers.append(post_import(client, project_id, headers, name="x", url=url).text)
+    answers.append(client.get(f"/api/v1/datasets/{dataset['id']}", headers=headers).text)
+    assert not any(SECRET in answer for answer in answers)
