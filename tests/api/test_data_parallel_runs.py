@@ -3,8 +3,11 @@ one machine): a table of at least DISTRIBUTED_MIN_ITEMS items is fitted by passe
 chunks on every worker, and the run's metrics say so; a smaller one fits in one task."""
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
 from sklearn.datasets import make_blobs
@@ -22,8 +25,16 @@ CENTRES = 4
 
 
 @pytest.fixture
+def shared(tmp_path: Path) -> Path:
+    """A folder the operator opened for import by reference."""
+    root = tmp_path / "shared"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
 def dask_client(
-    db_engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    db_engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch, shared: Path
 ) -> Iterator[TestClient]:
     distributed = pytest.importorskip("distributed")
     # Workers in this process (processes=False), so the test can make pass tasks small: 6
@@ -43,6 +54,7 @@ def dask_client(
                 "dask_scheduler": cluster.scheduler_address,
                 "distributed_min_items": 5_000,
                 "chunk_rows": 500,
+                "import_sources": {f"file://{shared}/": {}},
             }
         )
         with TestClient(create_app(dask_settings)) as test_client:
@@ -145,3 +157,33 @@ def test_ppc_resolves_links_across_chunks_in_a_data_parallel_fit(
     assert labels[first[1]] == labels[last[1]] == labels[last[2]]
     assert labels[first[2]] not in set(labels[other])
     assert adjusted_rand_score(y, labels) > 0.99
+
+
+def test_a_table_read_in_place_fits_data_parallel_each_task_reading_its_own_rows(
+    dask_client: TestClient, shared: Path
+) -> None:
+    """A Parquet dataset imported by reference: the workers' tasks read their rows from the
+    source itself (nothing of it is in the store), with the same labels' quality."""
+    headers, project_id = admin_project(dask_client)
+    X, y = _blobs(ROWS)
+    folder = shared / "blobs"
+    folder.mkdir()
+    for k, part in enumerate(np.array_split(np.arange(ROWS), 4)):
+        pq.write_table(
+            pa.table({f"f{j}": X[part, j] for j in range(X.shape[1])}),
+            folder / f"part-{k}.parquet",
+            row_group_size=700,
+        )
+    imported = dask_client.post(
+        f"/api/v1/projects/{project_id}/datasets/import",
+        json={"name": "blobs", "url": f"file://{folder}/"},
+        headers=headers,
+    )
+    assert imported.status_code == 201, imported.text
+    run = start(
+        dask_client, headers, imported.json()["id"], "cec", n_clusters=CENTRES, n_init=2,
+        random_state=0,
+    )  # fmt: skip
+    result = _result(dask_client, headers, run.json()["id"])
+    assert result["metrics"]["execution"]["execution"] == "data-parallel"
+    assert adjusted_rand_score(y, result["labels"]) > 0.99
