@@ -5,6 +5,7 @@ leaves the server, and no credential ever appears in an answer."""
 
 import io
 import itertools
+import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -203,3 +204,48 @@ def test_an_npy_on_s3_is_read_in_place_and_no_credential_is_ever_answered(
         answers.append(post_import(client, project_id, headers, name="x", url=url).text)
     answers.append(client.get(f"/api/v1/datasets/{dataset['id']}", headers=headers).text)
     assert not any(SECRET in answer for answer in answers)
+
+
+def test_a_source_gone_during_a_run_fails_the_run_saying_so_and_the_store_stays_healthy(
+    file_client: TestClient, shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The object goes between the run's start (checked) and its read: the run fails with
+    the object named; the health of the store (ours) is not the source's (the user's)."""
+    from app.services import runs as run_service
+
+    client = file_client
+    headers, project_id = admin_project(client)
+    X, _ = blobs(600)
+    path = shared / "blobs.npy"
+    np.save(path, X)
+    response = post_import(client, project_id, headers, name="b", url=f"file://{path}")
+    assert response.status_code == 201, response.text
+    path.unlink()
+    monkeypatch.setattr(run_service, "require_unchanged", lambda *_: None)  # checked earlier
+    run = start(client, headers, response.json()["id"], "cec", n_clusters=3)
+    assert run.status_code in (200, 201, 202), run.text
+    finished = wait(client, headers, run.json()["id"])
+    assert finished["status"] == "failed"
+    assert "blobs.npy" in finished["error"], finished["error"]
+    health = client.get("/api/v1/health").json()
+    assert health["array_store"]["status"] == "ok"
+
+
+def test_no_credential_in_any_log_line(
+    client_with: Callable[..., TestClient],
+    s3_server: S3Server,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    options = s3_server.options(secret=SECRET)
+    client = client_with(import_sources={f"s3://{s3_server.bucket}/logs/": options})
+    headers, project_id = admin_project(client)
+    s3_server.client().put_object(Bucket=s3_server.bucket, Key="logs/bad.npy", Body=b"not npy")
+    for url in (
+        f"s3://{s3_server.bucket}/logs/bad.npy",
+        f"s3://{s3_server.bucket}/logs/missing.parquet",
+        f"s3://{s3_server.bucket}/elsewhere.npy",
+    ):
+        response = post_import(client, project_id, headers, name="x", url=url)
+        assert 400 <= response.status_code < 500, response.text
+    assert SECRET not in caplog.text
