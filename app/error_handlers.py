@@ -14,6 +14,8 @@ from app.api.errors import error_response
 from app.db.session import is_busy
 from app.services.errors import ServiceError
 from app.store.array_store import StoreUnavailable
+from app.store.sources.allowed import SourceRefused
+from app.store.sources.tables import SourceError
 from app.web.errors import error_page, is_page_request
 
 
@@ -73,6 +75,16 @@ def install_error_handlers(app: FastAPI) -> None:
         if is_page_request(request):
             return error_page(request, 503, detail)
         return error_response(503, detail, "store_unavailable")
+
+    @app.exception_handler(SourceError)
+    @app.exception_handler(SourceRefused)
+    async def source_unreadable(request: Request, exc: Exception) -> Response:
+        # A dataset read in place whose source changed, went or was closed since its import:
+        # the user's data, not our store (whose health this is not).
+        detail = f"the dataset's source cannot be read as it was imported: {exc}"
+        if is_page_request(request):
+            return error_page(request, 409, detail)
+        return error_response(409, detail, "source_changed")
 
     @app.exception_handler(MemoryError)
     async def out_of_memory(request: Request, exc: MemoryError) -> Response:

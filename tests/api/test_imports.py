@@ -249,3 +249,19 @@ def test_no_credential_in_any_log_line(
         response = post_import(client, project_id, headers, name="x", url=url)
         assert 400 <= response.status_code < 500, response.text
     assert SECRET not in caplog.text
+
+
+def test_an_item_page_of_a_changed_source_is_refused_not_an_error(
+    file_client: TestClient, shared: Path
+) -> None:
+    client = file_client
+    headers, project_id = admin_project(client)
+    X, _ = blobs(600)
+    path = shared / "pages.npy"
+    np.save(path, X)
+    response = post_import(client, project_id, headers, name="p", url=f"file://{path}")
+    assert response.status_code == 201, response.text
+    np.save(path, X[:300])  # fewer rows now
+    page = client.get(f"/api/v1/datasets/{response.json()['id']}/items", headers=headers)
+    assert page.status_code == 409, page.text
+    assert "pages.npy" in page.text
