@@ -129,6 +129,7 @@ def require_unchanged(session: Session, dataset: Dataset) -> None:
     if changed:
         more = f" and {len(changed) - 1:,} more" if len(changed) > 1 else ""
         raise Conflict(
-            f"dataset {dataset.id}'s source changed since it was imported: {changed[0]}{more} "
-            "is not what was read; import it again to read it as it is now"
+            f"dataset {dataset.id}'s source changed since it was read: {changed[0]}{more} "
+            f"is not what was read; sync it (POST /api/v1/datasets/{dataset.id}/sync) to read "
+            "it as it is now"
         )

@@ -265,3 +265,82 @@ def test_an_item_page_of_a_changed_source_is_refused_not_an_error(
     page = client.get(f"/api/v1/datasets/{response.json()['id']}/items", headers=headers)
     assert page.status_code == 409, page.text
     assert "pages.npy" in page.text
+
+
+def test_sync_says_what_changed_and_reads_the_source_again(
+    file_client: TestClient, shared: Path
+) -> None:
+    client = file_client
+    headers, project_id = admin_project(client)
+    X, y = blobs(1_200)
+    folder = shared / "synced"
+    write_parquet_dataset(folder, X, y)
+    made = post_import(
+        client, project_id, headers, name="s", url=f"file://{folder}/", id_column="cell",
+        ground_truth_column="kind",
+    )  # fmt: skip
+    assert made.status_code == 201, made.text
+    dataset_id = made.json()["id"]
+    sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
+    assert sync.status_code == 200, sync.text
+    assert sync.json()["changed"] == [] and sync.json()["n_items"] == 1_200
+
+    # Values change, rows do not: said, read again, runs go on.
+    changed = X.copy()
+    changed[400:800] += 100.0
+    write_parquet_dataset(shared / "next", changed, y)
+    target = folder / "part-0001.parquet"
+    target.write_bytes((shared / "next" / "part-0001.parquet").read_bytes())
+    os.utime(target, (2_000_000_000, 2_000_000_000))
+    assert start(client, headers, dataset_id, "cec", n_clusters=3).status_code == 409
+    sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
+    assert sync.status_code == 200, sync.text
+    report = sync.json()
+    assert [Path(u).name for u in report["changed"]] == ["part-0001.parquet"]
+    assert report["new"] == [] and report["deleted"] == [] and report["n_items"] == 1_200
+    exported = client.get(f"/api/v1/datasets/{dataset_id}/features", headers=headers)
+    np.testing.assert_array_equal(np.load(io.BytesIO(exported.content)), changed)
+    run = start(client, headers, dataset_id, "cec", n_clusters=3, random_state=0)
+    assert run.status_code in (200, 201, 202), run.text
+
+    # Rows added while annotations name items by row: refused until they are undone.
+    labelled = client.post(
+        f"/api/v1/datasets/{dataset_id}/annotations",
+        json={"kind": "label", "items": [0, 1], "label": "T"},
+        headers=headers,
+    )
+    assert labelled.status_code == 201, labelled.text
+    more, more_y = blobs(1_500)
+    pq.write_table(
+        pa.table(
+            {
+                "cell": [f"extra-{i}" for i in range(300)],
+                **{f"f{j}": more[1_200:, j] for j in range(4)},
+                "kind": [f"k{c}" for c in more_y[1_200:]],
+            }
+        ),
+        folder / "part-0003.parquet",
+    )
+    refused = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
+    assert refused.status_code == 409 and "annotations" in refused.text, refused.text
+    undone = client.post(f"/api/v1/datasets/{dataset_id}/annotations/undo", headers=headers)
+    assert undone.status_code == 200, undone.text
+    sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
+    assert sync.status_code == 200, sync.text
+    report = sync.json()
+    assert [Path(u).name for u in report["new"]] == ["part-0003.parquet"]
+    assert report["n_items_before"] == 1_200 and report["n_items"] == 1_500
+    page = client.get(
+        f"/api/v1/datasets/{dataset_id}/items", params={"offset": 1_499, "limit": 1},
+        headers=headers,
+    ).json()["items"]  # fmt: skip
+    assert page[0]["id"] == "extra-299"
+
+
+def test_an_uploaded_dataset_has_nothing_to_sync(client: TestClient) -> None:
+    headers, project_id = admin_project(client)
+    from tests.conftest import upload_npy
+
+    dataset_id = upload_npy(client, project_id, headers, np.eye(3))
+    response = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
+    assert response.status_code == 422 and "not imported by reference" in response.text

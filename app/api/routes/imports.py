@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.api.deps import EditorAccess, SessionDep, SettingsDep
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.api.schemas.datasets import DatasetRead
-from app.services import imports
+from app.services import imports, source_sync
 from app.services.ingest.upload import UploadLimits
 
 router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
@@ -71,3 +71,39 @@ def import_dataset(
     )
     session.commit()
     return DatasetRead.model_validate(dataset)
+
+
+class SyncRead(BaseModel):
+    """What a sync found and did."""
+
+    dataset: DatasetRead
+    new: list[str] = Field(description="Objects that appeared since the last read")
+    changed: list[str] = Field(description="Objects whose version (ETag, mtime) changed")
+    deleted: list[str] = Field(description="Objects that are gone")
+    n_items_before: int
+    n_items: int
+    views_removed: int = Field(description="Views made from the old values, removed")
+
+
+@router.post("/datasets/{dataset_id}/sync", response_model=SyncRead)
+def sync_dataset(
+    dataset_id: Id, session: SessionDep, settings: SettingsDep, access: EditorAccess
+) -> SyncRead:
+    """Bring a dataset imported by reference up to date with its source: the objects that
+    are new, changed or gone are listed, and if there are any the dataset's statistics, PCA
+    view, ids and classes are made again from the source as it is now (runs and exports then
+    read it again). Refused (409) when the row count changed and the dataset has annotations,
+    which name items by row; 422 for an uploaded dataset."""
+    dataset = access.require_dataset()
+    report = source_sync.sync_dataset(
+        session=session, dataset=dataset, chunk_rows=settings.chunk_rows
+    )
+    return SyncRead(
+        dataset=DatasetRead.model_validate(dataset),
+        new=report.new,
+        changed=report.changed,
+        deleted=report.deleted,
+        n_items_before=report.n_items_before,
+        n_items=report.n_items,
+        views_removed=report.views_removed,
+    )

@@ -1,0 +1,164 @@
+"""A dataset imported by reference brought up to date with its source (`POST .../sync`): what
+changed is said (new, changed and deleted objects), and the dataset's own arrays (statistics,
+PCA view, a wide table's components, ids and classes) are made again from the source as it is
+now, in short write transactions as an upload is, so nobody waits on it.
+
+Items are rows: when the row count changes and the dataset has live annotations, the sync is
+refused (409) saying so, since the annotations name items by row and would silently move to
+other items; nothing is ever dropped without the user's say. Views other than PCA, made from
+the old values, are removed and counted; runs keep their results for the rows as they were
+(the dataset's revision moves on, so they read as older than the data)."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.db.models import Annotation, Dataset, View
+from app.services.errors import Conflict, InvalidInput
+from app.services.ingest.short_transactions import writes_refused
+from app.services.ingest.table_readers import TableColumns
+from app.services.ingest.table_sink import TableSink
+from app.store import chunks
+from app.store.dataset_arrays import MODEL_FEATURES
+from app.store.sources.allowed import SourceRefused, allowed_source
+from app.store.sources.binding import sources_of
+from app.store.sources.referenced import source_record
+from app.store.sources.tables import SourceError, SourceTable, inspect_table
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    new: list[str]
+    changed: list[str]
+    deleted: list[str]
+    n_items_before: int
+    n_items: int
+    views_removed: int
+
+
+def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> SyncReport:
+    """Compare the source with what was read; if anything differs, read it again."""
+    record = (dataset.meta or {}).get("source")
+    if not record:
+        raise InvalidInput(
+            f"dataset {dataset.id} was uploaded, not imported by reference: it has no source "
+            "to sync with"
+        )
+    try:
+        allowed = allowed_source(record["url"], sources_of(session))
+        table = inspect_table(
+            allowed.protocol, allowed.path, allowed.options, record["format"], record["columns"]
+        )
+    except SourceRefused as exc:
+        raise Conflict(f"dataset {dataset.id}'s source can no longer be read: {exc}") from None
+    except SourceError as exc:
+        raise Conflict(f"dataset {dataset.id}'s source cannot be read: {exc}") from None
+    before = {f["url"]: f["version"] for f in record["files"]}
+    now = {f.url: f.version for f in table.files}
+    new = [url for url in now if url not in before]
+    deleted = [url for url in before if url not in now]
+    changed = [url for url in now if url in before and now[url] != before[url]]
+    n_before = dataset.n_items
+    if not (new or deleted or changed):
+        return SyncReport([], [], [], n_before, n_before, 0)
+    if table.n_rows != n_before:
+        _refuse_moving_annotations(session, dataset, table.n_rows)
+    views_removed = _read_again(session, dataset, table, chunk_rows)
+    dataset.meta = {**dataset.meta, "source": source_record(allowed, table)}
+    session.commit()
+    return SyncReport(new, changed, deleted, n_before, dataset.n_items, views_removed)
+
+
+def _refuse_moving_annotations(session: Session, dataset: Dataset, n_rows: int) -> None:
+    live = session.scalar(
+        select(func.count())
+        .select_from(Annotation)
+        .where(Annotation.dataset_id == dataset.id, Annotation.deleted_at.is_(None))
+    )
+    if live:
+        raise Conflict(
+            f"the source now has {n_rows:,} rows (it had {dataset.n_items:,}), and the "
+            f"dataset's {live:,} annotations name items by row: they would move to other "
+            "items. Undo or delete them first, or import the source again as a new dataset"
+        )
+
+
+def _read_again(session: Session, dataset: Dataset, table: SourceTable, chunk_rows: int) -> int:
+    """The dataset's derived arrays made again from ``table``: a new PCA view row committed
+    first, the source read with no SQL write, then everything recorded and the old views
+    removed in one short transaction (or, on any error, the new view removed again). How many
+    views other than PCA were removed."""
+    old_views = list(session.scalars(select(View).where(View.dataset_id == dataset.id)))
+    pca_view = View(dataset_id=dataset.id, name="PCA", method="pca", params={})
+    session.add(pca_view)
+    session.commit()
+    columns = TableColumns(dataset.id_column, dataset.ground_truth_column)
+    try:
+        with chunks.deferred_records(session), session.no_autoflush, writes_refused(session):
+            facts = _summarize(session, dataset, pca_view, table, columns, chunk_rows)
+        for view in old_views:
+            chunks.delete_arrays(session=session, dataset_id=dataset.id, kinds=[view.chunk_kind])
+            session.delete(view)
+        if not facts["model_features"]:
+            chunks.delete_arrays(session=session, dataset_id=dataset.id, kinds=[MODEL_FEATURES])
+        dataset.n_items = facts["n_items"]
+        dataset.ground_truth_classes = facts["ground_truth_classes"]
+        meta = {k: v for k, v in dataset.meta.items() if k != "model_features"}
+        dataset.meta = {
+            **meta,
+            "feature_stats": facts["feature_stats"],
+            **({"model_features": facts["model_features"]} if facts["model_features"] else {}),
+        }
+        dataset.revision += 1  # runs before this read older than the data
+    except SourceError as exc:
+        _forget(session, pca_view)
+        raise Conflict(f"dataset {dataset.id}'s source cannot be read: {exc}") from None
+    except BaseException:
+        _forget(session, pca_view)
+        raise
+    return sum(1 for view in old_views if view.method != "pca")
+
+
+def _summarize(
+    session: Session,
+    dataset: Dataset,
+    pca_view: View,
+    table: SourceTable,
+    columns: TableColumns,
+    chunk_rows: int,
+) -> dict[str, Any]:
+    """The source read block by block through the upload's sink (values not stored)."""
+    with TableSink(
+        session=session,
+        dataset=dataset,
+        pca_view=pca_view,
+        feature_names=list(table.columns),
+        dtype=table.dtype,
+        chunk_rows=chunk_rows,
+        id_column=columns.id_column,
+        ground_truth_column=columns.ground_truth_column,
+        read_back=lambda: table.blocks(chunk_rows),
+    ) as sink:
+        for start in range(0, table.n_rows, chunk_rows):
+            stop = min(start + chunk_rows, table.n_rows)
+            sink.add(
+                table.read(start, stop),
+                _strings(table, columns.id_column, start, stop),
+                _strings(table, columns.ground_truth_column, start, stop),
+            )
+        return sink.finish()
+
+
+def _strings(table: SourceTable, column: str | None, start: int, stop: int) -> list[str] | None:
+    return table.strings(column, start, stop) if column else None
+
+
+def _forget(session: Session, view: View) -> None:
+    """After a failed read: what it wrote goes with the rollback, and the view it made."""
+    session.rollback()  # the store forgets what this transaction wrote
+    made = session.get(View, view.id)
+    if made is not None:
+        session.delete(made)
+        session.commit()
