@@ -31,6 +31,7 @@ from app.services.ingest.table_sink import TableSink
 from app.services.ingest.upload import UploadedFile, UploadLimits, valid_name
 from app.services.job_limits import check_active_jobs
 from app.services.paging import get_or_not_found, page
+from app.services.source_reads import read_in_place
 from app.store import chunks, dataset_arrays
 from app.store.dataset_arrays import ITEM_IDS
 
@@ -241,7 +242,12 @@ def read_items(
     start, stop = offset, min(offset + limit, dataset.n_items)
     if stop <= start:
         return []
-    values = dataset_arrays.read_features(session=session, dataset=dataset, start=start, stop=stop)
+    values = read_in_place(
+        dataset,
+        lambda: dataset_arrays.read_features(
+            session=session, dataset=dataset, start=start, stop=stop
+        ),
+    )
     ids = (
         chunks.read_strings(
             session=session, dataset_id=dataset.id, kind=ITEM_IDS, start=start, stop=stop

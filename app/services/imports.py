@@ -28,6 +28,11 @@ from app.store.sources.tables import SourceError, SourceTable, inspect_table
 SourceFormat = Literal["auto", "parquet", "npy", "zarr", "csv"]
 
 
+def open_prefixes(session: Session) -> list[str]:
+    """The prefixes the operator opened for import by reference (URLs only, never options)."""
+    return sorted(sources_of(session))
+
+
 @dataclass(frozen=True)
 class ImportRequest:
     name: str

@@ -22,9 +22,11 @@ from app.api.job_signals import (
 )
 from app.api.uploads import UploadForm, import_collection, import_uploaded_file
 from app.db.models import Role
-from app.services import accounts, datasets, deep_zoom, projects
+from app.services import accounts, datasets, deep_zoom, imports, projects, source_sync
 from app.services.errors import ServiceError, TooManyRequests
+from app.services.ingest.upload import UploadLimits
 from app.services.login_throttle import ThrottlePolicy
+from app.services.source_reads import SourceUnreadable
 from app.web.security import WORKSPACE_CONTENT_SECURITY_POLICY
 from app.web.templating import templates
 from app.web.token_pages import router as token_pages_router
@@ -157,6 +159,8 @@ def _project_context(session: SessionDep, access: ViewerAccess) -> dict[str, Any
         "members": [(u.username, m.role) for m, u in members],
         "error": None,
         "form": {},
+        # Where tables may be imported by reference from (their URLs only, never options).
+        "import_sources": imports.open_prefixes(session),
     }
 
 
@@ -266,6 +270,44 @@ def upload_collection(
     return RedirectResponse(f"/projects/{project_id}", status_code=303)
 
 
+@router.post("/projects/{project_id}/datasets/import", response_model=None)
+def import_by_reference(
+    project_id: int,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    access: EditorAccess,
+    url: Annotated[str, Form(max_length=2000)] = "",
+    import_name: Annotated[str, Form(max_length=200)] = "",
+    import_id_column: Annotated[str, Form(max_length=200)] = "",
+    import_ground_truth_column: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """A table imported by reference from the form, then its page; refused in place."""
+    typed = {
+        "url": url,
+        "import_name": import_name,
+        "import_id_column": import_id_column,
+        "import_ground_truth_column": import_ground_truth_column,
+    }
+    try:
+        dataset = imports.import_by_reference(
+            session=session,
+            project=access.project,
+            user=access.user,
+            request=imports.ImportRequest(
+                name=import_name.strip() or url.rstrip("/").rsplit("/", 1)[-1],
+                url=url.strip(),
+                id_column=import_id_column.strip() or None,
+                ground_truth_column=import_ground_truth_column.strip() or None,
+            ),
+            limits=UploadLimits.from_settings(settings),
+        )
+    except ServiceError as exc:
+        return _project_page_refusing(request, session, access, import_error=exc.detail, form=typed)
+    session.commit()
+    return RedirectResponse(f"/datasets/{dataset.id}", status_code=303)
+
+
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse)
 def dataset_page(
     dataset_id: int,
@@ -274,10 +316,48 @@ def dataset_page(
     access: ViewerAccess,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> HTMLResponse:
+    return _dataset_page(request, session, access, offset)
+
+
+@router.post("/datasets/{dataset_id}/sync", response_class=HTMLResponse)
+def sync_dataset(
+    dataset_id: int,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    access: EditorAccess,
+) -> HTMLResponse:
+    """A dataset imported by reference brought up to date; its page, saying what was done."""
     dataset = access.require_dataset()
-    rows = datasets.read_items(
-        session=session, dataset=dataset, limit=ITEMS_PER_PAGE, offset=offset
+    try:
+        report = source_sync.sync_dataset(
+            session=session, dataset=dataset, chunk_rows=settings.chunk_rows
+        )
+    except ServiceError as exc:
+        session.rollback()
+        return _dataset_page(request, session, access, 0, sync_error=exc.detail)
+    found = len(report.new) + len(report.changed) + len(report.deleted)
+    said = (
+        "The source is as it was read: nothing to do."
+        if not found
+        else f"Read again: {len(report.new)} new, {len(report.changed)} changed and "
+        f"{len(report.deleted)} deleted objects; {report.n_items:,} items (were "
+        f"{report.n_items_before:,})."
     )
+    return _dataset_page(request, session, access, 0, sync_message=said)
+
+
+def _dataset_page(
+    request: Request, session: SessionDep, access: ViewerAccess, offset: int, **said: str
+) -> HTMLResponse:
+    dataset = access.require_dataset()
+    source_problem = None
+    try:
+        rows = datasets.read_items(
+            session=session, dataset=dataset, limit=ITEMS_PER_PAGE, offset=offset
+        )
+    except SourceUnreadable as exc:  # read in place: the source changed or went
+        rows, source_problem = [], exc.detail
     context = {
         "user": access.user,
         "project": access.project,
@@ -285,8 +365,12 @@ def dataset_page(
         "rows": rows,
         "offset": offset,
         "limit": ITEMS_PER_PAGE,
+        "can_edit": access.role.allows(Role.editor),
         "can_delete": access.role.allows(Role.owner),
         "preview": deep_zoom.preview_url(dataset) if dataset.kind == "image" else "",
+        "source_problem": source_problem,
+        "sync_message": said.get("sync_message"),
+        "sync_error": said.get("sync_error"),
     }
     return _render(request, "dataset.html", context)
 

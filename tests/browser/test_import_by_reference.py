@@ -1,0 +1,85 @@
+"""A table imported by reference in a real browser: the project page offers the prefixes the
+operator opened (this module's own server opens a folder), refuses a URL outside them in place
+keeping what was typed, imports a Parquet dataset that its page says is read in place, and when
+the source changes the page says so and "Sync with the source" reads it again."""
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import serving, sign_in
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("shared")
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("import-live")
+    sources = json.dumps({f"file://{shared}/": {}})
+    with serving(data, data, IMPORT_SOURCES=sources) as url:
+        yield url
+
+
+def write_part(path: Path, first: int, values: np.ndarray) -> None:
+    rows = len(values)
+    pq.write_table(
+        pa.table(
+            {
+                "cell": [f"cell-{first + i}" for i in range(rows)],
+                "size": values[:, 0],
+                "shape": values[:, 1],
+                "kind": ["a" if v < 0 else "b" for v in values[:, 0]],
+            }
+        ),
+        path,
+    )
+
+
+def test_import_a_parquet_dataset_see_it_change_and_sync_it(page: Page, shared: Path) -> None:
+    rng = np.random.default_rng(0)
+    folder = shared / "cells"
+    folder.mkdir()
+    write_part(folder / "part-0.parquet", 0, rng.normal(size=(30, 2)))
+    write_part(folder / "part-1.parquet", 30, rng.normal(size=(30, 2)))
+
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    form = page.get_by_test_id("import-form")
+    expect(page.get_by_text(f"file://{shared}/").first).to_be_visible()
+    form.locator("input[name=url]").fill("file:///etc/passwd")
+    form.get_by_role("button", name="Import").click()
+    expect(page.get_by_test_id("import-error")).to_contain_text("no configured source")
+    expect(form.locator("input[name=url]")).to_have_value("file:///etc/passwd")
+
+    form.locator("input[name=url]").fill(f"file://{folder}/")
+    form.locator("input[name=import_name]").fill("Cells in place")
+    form.locator("input[name=import_id_column]").fill("cell")
+    form.locator("input[name=import_ground_truth_column]").fill("kind")
+    form.get_by_role("button", name="Import").click()
+    expect(page.locator("h1")).to_have_text("Cells in place")
+    expect(page.get_by_test_id("source")).to_contain_text("2 objects, parquet")
+    expect(page.get_by_test_id("n-items")).to_have_text("60")
+    expect(page.get_by_test_id("items")).to_contain_text("cell-31")
+
+    # The source changes: the page says so, and a sync reads it again.
+    changed = folder / "part-1.parquet"
+    write_part(changed, 30, rng.normal(size=(30, 2)) + 5)
+    os.utime(changed, (2_000_000_000, 2_000_000_000))
+    page.reload()
+    expect(page.get_by_test_id("source-problem")).to_contain_text("part-1.parquet")
+    page.get_by_role("button", name="Sync with the source").click()
+    expect(page.get_by_test_id("sync-message")).to_contain_text("1 changed")
+    expect(page.get_by_test_id("items")).to_contain_text("cell-31")
+    expect(page.get_by_test_id("source-problem")).to_have_count(0)
