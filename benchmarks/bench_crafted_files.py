@@ -24,7 +24,6 @@ spooled whole, 256 MiB of it without credentials, before it was refused).
 import argparse
 import io
 import math
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,9 +31,9 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import psutil
 import tifffile
 
+from benchmarks._peak_memory import with_peak_rss
 from benchmarks._server import LiveServer, add_database_option, live_server
 
 MB = 1_000_000
@@ -121,25 +120,9 @@ class Answer:
 
 
 def measured(server: LiveServer, send: Callable[[], httpx.Response | None]) -> Answer:
-    process = psutil.Process(server.pid)
-    before_rss = process.memory_info().rss
     before_written = _written(server.pid)
     before_disk = _disk(server.workdir)
-    peak = [before_rss]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], process.memory_info().rss)
-            time.sleep(0.01)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    started = time.perf_counter()
-    response = send()
-    seconds = time.perf_counter() - started
-    done.set()
-    sampler.join()
+    response, seconds, rss_growth = with_peak_rss(server.pid, send)
     made: list[int] = []
     if response is None:
         status = "connection closed"
@@ -153,7 +136,7 @@ def measured(server: LiveServer, send: Callable[[], httpx.Response | None]) -> A
     return Answer(
         status=status,
         seconds=seconds,
-        memory_mb=(peak[0] - before_rss) / MB,
+        memory_mb=rss_growth / MB,
         written_mb=(_written(server.pid) - before_written) / MB,
         disk_mb=(_disk(server.workdir) - before_disk) / MB,
         datasets=made,

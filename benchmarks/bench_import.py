@@ -16,21 +16,19 @@ import argparse
 import io
 import json
 import logging
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import boto3
 import httpx
 import numpy as np
-import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 from moto.server import ThreadedMotoServer
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
+from benchmarks._peak_memory import with_peak_rss
 from benchmarks._server import LiveServer, live_server, run_request
 
 BUCKET = "bench-sources"
@@ -42,30 +40,6 @@ CENTRES = 8
 def _store_bytes(server: LiveServer) -> int:
     root = server.workdir / "var" / "arrays"
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
-
-
-def _timed(
-    server: LiveServer, send: Callable[[], httpx.Response]
-) -> tuple[httpx.Response, float, int]:
-    """The response, seconds to it, and the server's peak RSS growth (bytes) meanwhile."""
-    process = psutil.Process(server.pid)
-    before = process.memory_info().rss
-    peak = [before]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], process.memory_info().rss)
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    started = time.perf_counter()
-    response = send()
-    seconds = time.perf_counter() - started
-    done.set()
-    sampler.join()
-    return response, seconds, peak[0] - before
 
 
 def _parquet(X: np.ndarray, rows: slice) -> bytes:
@@ -152,7 +126,7 @@ def main() -> None:
                 )),
             ):  # fmt: skip
                 store_before = _store_bytes(server)
-                response, seconds, rss = _timed(server, send)
+                response, seconds, rss = with_peak_rss(server.pid, send, every_s=0.02)
                 response.raise_for_status()
                 grown = _store_bytes(server) - store_before
                 run_s, labels = _run(client, int(response.json()["id"]))

@@ -73,7 +73,7 @@ def import_upload(
             f"{upload.filename!r} was sent as an image but is not a PNG, JPEG or TIFF file"
         )
     table = TABLE_READERS[kind](upload.stream, columns, limits.chunk_rows)
-    return _stream_table(
+    return stream_table(
         session=session,
         project=project,
         user=user,
@@ -85,29 +85,7 @@ def import_upload(
     )
 
 
-def import_table_rows(
-    *,
-    session: Session,
-    project: Project,
-    user: User | None,
-    name: str,
-    source_filename: str,
-    table: TableBlocks,
-    chunk_rows: int,
-    columns: TableColumns,
-    source: dict[str, Any],
-    read_back: Callable[[], Iterator[np.ndarray]],
-) -> Dataset:
-    """A table read in place from a source (`imports.py`): summarised as its blocks pass,
-    nothing of its values stored."""
-    return _stream_table(
-        session=session, project=project, user=user, name=name,
-        source_filename=source_filename, table=table, chunk_rows=chunk_rows, columns=columns,
-        source=source, read_back=read_back,
-    )  # fmt: skip
-
-
-def _stream_table(
+def stream_table(
     *,
     session: Session,
     project: Project,
@@ -190,7 +168,7 @@ def create_table_dataset(
     if table.ground_truth is not None:
         classes = table.ground_truth_classes or []
         truth = [classes[c] if c >= 0 else "" for c in table.ground_truth.tolist()]
-    return _stream_table(
+    return stream_table(
         session=session,
         project=project,
         user=user,

@@ -16,7 +16,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
-from app.services.datasets import import_table_rows
+from app.services.datasets import stream_table
 from app.services.errors import Conflict, InvalidInput
 from app.services.ingest.table_readers import Block, TableBlocks, TableColumns
 from app.services.ingest.upload import UploadLimits, valid_name
@@ -79,7 +79,7 @@ def import_by_reference(
     except SourceError as exc:
         raise InvalidInput(str(exc)) from None
     columns = TableColumns(request.id_column, request.ground_truth_column)
-    return import_table_rows(
+    return stream_table(
         session=session,
         project=project,
         user=user,
