@@ -3,6 +3,7 @@
 from pathlib import PurePath
 
 from app.engine.image.image_file import file_format
+from app.services.ingest.h5ad_table import HDF5_MAGIC
 from app.services.ingest.npy_array import NPY_MAGIC
 from app.services.ingest.parquet_table import PARQUET_MAGIC
 
@@ -10,11 +11,13 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff"}
 
 
 def detect_format(head: bytes, filename: str, content_type: str | None) -> str:
-    """One of `image`, `npy`, `parquet`, `csv`, or `bad_image` (claims to be an image but is
-    not)."""
+    """One of `image`, `h5ad`, `npy`, `parquet`, `csv`, or `bad_image` (claims to be an image
+    but is not)."""
     suffix = PurePath(filename or "").suffix.lower()
     if file_format(head) is not None:
         return "image"
+    if head.startswith(HDF5_MAGIC) or suffix == ".h5ad":
+        return "h5ad"
     if head.startswith(NPY_MAGIC) or suffix == ".npy":
         return "npy"
     if head.startswith(PARQUET_MAGIC) or suffix == ".parquet":

@@ -9,6 +9,7 @@ import numpy as np
 
 from app.services.errors import InvalidInput
 from app.services.ingest.csv_table import csv_blocks, plan_csv
+from app.services.ingest.h5ad_table import h5ad_blocks, open_h5ad
 from app.services.ingest.npy_array import npy_blocks, plan_npy
 from app.services.ingest.parquet_table import open_parquet, parquet_blocks
 
@@ -56,7 +57,15 @@ def read_csv(stream: BinaryIO, columns: TableColumns, chunk_rows: int) -> TableB
     return TableBlocks(csv_blocks(stream, plan), plan.feature_names, "float64", plan.ignored_names)
 
 
+def read_h5ad(stream: BinaryIO, columns: TableColumns, chunk_rows: int) -> TableBlocks:
+    plan, file = open_h5ad(
+        stream, id_column=columns.id_column, ground_truth_column=columns.ground_truth_column
+    )
+    return TableBlocks(h5ad_blocks(file, plan, chunk_rows), plan.feature_names, plan.dtype, [])
+
+
 TABLE_READERS: dict[str, Callable[[BinaryIO, TableColumns, int], TableBlocks]] = {
+    "h5ad": read_h5ad,
     "npy": read_npy,
     "parquet": read_parquet,
     "csv": read_csv,
