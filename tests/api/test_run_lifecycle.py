@@ -111,7 +111,7 @@ def test_the_final_write_survives_transient_database_errors(
         raise ValueError("the chunks are unreadable")
 
     monkeypatch.setattr(runner.Claim, "update", flaky_update)
-    monkeypatch.setattr(run_inputs, "load_features", unreadable)
+    monkeypatch.setattr(run_inputs, "load_model_features", unreadable)
     run = _small_run(client, project_id, admin_headers)
     assert refusals["left"] == 0
     assert (run["status"], run["error"]) == ("failed", "ValueError: the chunks are unreadable")
