@@ -25,6 +25,7 @@ from app.jobs.warmup import engine_state, warm_children
 from app.services.array_store_state import StoreHealth, sweep_array_store
 from app.services.bootstrap import bootstrap
 from app.services.ingest.short_transactions import sweep_abandoned_uploads
+from app.services.source_reading import read_imported_table
 from app.store.array_store import ArrayStore
 from app.store.sources.binding import bind_sources
 from app.store.transactions import bind_store
@@ -96,7 +97,9 @@ def _start(
     app.state.store_health = StoreHealth(array_store, store_problem)
     with session_scope(session_factory) as session:
         bootstrap(session=session, settings=settings, store_usable=store_problem is None)
-    app.state.executor = make_executor(settings, session_factory, run_events.publish)
+    app.state.executor = make_executor(
+        settings, session_factory, run_events.publish, read_table=read_imported_table
+    )
     # Runs and featurizations queued or interrupted (the demo picture's, on first start).
     app.state.executor.resume()
 

@@ -252,15 +252,28 @@ def feature_blocks(*, session: Session, dataset: Dataset) -> Any:
 
 
 def require_ready(dataset: Dataset) -> None:
-    """Items exist only once an image is featurized."""
+    """Items exist only once an image is featurized (a table imported by reference: once it
+    has been read)."""
     if dataset.status == "ready":
         return
+    record = dataset.featurization or {}
+    reads = bool(record.get("reads_source"))
     if dataset.status == "failed":
-        reason = (dataset.featurization or {}).get("error", "unknown")
+        reason = record.get("error", "unknown")
+        if reads:
+            raise Conflict(
+                f"dataset {dataset.id} could not be read from its source ({reason}); mend the "
+                "source and import it again"
+            )
         raise Conflict(
             f"dataset {dataset.id}'s featurization failed ({reason}); featurize it again"
         )
-    progress = (dataset.featurization or {}).get("progress", 0.0)
+    progress = record.get("progress", 0.0)
+    if reads:
+        raise Conflict(
+            f"dataset {dataset.id} is being read from its source ({100 * progress:.0f}% done) "
+            "for its statistics and view; its items can be used when it is ready"
+        )
     raise Conflict(
         f"dataset {dataset.id} is being featurized ({100 * progress:.0f}% done); its items "
         "exist when it is ready"

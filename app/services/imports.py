@@ -2,28 +2,27 @@
 an NPY file or a Zarr array under a prefix the operator opened in IMPORT_SOURCES), registered
 and read in place, never copied into the store.
 
-The import reads the source once, block by block, for what a dataset needs of the whole table
-(statistics, the PCA view, a wide table's components, ids and classes): those derived arrays
-are ours; the values stay in the source, read again where needed (item pages, runs on this
-machine or on Dask workers, exports). Each object's version (ETag or mtime) is recorded: a run
-or export that finds one changed is refused (409) naming it."""
+The import reads metadata only (Parquet footers, an NPY header, a Zarr array's document) and
+answers; the dataset is then read once in the background, block by block, for what it needs of
+the whole table (`source_reading.py`: statistics, the PCA view, a wide table's components, ids
+and classes), and is `ready` after it. Those derived arrays are ours; the values stay in the
+source, read again where needed (item pages, runs on this machine or on Dask workers, exports).
+Each object's version (ETag or mtime) is recorded: a run or export that finds one changed is
+refused (409) naming it."""
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
-from app.services.datasets import stream_table
+from app.jobs.featurize.featurizer import queue_source_read
 from app.services.errors import Conflict, InvalidInput
-from app.services.ingest.table_readers import Block, TableBlocks, TableColumns
-from app.services.ingest.upload import UploadLimits, valid_name
+from app.services.ingest.upload import valid_name
 from app.store.sources.allowed import SourceRefused, allowed_source
 from app.store.sources.binding import sources_of
 from app.store.sources.referenced import changed_objects, referenced_table, source_record
-from app.store.sources.tables import SourceError, SourceTable, inspect_table
+from app.store.sources.tables import SourceError, inspect_table
 
 SourceFormat = Literal["auto", "parquet", "npy", "zarr", "csv"]
 
@@ -49,10 +48,10 @@ def import_by_reference(
     project: Project,
     user: User | None,
     request: ImportRequest,
-    limits: UploadLimits,
 ) -> Dataset:
-    """Register the table at ``request.url`` (4xx naming the object, row and column on any
-    problem, nothing registered)."""
+    """Register the table at ``request.url`` from its metadata, queued to be read in the
+    background (the caller commits and submits it); 4xx naming the object and column on any
+    problem the metadata shows, nothing registered."""
     name = valid_name(request.name)
     try:
         allowed = allowed_source(request.url, sources_of(session))
@@ -78,47 +77,26 @@ def import_by_reference(
                 table.strings(column, 0, min(1, table.n_rows))  # it exists
     except SourceError as exc:
         raise InvalidInput(str(exc)) from None
-    columns = TableColumns(request.id_column, request.ground_truth_column)
-    return stream_table(
-        session=session,
-        project=project,
-        user=user,
+    if table.n_rows == 0:
+        raise InvalidInput(f"{allowed.url} holds no rows: there is nothing to cluster")
+    dataset = Dataset(
+        project_id=project.id,
         name=name,
+        kind="table",
+        n_items=table.n_rows,
+        n_features=len(table.columns),
+        feature_names=list(table.columns),
+        dtype=table.dtype,
+        id_column=request.id_column,
+        ground_truth_column=request.ground_truth_column,
         source_filename=allowed.url,
-        table=TableBlocks(
-            _blocks(table, columns, limits.chunk_rows),
-            list(table.columns),
-            table.dtype,
-            [],
-        ),
-        chunk_rows=limits.chunk_rows,
-        columns=columns,
-        source=source_record(allowed, table),
-        read_back=lambda: _read_back(table, limits.chunk_rows),
+        meta={"ignored_columns": [], "source": source_record(allowed, table)},
+        created_by_id=user.id if user else None,
     )
-
-
-def _blocks(table: SourceTable, columns: TableColumns, rows: int) -> Iterator[Block]:
-    """The table's rows block by block, with their ids and classes (as text) when named."""
-    try:
-        for start in range(0, table.n_rows, rows):
-            stop = min(start + rows, table.n_rows)
-            ids = table.strings(columns.id_column, start, stop) if columns.id_column else None
-            truth = (
-                table.strings(columns.ground_truth_column, start, stop)
-                if columns.ground_truth_column
-                else None
-            )
-            yield table.read(start, stop), ids, truth
-    except SourceError as exc:
-        raise InvalidInput(str(exc)) from None
-
-
-def _read_back(table: SourceTable, rows: int) -> Iterator[np.ndarray]:
-    try:
-        yield from table.blocks(rows)
-    except SourceError as exc:  # changed between the two passes
-        raise InvalidInput(str(exc)) from None
+    queue_source_read(dataset, user.id if user else None)
+    session.add(dataset)
+    session.flush()
+    return dataset
 
 
 def require_unchanged(session: Session, dataset: Dataset) -> None:

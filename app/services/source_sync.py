@@ -10,16 +10,14 @@ the old values, are removed and counted; runs keep their results for the rows as
 (the dataset's revision moves on, so they read as older than the data)."""
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Annotation, Dataset, View
+from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput
-from app.services.ingest.short_transactions import writes_refused
-from app.services.ingest.table_readers import TableColumns
-from app.services.ingest.table_sink import TableSink
+from app.services.source_summary import forget_view, summarize_source
 from app.store import chunks
 from app.store.dataset_arrays import MODEL_FEATURES
 from app.store.sources.allowed import SourceRefused, allowed_source
@@ -46,6 +44,7 @@ def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> Sync
             f"dataset {dataset.id} was uploaded, not imported by reference: it has no source "
             "to sync with"
         )
+    require_ready(dataset)
     try:
         allowed = allowed_source(record["url"], sources_of(session))
         table = inspect_table(
@@ -86,79 +85,24 @@ def _refuse_moving_annotations(session: Session, dataset: Dataset, n_rows: int) 
 
 
 def _read_again(session: Session, dataset: Dataset, table: SourceTable, chunk_rows: int) -> int:
-    """The dataset's derived arrays made again from ``table``: a new PCA view row committed
-    first, the source read with no SQL write, then everything recorded and the old views
-    removed in one short transaction (or, on any error, the new view removed again). How many
-    views other than PCA were removed."""
+    """The dataset's derived arrays made again from ``table`` (`source_summary.py`), then
+    recorded and the old views removed in one short transaction (or, on any error, the new
+    view removed again). How many views other than PCA were removed."""
     old_views = list(session.scalars(select(View).where(View.dataset_id == dataset.id)))
-    pca_view = View(dataset_id=dataset.id, name="PCA", method="pca", params={})
-    session.add(pca_view)
-    session.commit()
-    columns = TableColumns(dataset.id_column, dataset.ground_truth_column)
     try:
-        with chunks.deferred_records(session), session.no_autoflush, writes_refused(session):
-            facts = _summarize(session, dataset, pca_view, table, columns, chunk_rows)
+        summary = summarize_source(session, dataset, table, chunk_rows)
+    except SourceError as exc:
+        raise Conflict(f"dataset {dataset.id}'s source cannot be read: {exc}") from None
+    try:
         for view in old_views:
             chunks.delete_arrays(session=session, dataset_id=dataset.id, kinds=[view.chunk_kind])
             session.delete(view)
-        if not facts["model_features"]:
+        if not summary.facts["model_features"]:
             chunks.delete_arrays(session=session, dataset_id=dataset.id, kinds=[MODEL_FEATURES])
-        dataset.n_items = facts["n_items"]
-        dataset.ground_truth_classes = facts["ground_truth_classes"]
-        meta = {k: v for k, v in dataset.meta.items() if k != "model_features"}
-        dataset.meta = {
-            **meta,
-            "feature_stats": facts["feature_stats"],
-            **({"model_features": facts["model_features"]} if facts["model_features"] else {}),
-        }
+        for name, value in summary.dataset_fields(dataset.meta).items():
+            setattr(dataset, name, value)
         dataset.revision += 1  # runs before this read older than the data
-    except SourceError as exc:
-        _forget(session, pca_view)
-        raise Conflict(f"dataset {dataset.id}'s source cannot be read: {exc}") from None
     except BaseException:
-        _forget(session, pca_view)
+        forget_view(session, summary.view)
         raise
     return sum(1 for view in old_views if view.method != "pca")
-
-
-def _summarize(
-    session: Session,
-    dataset: Dataset,
-    pca_view: View,
-    table: SourceTable,
-    columns: TableColumns,
-    chunk_rows: int,
-) -> dict[str, Any]:
-    """The source read block by block through the upload's sink (values not stored)."""
-    with TableSink(
-        session=session,
-        dataset=dataset,
-        pca_view=pca_view,
-        feature_names=list(table.columns),
-        dtype=table.dtype,
-        chunk_rows=chunk_rows,
-        id_column=columns.id_column,
-        ground_truth_column=columns.ground_truth_column,
-        read_back=lambda: table.blocks(chunk_rows),
-    ) as sink:
-        for start in range(0, table.n_rows, chunk_rows):
-            stop = min(start + chunk_rows, table.n_rows)
-            sink.add(
-                table.read(start, stop),
-                _strings(table, columns.id_column, start, stop),
-                _strings(table, columns.ground_truth_column, start, stop),
-            )
-        return sink.finish()
-
-
-def _strings(table: SourceTable, column: str | None, start: int, stop: int) -> list[str] | None:
-    return table.strings(column, start, stop) if column else None
-
-
-def _forget(session: Session, view: View) -> None:
-    """After a failed read: what it wrote goes with the rollback, and the view it made."""
-    session.rollback()  # the store forgets what this transaction wrote
-    made = session.get(View, view.id)
-    if made is not None:
-        session.delete(made)
-        session.commit()

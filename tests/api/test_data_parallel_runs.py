@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from app.config import Settings
 from app.jobs.run import run_inputs
 from app.main import create_app
+from tests.api.test_image_featurization import wait_ready
 from tests.api.test_runs import start, upload_csv, wait
 from tests.conftest import admin_project
 
@@ -180,6 +181,8 @@ def test_a_table_read_in_place_fits_data_parallel_each_task_reading_its_own_rows
         headers=headers,
     )
     assert imported.status_code == 201, imported.text
+    # Read once in the background, on a worker (the reader travels to it by name).
+    assert wait_ready(dask_client, headers, imported.json()["id"])["status"] == "ready"
     run = start(
         dask_client, headers, imported.json()["id"], "cec", n_clusters=CENTRES, n_init=2,
         random_state=0,

@@ -7,6 +7,7 @@ import io
 import itertools
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import StoredArray
+from tests.api.test_image_featurization import wait_ready
 from tests.api.test_runs import start, wait
 from tests.conftest import admin_project, row_counts
 from tests.store.s3_server import S3Server, start_server
@@ -54,6 +56,19 @@ def post_import(client: TestClient, project_id: int, headers: dict[str, str], **
     return client.post(f"/api/v1/projects/{project_id}/datasets/import", json=body, headers=headers)
 
 
+def imported(
+    client: TestClient, project_id: int, headers: dict[str, str], **body: Any
+) -> dict[str, Any]:
+    """Import, then wait for the background read: the dataset as it is once `ready`."""
+    response = post_import(client, project_id, headers, **body)
+    assert response.status_code == 201, response.text
+    made = response.json()
+    assert made["status"] == "featurizing" and made["featurization"]["reads_source"]
+    dataset = wait_ready(client, headers, made["id"])
+    assert dataset["status"] == "ready", dataset
+    return dataset
+
+
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[S3Server]:
     """A real S3 endpoint (moto, HTTP on 127.0.0.1) with an empty bucket."""
@@ -83,12 +98,10 @@ def test_a_parquet_dataset_is_read_in_place_by_pages_runs_and_exports(
     headers, project_id = admin_project(client)
     X, y = blobs()
     write_parquet_dataset(shared / "cells", X, y)
-    response = post_import(
+    dataset = imported(
         client, project_id, headers, name="cells", url=f"file://{shared}/cells/",
         id_column="cell", ground_truth_column="kind",
     )  # fmt: skip
-    assert response.status_code == 201, response.text
-    dataset = response.json()
     assert dataset["n_items"] == len(X) and dataset["feature_names"] == ["f0", "f1", "f2", "f3"]
     assert dataset["ground_truth_classes"] == ["k0", "k1", "k2"]
     source = dataset["meta"]["source"]
@@ -188,7 +201,8 @@ def test_an_npy_on_s3_is_read_in_place_and_no_credential_is_ever_answered(
     )
     answers.append(response.text)
     assert response.status_code == 201, response.text
-    dataset = response.json()
+    dataset = wait_ready(client, headers, response.json()["id"])
+    assert dataset["status"] == "ready", dataset
     assert dataset["n_items"] == 2_000 and dataset["n_features"] == 4
     assert s3_server.keys("imports/") == ["imports/blobs.npy"]  # nothing written beside it
     page = client.get(
@@ -218,11 +232,10 @@ def test_a_source_gone_during_a_run_fails_the_run_saying_so_and_the_store_stays_
     X, _ = blobs(600)
     path = shared / "blobs.npy"
     np.save(path, X)
-    response = post_import(client, project_id, headers, name="b", url=f"file://{path}")
-    assert response.status_code == 201, response.text
+    dataset = imported(client, project_id, headers, name="b", url=f"file://{path}")
     path.unlink()
     monkeypatch.setattr(run_service, "require_unchanged", lambda *_: None)  # checked earlier
-    run = start(client, headers, response.json()["id"], "cec", n_clusters=3)
+    run = start(client, headers, dataset["id"], "cec", n_clusters=3)
     assert run.status_code in (200, 201, 202), run.text
     finished = wait(client, headers, run.json()["id"])
     assert finished["status"] == "failed"
@@ -259,10 +272,9 @@ def test_an_item_page_of_a_changed_source_is_refused_not_an_error(
     X, _ = blobs(600)
     path = shared / "pages.npy"
     np.save(path, X)
-    response = post_import(client, project_id, headers, name="p", url=f"file://{path}")
-    assert response.status_code == 201, response.text
+    dataset = imported(client, project_id, headers, name="p", url=f"file://{path}")
     np.save(path, X[:300])  # fewer rows now
-    page = client.get(f"/api/v1/datasets/{response.json()['id']}/items", headers=headers)
+    page = client.get(f"/api/v1/datasets/{dataset['id']}/items", headers=headers)
     assert page.status_code == 409, page.text
     assert "pages.npy" in page.text
 
@@ -275,12 +287,10 @@ def test_sync_says_what_changed_and_reads_the_source_again(
     X, y = blobs(1_200)
     folder = shared / "synced"
     write_parquet_dataset(folder, X, y)
-    made = post_import(
+    dataset_id = imported(
         client, project_id, headers, name="s", url=f"file://{folder}/", id_column="cell",
         ground_truth_column="kind",
-    )  # fmt: skip
-    assert made.status_code == 201, made.text
-    dataset_id = made.json()["id"]
+    )["id"]  # fmt: skip
     sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
     assert sync.status_code == 200, sync.text
     assert sync.json()["changed"] == [] and sync.json()["n_items"] == 1_200
@@ -344,3 +354,64 @@ def test_an_uploaded_dataset_has_nothing_to_sync(client: TestClient) -> None:
     dataset_id = upload_npy(client, project_id, headers, np.eye(3))
     response = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
     assert response.status_code == 422 and "not imported by reference" in response.text
+
+
+def test_a_fault_only_the_values_show_fails_the_dataset_naming_object_row_and_column(
+    file_client: TestClient, shared: Path
+) -> None:
+    """The metadata vouches for the types, not the values: a NaN deep in the third file is
+    found by the background read, which fails the dataset saying where; nothing reads it."""
+    client = file_client
+    headers, project_id = admin_project(client)
+    X, y = blobs(1_500)
+    X[1_234, 2] = np.nan
+    write_parquet_dataset(shared / "holes", X, y)
+    response = post_import(client, project_id, headers, name="h", url=f"file://{shared}/holes/")
+    assert response.status_code == 201, response.text
+    dataset = wait_ready(client, headers, response.json()["id"])
+    assert dataset["status"] == "failed"
+    error = dataset["featurization"]["error"]
+    assert "part-0002.parquet" in error and "'f2'" in error and "row 1234" in error, error
+    items = client.get(f"/api/v1/datasets/{dataset['id']}/items", headers=headers)
+    assert items.json()["items"] == []
+    refused = start(client, headers, dataset["id"], "cec", n_clusters=3)
+    assert refused.status_code == 409 and "could not be read" in refused.text, refused.text
+    page = client.get(f"/datasets/{dataset['id']}", headers=headers)
+    assert "part-0002.parquet" in page.text
+
+
+def test_a_dataset_being_read_says_so_and_is_not_synced_or_run_meanwhile(
+    file_client: TestClient, shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the background read has not run, the dataset is `featurizing`: runs and syncs
+    are refused with 409 saying it is being read; its 201 came from the metadata alone."""
+    from app.services import source_reading
+
+    client = file_client
+    headers, project_id = admin_project(client)
+    X, _ = blobs(600)
+    np.save(shared / "later.npy", X)
+    started = threading.Event()
+    release = threading.Event()
+    real = source_reading.read_imported_table
+
+    def held(*args: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return real(*args)
+
+    executor = client.app.state.executor  # type: ignore[attr-defined]
+    monkeypatch.setattr(executor, "read_table", held)
+    made = post_import(client, project_id, headers, name="l", url=f"file://{shared}/later.npy")
+    assert made.status_code == 201, made.text
+    dataset_id = made.json()["id"]
+    assert made.json()["n_items"] == 600  # from the header alone
+    assert started.wait(30)
+    run = start(client, headers, dataset_id, "cec", n_clusters=3)
+    assert run.status_code == 409 and "being read" in run.text, run.text
+    sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
+    assert sync.status_code == 409 and "being read" in sync.text, sync.text
+    page = client.get(f"/datasets/{dataset_id}", headers=headers)
+    assert "Reading" in page.text
+    release.set()
+    assert wait_ready(client, headers, dataset_id)["status"] == "ready"

@@ -71,7 +71,10 @@ def test_import_a_parquet_dataset_see_it_change_and_sync_it(page: Page, shared: 
     expect(page.locator("h1")).to_have_text("Cells in place")
     expect(page.get_by_test_id("source")).to_contain_text("2 objects, parquet")
     expect(page.get_by_test_id("n-items")).to_have_text("60")
+    # Read in the background: the page follows it and shows the items once it is read.
     expect(page.get_by_test_id("items")).to_contain_text("cell-31")
+    expect(page.get_by_test_id("status")).to_have_text("ready")
+    expect(page.get_by_test_id("featurization")).to_have_count(0)
 
     # The source changes: the page says so, and a sync reads it again.
     changed = folder / "part-1.parquet"

@@ -110,7 +110,7 @@ def test_another_users_run_starts_at_once_behind_a_burst_of_featurizations(
     monkeypatch.setattr(executors, "featurization_owner", lambda _f, d: owners["featurize", d])
     monkeypatch.setattr(executors, "run_owner", lambda _f, r: owners["run", r])
     monkeypatch.setattr(
-        executors, "execute_featurization", lambda _f, d, _c, _s: gate.job(f"featurize-{d}")
+        executors, "execute_featurization", lambda _f, d, *_a: gate.job(f"featurize-{d}")
     )
     run: Callable[..., None] = lambda _f, r, *_a, **_k: gate.job(f"run-{r}")  # noqa: E731
     monkeypatch.setattr(executors, "execute_run", run)

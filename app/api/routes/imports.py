@@ -2,14 +2,14 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Request, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import EditorAccess, SessionDep, SettingsDep
+from app.api.job_signals import featurization_queued
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.api.schemas.datasets import DatasetRead
 from app.services import imports, source_sync
-from app.services.ingest.upload import UploadLimits
 
 router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
 
@@ -45,13 +45,15 @@ class ImportCreate(BaseModel):
 def import_dataset(
     project_id: Id,
     body: ImportCreate,
+    request: Request,
     session: SessionDep,
-    settings: SettingsDep,
     access: EditorAccess,
 ) -> DatasetRead:
-    """Register a table where it already lives, by reference: nothing of its values is
-    copied; item pages, runs (on this server or on Dask workers) and exports read it in place.
-    The table is read once for its statistics, PCA view, ids and classes. Each object's
+    """Register a table where it already lives, by reference, from its metadata alone:
+    nothing of its values is copied; item pages, runs (on this server or on Dask workers) and
+    exports read it in place. The answer comes at once, with status `featurizing`: the table
+    is then read once in the background for its statistics, PCA view, ids and classes, and is
+    `ready` after it (or `failed`, saying which object, row and column). Each object's
     version is recorded: a run or export that finds one changed is refused (409) naming it.
     Refused (422) before any request leaves the server: a URL outside the prefixes the
     operator opened (`IMPORT_SOURCES`; none by default)."""
@@ -67,9 +69,9 @@ def import_dataset(
             id_column=body.id_column,
             ground_truth_column=body.ground_truth_column,
         ),
-        limits=UploadLimits.from_settings(settings),
     )
     session.commit()
+    featurization_queued(request.app.state, dataset.id, dataset.status)
     return DatasetRead.model_validate(dataset)
 
 

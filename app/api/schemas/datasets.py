@@ -7,13 +7,20 @@ from app.api.schemas.common import Page
 
 DatasetKind = Literal["table", "image"]
 DatasetStatus = Literal["ready", "featurizing", "failed"]
-"""Tables are `ready` at once; an image is `featurizing` until `ready` or `failed`."""
+"""An uploaded table is `ready` at once; an image, or a table imported by reference (read once in
+the background), is `featurizing` until `ready` or `failed`."""
 
 
 class FeaturizationRead(BaseModel):
-    """An image's featurization: the recipe, progress, and once ready the items it made."""
+    """An image's featurization: the recipe, progress, and once ready the items it made; or a
+    table imported by reference being read (`reads_source`)."""
 
     recipe: dict[str, Any]
+    reads_source: bool = Field(
+        False,
+        description="A table imported by reference, read once in the background for its "
+        "statistics, PCA view, ids and classes (its values stay in the source)",
+    )
     progress: float = Field(description="0..1 while `featurizing`")
     shape: list[int] | None = Field(None, description="[height, width] of the image")
     superpixels: bool | None = Field(None, description="Items are SLIC superpixels, not pixels")

@@ -22,7 +22,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.models import Run
 from app.db.session import make_engine, make_session_factory, session_scope
 from app.jobs.execute.job_owners import active_jobs, featurization_owner, run_owner
-from app.jobs.featurize.featurizer import execute_featurization, pending_featurizations
+from app.jobs.featurize.featurizer import (
+    TableReader,
+    execute_featurization,
+    pending_featurizations,
+)
 from app.jobs.run.runner import execute_run, fail_abandoned, recover_interrupted_runs
 from app.store.array_store import ArrayStore
 from app.store.sources.binding import bind_sources
@@ -85,8 +89,16 @@ def run_on_dask_worker(places: Places, run_id: int, key: str) -> None:
     )  # fmt: skip
 
 
-def featurize_on_dask_worker(places: Places, dataset_id: int, chunk_rows: int) -> None:
-    execute_featurization(_worker_session_factory(places.without_limits()), dataset_id, chunk_rows)
+def featurize_on_dask_worker(
+    places: Places, dataset_id: int, chunk_rows: int, read_table: TableReader | None
+) -> None:
+    """``read_table`` is a module-level function: it travels by name and the worker imports it."""
+    execute_featurization(
+        _worker_session_factory(places.without_limits()),
+        dataset_id,
+        chunk_rows,
+        read_table=read_table,
+    )
 
 
 def task_states(dask_scheduler: Any, keys: list[str]) -> dict[str, str]:
@@ -105,6 +117,7 @@ class DaskExecutor:
         factory: sessionmaker[Session],
         retry_s: float = 5.0,
         reconcile_s: float = 30.0,
+        read_table: TableReader | None = None,
     ) -> None:
         try:
             import distributed  # noqa: F401
@@ -114,6 +127,7 @@ class DaskExecutor:
         self.places = places
         self.chunk_rows = chunk_rows
         self.factory = factory
+        self.read_table = read_table
         self.retry_s = retry_s
         self.reconcile_s = reconcile_s
         self.client: Any = None
@@ -295,6 +309,7 @@ class DaskExecutor:
                 self.places,
                 dataset_id,
                 self.chunk_rows,
+                self.read_table,
                 pure=False,
                 key=f"featurize-{dataset_id}-{uuid.uuid4().hex[:8]}",
                 priority=self._turn(featurization_owner(self.factory, dataset_id)),

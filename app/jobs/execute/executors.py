@@ -14,7 +14,11 @@ from app.config import Settings
 from app.jobs.execute.dask_executor import DaskExecutor, Places
 from app.jobs.execute.fair_queue import FairQueue
 from app.jobs.execute.job_owners import featurization_owner, featurization_owners, run_owner
-from app.jobs.featurize.featurizer import execute_featurization, pending_featurizations
+from app.jobs.featurize.featurizer import (
+    TableReader,
+    execute_featurization,
+    pending_featurizations,
+)
 from app.jobs.run.runner import (
     CancelToken,
     Notify,
@@ -73,8 +77,10 @@ class InlineExecutor:
         grace_s: float = EXECUTOR_GRACE_S,
         chunk_rows: int = 65_536,
         per_user: int | None = None,
+        read_table: TableReader | None = None,
     ) -> None:
         self.notifies = notify is not None
+        self.read_table = read_table
         self.chunk_rows = chunk_rows
         self.factory = factory
         self.notify: Notify = notify or (lambda _run_id: None)
@@ -134,7 +140,9 @@ class InlineExecutor:
 
     def _featurize(self, dataset_id: int) -> None:
         try:
-            execute_featurization(self.factory, dataset_id, self.chunk_rows, self.stopping)
+            execute_featurization(
+                self.factory, dataset_id, self.chunk_rows, self.stopping, self.read_table
+            )
         except Exception:
             log.exception("dataset %s: the featurization job itself failed", dataset_id)
 
@@ -196,10 +204,14 @@ class InlineExecutor:
 
 
 def make_executor(
-    settings: Settings, factory: sessionmaker[Session], notify: Notify | None = None
+    settings: Settings,
+    factory: sessionmaker[Session],
+    notify: Notify | None = None,
+    read_table: TableReader | None = None,
 ) -> Executor:
     """`notify(run_id)` is called whenever a run's row changes (inline runs only: Dask workers
-    are other processes, whose changes progress streams see by polling)."""
+    are other processes, whose changes progress streams see by polling). `read_table` reads a
+    table imported by reference in the background (`featurizer.TableReader`)."""
     if settings.jobs_executor == "dask":
         return DaskExecutor(
             settings.dask_scheduler,
@@ -213,6 +225,7 @@ def make_executor(
             settings.chunk_rows,
             factory,
             retry_s=settings.dask_retry_seconds,
+            read_table=read_table,
         )
     return InlineExecutor(
         factory,
@@ -220,4 +233,5 @@ def make_executor(
         notify,
         chunk_rows=settings.chunk_rows,
         per_user=settings.inline_workers_per_user,
+        read_table=read_table,
     )

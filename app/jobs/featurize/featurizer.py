@@ -43,6 +43,18 @@ class Superseded(Exception):
     """The job's dataset was deleted or featurized again by a newer request."""
 
 
+class InputRefused(Exception):
+    """The job's input is at fault (a table read in place holds a NaN, a duplicate id, ...):
+    its message, said as it is, is the dataset's error."""
+
+
+# Reads a table imported by reference for its derived arrays (the services' upload sink does
+# it; the executor is handed it, so this package needs nothing above it): given the session,
+# the dataset, the rows per chunk and a progress callback, it writes the arrays (records
+# deferred) and returns the dataset's columns to set. Raises InputRefused for the user's faults.
+TableReader = Callable[[Session, Dataset, int, Callable[[float], None]], dict[str, Any]]
+
+
 class Interrupted(Exception):
     """The server is stopping: the job stops at its next progress report, writes nothing, and
     is taken up again at the next start (its dataset stays `featurizing`)."""
@@ -69,6 +81,20 @@ def queue_featurization(
         **({"batch": batch} if batch else {}),
         # A collection's image not yet taken from its file (`collection_images.py`) waits.
         **({"source": source or previous["source"]} if source or "source" in previous else {}),
+    }
+
+
+def queue_source_read(dataset: Dataset, requested_by: int | None) -> None:
+    """Mark a table imported by reference to be read in the background (the caller commits
+    and submits it as a featurization: same statuses, progress, turns and recovery)."""
+    dataset.status = "featurizing"
+    dataset.featurization = {
+        "recipe": {},
+        "reads_source": True,
+        "job": uuid.uuid4().hex,
+        "progress": 0.0,
+        "version": 0,
+        "requested_by": requested_by,
     }
 
 
@@ -128,16 +154,23 @@ def execute_featurization(
     dataset_id: int,
     chunk_rows: int,
     stopping: threading.Event | None = None,
+    read_table: TableReader | None = None,
 ) -> None:
-    """Featurize the dataset; ``stopping`` (set when the server stops) interrupts it at its
-    next progress report, leaving it to be taken up again at the next start."""
+    """Featurize the dataset (or read a table imported by reference, with ``read_table``);
+    ``stopping`` (set when the server stops) interrupts it at its next progress report,
+    leaving it to be taken up again at the next start."""
     stopping = stopping or threading.Event()
     with session_scope(factory) as session:
         dataset = session.get(Dataset, dataset_id)
         if dataset is None or dataset.status != "featurizing" or not dataset.featurization:
             return
         job = str(dataset.featurization["job"])
+        reads_source = bool(dataset.featurization.get("reads_source"))
     try:
+        if reads_source:
+            progress = _progress(factory, dataset_id, job, stopping)
+            _read_source(factory, dataset_id, job, chunk_rows, progress, read_table)
+            return
         # A collection's image may still be in the file it was uploaded in.
         if not take_collection_image(factory, dataset_id, chunk_rows, stopping):
             raise Interrupted
@@ -186,14 +219,46 @@ def execute_featurization(
         try:
             with session_scope(factory) as session:
                 owned = _owned(session, dataset_id, job)
-                log.exception("featurization of dataset %s failed", dataset_id)
+                if isinstance(exc, InputRefused):  # the user's fault, said to the user
+                    log.info("dataset %s refused: %s", dataset_id, exc)
+                    reason = str(exc)
+                else:
+                    log.exception("featurization of dataset %s failed", dataset_id)
+                    reason = f"{type(exc).__name__}: {exc}"
                 owned.dataset.status = "failed"
-                owned.dataset.featurization = {
-                    **owned.record,
-                    "error": f"{type(exc).__name__}: {exc}",
-                }
+                owned.dataset.featurization = {**owned.record, "error": reason}
         except Superseded:  # deleted meanwhile: its arrays went while they were being read
             log.info("featurization of dataset %s was superseded or deleted", dataset_id)
+
+
+def _read_source(
+    factory: sessionmaker[Session],
+    dataset_id: int,
+    job: str,
+    chunk_rows: int,
+    progress: Callable[[float], None],
+    read_table: TableReader | None,
+) -> None:
+    """A table imported by reference, read once for its derived arrays, then made ready."""
+    if read_table is None:
+        raise RuntimeError("this executor was given no reader of tables imported by reference")
+    with session_scope(factory) as session:
+        dataset = session.get(Dataset, dataset_id)
+        if dataset is None:
+            raise Superseded
+        started = time.perf_counter()
+        fields = read_table(session, dataset, chunk_rows, progress)
+        owned = _owned(session, dataset_id, job)
+        for name, value in fields.items():
+            setattr(owned.dataset, name, value)
+        owned.dataset.status = "ready"
+        owned.dataset.featurization = {
+            **owned.record,
+            "progress": 1.0,
+            "n_items": owned.dataset.n_items,
+            "seconds": round(time.perf_counter() - started, 2),
+            "version": int(owned.record.get("version", 0)) + 1,
+        }
 
 
 def _featurize_slide(

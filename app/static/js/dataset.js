@@ -1,7 +1,9 @@
 // An image dataset's page follows its featurization without a reload: while the status is
 // `featurizing` it reads the dataset from the API every second and shows the progress (or, for
 // a collection's image still in its uploaded file, that it waits, and the picture once taken);
-// when ready it shows "Open workspace", when failed the reason.
+// when ready it shows "Open workspace", when failed the reason. A table imported by reference
+// is followed the same way while its source is read, and the page is shown again once ready
+// (its statistics and items are drawn by the server).
 import { api } from './workspace/api.js';
 
 const box = document.querySelector('#featurization');
@@ -18,6 +20,15 @@ function show(dataset) {
   bar.value = f.progress || 0;
   error.hidden = dataset.status !== 'failed';
   document.querySelector('#open-workspace').hidden = dataset.status !== 'ready';
+  if (box.dataset.kind === 'table') {
+    if (dataset.status === 'ready') window.location.reload();
+    else if (dataset.status === 'featurizing') text.textContent = `Reading its source for the statistics and the view… ${Math.round(100 * (f.progress || 0))}%`;
+    else if (dataset.status === 'failed') {
+      text.textContent = 'Reading the source failed.';
+      error.textContent = f.error || 'unknown reason';
+    }
+    return;
+  }
   const preview = document.querySelector('[data-testid=image-preview]');
   if (preview && preview.dataset.src && !f.image_pending) {
     preview.src = preview.dataset.src; // taken from its collection's file: it can be shown

@@ -40,6 +40,10 @@ from app.store.sources.zarr_source import inspect_zarr, read_zarr, zarr_chunk_ro
 
 __all__ = ["SourceError", "SourceFile", "SourceTable", "inspect_table"]
 
+# A block of a source read at once holds at most this many bytes (as float64, what the sink
+# summarises in): 65,536 rows of 10,000 columns would be 4.9 GiB, so wide tables read fewer rows.
+BLOCK_BYTES = 64 * 1024**2
+
 
 @dataclass(frozen=True)
 class SourceTable:
@@ -63,6 +67,10 @@ class SourceTable:
 
     # -- reading ----------------------------------------------------------------------------
 
+    def block_rows(self, rows: int) -> int:
+        """At most ``rows`` rows, and no more than BLOCK_BYTES of them."""
+        return max(1, min(rows, BLOCK_BYTES // (8 * max(1, len(self.columns)))))
+
     def read(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Rows [start, stop) as a C-contiguous (n, d) array of `dtype`, read from the files,
         row groups or chunks that overlap them only."""
@@ -81,10 +89,12 @@ class SourceTable:
         )
 
     def blocks(self, rows: int) -> Iterator[np.ndarray]:
-        """Consecutive blocks of at most ``rows`` rows (all but the last exactly ``rows``, or for
-        Zarr a whole number of its chunks), the whole table in order; never held whole."""
+        """Consecutive blocks of at most ``rows`` rows and BLOCK_BYTES (all but the last of the
+        same size, or for Zarr a whole number of its chunks), the whole table in order; never
+        held whole."""
         if rows < 1:
             raise ValueError("blocks need at least one row")
+        rows = self.block_rows(rows)
         if self.format == "parquet":
             yield from parquet_blocks(
                 self.protocol, self.options, self.files, self.columns, self.dtype, rows
