@@ -10,6 +10,7 @@ import io
 import re
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Run, RunResult
+from app.engine.image.channels import composite
 from app.engine.image.deep_zoom import DeepZoom, coloured, levels
 from app.engine.image.image_file import ImageFileError, decode
 from app.engine.image.masks import decode_index_png
@@ -26,6 +28,10 @@ from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.image_rows import check_image_taken
 from app.store import chunks, pyramids
 from app.store.dataset_arrays import DISPLAY_IMAGE, IMAGE, is_slide
+from app.store.sources.allowed import SourceRefused
+from app.store.sources.images import SourceImage
+from app.store.sources.referenced import referenced_image
+from app.store.sources.tables import SourceError
 
 # The workspace's cluster colours (app/static/js/workspace/palette.js), for a mask's tiles
 # when the viewer names none.
@@ -107,7 +113,8 @@ def _ensure_picture_pyramid(session: Session, dataset: Dataset) -> None:
 def picture_descriptor(*, session: Session, dataset: Dataset) -> str:
     check_image_taken(dataset)
     zoom = picture_zoom(dataset)
-    _ensure_picture_pyramid(session, dataset)
+    if _source_image(session, dataset) is None:  # one read in place has the source's levels
+        _ensure_picture_pyramid(session, dataset)
     return zoom.descriptor()
 
 
@@ -116,11 +123,58 @@ def picture_tile(*, session: Session, dataset: Dataset, level: int, tile: str) -
     check_image_taken(dataset)
     zoom = picture_zoom(dataset)
     box = _tile_box(zoom, level, tile)
+    source = _source_image(session, dataset)
+    if source is not None:
+        return _png(source_tile(source, dataset.meta["image"], zoom, level, box))
     pixels = _read(session, level, box, dataset_id=dataset.id)
     if pixels is None:  # read first, build on a miss: one query per tile once built
         _ensure_picture_pyramid(session, dataset)
         pixels = _region(session, level, box, dataset_id=dataset.id)
     return _png(pixels)
+
+
+def _source_image(session: Session, dataset: Dataset) -> SourceImage | None:
+    try:
+        return referenced_image(session, dataset)
+    except SourceRefused as exc:
+        raise Conflict(f"dataset {dataset.id}'s source can no longer be read: {exc}") from None
+
+
+def source_tile(
+    source: SourceImage,
+    image: dict[str, Any],
+    zoom: DeepZoom,
+    level: int,
+    box: tuple[int, int, int, int],
+) -> NDArray[np.uint8]:
+    """A Deep Zoom tile made from the source's own resolution level nearest above it (the
+    finest level no finer than the tile needs), read as a window and scaled down: a pyramidal
+    source serves every tile from a window of about a tile's size."""
+    scale = 2 ** (zoom.max_level - level)  # full-resolution pixels per tile pixel
+    x0, y0, x1, y1 = box
+    chosen, factor = 0, 1.0
+    for k, lv in enumerate(source.levels):
+        down = source.width / lv.width
+        if down <= scale * 1.01 and down > factor:
+            chosen, factor = k, down
+    lv = source.levels[chosen]
+    ratio = scale / factor  # source pixels (of that level) per tile pixel
+    try:
+        window = source.read(
+            chosen,
+            (int(y0 * ratio), min(lv.height, int(np.ceil(y1 * ratio)))),
+            (int(x0 * ratio), min(lv.width, int(np.ceil(x1 * ratio)))),
+        )
+    except SourceError as exc:
+        raise Conflict(f"the image's source cannot be read: {exc}") from None
+    if image.get("photo"):
+        shown = window[:, :, :3].astype(np.uint8)
+    else:
+        shown = composite(np.moveaxis(window, 2, 0), np.asarray(image["ranges"], dtype=np.float64))
+    size = (x1 - x0, y1 - y0)
+    if (shown.shape[1], shown.shape[0]) != size:
+        shown = np.asarray(Image.fromarray(shown).resize(size, Image.Resampling.BOX))
+    return shown
 
 
 # -- a run's mask ---------------------------------------------------------------------------

@@ -18,13 +18,15 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset, Project, User
 from app.jobs.featurize.featurizer import queue_source_read
 from app.services.errors import Conflict, InvalidInput
-from app.services.ingest.upload import valid_name
+from app.services.image_imports import import_image_by_reference
+from app.services.ingest.upload import UploadLimits, valid_name
 from app.store.sources.allowed import SourceRefused, allowed_source
 from app.store.sources.binding import sources_of
+from app.store.sources.images import image_format
 from app.store.sources.referenced import changed_objects, referenced_table, source_record
 from app.store.sources.tables import SourceError, inspect_table
 
-SourceFormat = Literal["auto", "parquet", "npy", "zarr", "csv"]
+SourceFormat = Literal["auto", "parquet", "npy", "zarr", "csv", "tiff", "ome-zarr"]
 
 
 def open_prefixes(session: Session) -> list[str]:
@@ -48,15 +50,31 @@ def import_by_reference(
     project: Project,
     user: User | None,
     request: ImportRequest,
+    limits: UploadLimits,
 ) -> Dataset:
-    """Register the table at ``request.url`` from its metadata, queued to be read in the
-    background (the caller commits and submits it); 4xx naming the object and column on any
-    problem the metadata shows, nothing registered."""
+    """Register the table (or image: `image_imports.py`) at ``request.url`` from its
+    metadata, queued to be read in the background (the caller commits and submits it); 4xx
+    naming the object and column on any problem the metadata shows, nothing registered."""
     name = valid_name(request.name)
     try:
         allowed = allowed_source(request.url, sources_of(session))
     except SourceRefused as exc:
         raise InvalidInput(f"url: {exc}") from None
+    try:
+        image = image_format(allowed.protocol, allowed.path, allowed.options, request.format)
+    except SourceError as exc:
+        raise InvalidInput(str(exc)) from None
+    if image is not None:
+        if request.columns or request.id_column or request.ground_truth_column:
+            raise InvalidInput(
+                "columns, id_column and ground_truth_column name a table's columns; an image's "
+                "items are its pixels"
+            )
+        return import_image_by_reference(
+            session=session, project=project, user=user, name=name, allowed=allowed,
+            format=image, max_pixels=limits.max_image_pixels,
+            max_active_jobs=limits.max_active_jobs,
+        )  # fmt: skip
     named = [c for c in (request.id_column, request.ground_truth_column) if c]
     try:
         table = inspect_table(

@@ -44,6 +44,11 @@ def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> Sync
             f"dataset {dataset.id} was uploaded, not imported by reference: it has no source "
             "to sync with"
         )
+    if dataset.kind == "image":
+        raise InvalidInput(
+            f"dataset {dataset.id} is an image read in place: each featurization reads it as "
+            "it is then, refusing a changed source; import it again to read a changed image"
+        )
     require_ready(dataset)
     try:
         allowed = allowed_source(record["url"], sources_of(session))

@@ -24,6 +24,7 @@ from app.api.uploads import UploadForm, import_collection, import_uploaded_file
 from app.db.models import Role
 from app.services import accounts, datasets, deep_zoom, imports, projects, source_sync
 from app.services.errors import ServiceError, TooManyRequests
+from app.services.ingest.upload import UploadLimits
 from app.services.login_throttle import ThrottlePolicy
 from app.services.source_reads import SourceUnreadable
 from app.web.security import WORKSPACE_CONTENT_SECURITY_POLICY
@@ -299,6 +300,7 @@ def import_by_reference(
                 id_column=import_id_column.strip() or None,
                 ground_truth_column=import_ground_truth_column.strip() or None,
             ),
+            limits=UploadLimits.from_settings(settings),
         )
     except ServiceError as exc:
         return _project_page_refusing(request, session, access, import_error=exc.detail, form=typed)

@@ -207,6 +207,12 @@ def read_original_image(dataset_id: Id, session: SessionDep, access: ViewerAcces
     if dataset.kind != "image":
         raise InvalidInput(f"dataset {dataset.id} is a table, not an image")
     check_image_taken(dataset)
+    source = (dataset.meta or {}).get("source")
+    if source:
+        raise InvalidInput(
+            f"dataset {dataset.id} is read in place from {source['url']}: its file is not "
+            "kept here; read it there"
+        )
     image_format = dataset.meta["image"]["format"]
     media = {"PNG": "image/png", "JPEG": "image/jpeg"}.get(image_format, "image/tiff")
     if dataset_arrays.is_slide(dataset):  # gigabytes: streamed a chunk at a time

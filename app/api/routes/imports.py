@@ -10,6 +10,7 @@ from app.api.job_signals import featurization_queued
 from app.api.schemas.common import ERROR_RESPONSES, Id
 from app.api.schemas.datasets import DatasetRead
 from app.services import imports, source_sync
+from app.services.ingest.upload import UploadLimits
 
 router = APIRouter(tags=["datasets"], responses=ERROR_RESPONSES)
 
@@ -47,6 +48,7 @@ def import_dataset(
     body: ImportCreate,
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     access: EditorAccess,
 ) -> DatasetRead:
     """Register a table where it already lives, by reference, from its metadata alone:
@@ -69,6 +71,7 @@ def import_dataset(
             id_column=body.id_column,
             ground_truth_column=body.ground_truth_column,
         ),
+        limits=UploadLimits.from_settings(settings),
     )
     session.commit()
     featurization_queued(request.app.state, dataset.id, dataset.status)

@@ -32,6 +32,7 @@ from app.store.dataset_arrays import (
     REDUCTION,
     load_pixel_ground_truth,
 )
+from app.store.sources.tables import SourceError
 from app.store.views import delete_views, pca_coordinates, store_view
 
 log = logging.getLogger(__name__)
@@ -219,7 +220,7 @@ def execute_featurization(
         try:
             with session_scope(factory) as session:
                 owned = _owned(session, dataset_id, job)
-                if isinstance(exc, InputRefused):  # the user's fault, said to the user
+                if isinstance(exc, InputRefused | SourceError):  # the user's, said to the user
                     log.info("dataset %s refused: %s", dataset_id, exc)
                     reason = str(exc)
                 else:

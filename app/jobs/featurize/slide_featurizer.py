@@ -29,17 +29,32 @@ from app.store.dataset_arrays import (
     ITEM_SIZES,
     SLIDE_PIXELS,
 )
+from app.store.sources.referenced import referenced_image
+from app.store.sources.tables import SourceError
 
 SLIDE_ARRAYS = [ITEM_SIZES, ITEM_BOXES, ITEM_BORDERS]
 
 
 def stored_picture(session: Session, dataset: Dataset) -> StoredPicture:
-    """A slide as featurization reads it: regions of its stored pixels."""
+    """A slide as featurization reads it: regions of its stored pixels, or of the full level
+    of its source (imported by reference; refused if the source changed since)."""
     image = dataset.meta["image"]
-    read = chunks.region_reader(session=session, dataset_id=dataset.id, kind=SLIDE_PIXELS)
+    source = referenced_image(session, dataset)
+    if source is not None:
+        if source.current_version() != source.version:
+            raise SourceError(
+                f"{source.url} changed since it was imported; import it again to read it as "
+                "it is now"
+            )
 
-    def region(rows: slice, cols: slice) -> NDArray[np.generic]:
-        return read((rows.start, rows.stop), (cols.start, cols.stop))
+        def region(rows: slice, cols: slice) -> NDArray[np.generic]:
+            return source.read(0, (rows.start, rows.stop), (cols.start, cols.stop))
+
+    else:
+        read = chunks.region_reader(session=session, dataset_id=dataset.id, kind=SLIDE_PIXELS)
+
+        def region(rows: slice, cols: slice) -> NDArray[np.generic]:
+            return read((rows.start, rows.stop), (cols.start, cols.stop))
 
     return StoredPicture(
         shape=(int(image["height"]), int(image["width"])),

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset
 from app.store.sources.allowed import AllowedSource, allowed_source
 from app.store.sources.binding import sources_of
+from app.store.sources.images import IMAGE_FORMATS, SourceImage
 from app.store.sources.tables import SourceFile, SourceTable
 
 
@@ -37,7 +38,7 @@ def referenced_table(session: Session, dataset: Dataset) -> SourceTable | None:
     """The dataset's features read in place, or None when they are in the store. Raises
     SourceRefused when the operator no longer allows its prefix."""
     record = (dataset.meta or {}).get("source")
-    if not record:
+    if not record or record.get("format") in IMAGE_FORMATS:
         return None
     allowed = allowed_source(record["url"], sources_of(session))
     return SourceTable(
@@ -55,3 +56,13 @@ def changed_objects(table: SourceTable) -> list[str]:
     """The source's objects that changed (or went) since they were recorded."""
     recorded = {f.url: f.version for f in table.files}
     return [url for url, now in table.current_versions() if now != recorded.get(url)]
+
+
+def referenced_image(session: Session, dataset: Dataset) -> SourceImage | None:
+    """The dataset's image read in place (a slide imported by reference), or None. Raises
+    SourceRefused when the operator no longer allows its prefix."""
+    record = (dataset.meta or {}).get("source")
+    if not record or record.get("format") not in IMAGE_FORMATS:
+        return None
+    allowed = allowed_source(record["url"], sources_of(session))
+    return SourceImage.from_record(allowed.protocol, allowed.options, record)
