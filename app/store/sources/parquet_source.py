@@ -62,10 +62,13 @@ def inspect_parquet(
     files: list[SourceFile] = []
     schema: Any = None
 
+    sizes = {file_path: entry.get("size") for file_path, entry in entries}
+
     def footer(file_path: str) -> tuple[Any, int]:
+        # The listing's size spares the request that would ask for it again.
         with (
             reading(f"{protocol}://{file_path}", options, "read as Parquet"),
-            fs.open(file_path, "rb", cache_type="none") as f,
+            fs.open(file_path, "rb", cache_type="none", size=sizes[file_path]) as f,
         ):
             parquet = parquet_open(f)
             return parquet.schema_arrow, int(parquet.metadata.num_rows)
