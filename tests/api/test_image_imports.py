@@ -69,7 +69,8 @@ def image_client(
     monkeypatch.setattr(slide_featurize, "SLIDE_BLOCK", BLOCK)
     shared = tmp_path / "shared"
     shared.mkdir()
-    return client_with(import_sources={f"file://{shared}/": {}}), shared
+    # A small IMAGE_WHOLE_PIXELS: an upload of these pictures is a slide too
+    return client_with(import_sources={f"file://{shared}/": {}}, image_whole_pixels=100_000), shared
 
 
 def _ready(client: TestClient, headers: dict[str, str], dataset_id: int) -> dict[str, Any]:
@@ -206,3 +207,28 @@ def test_what_is_not_an_image_read_in_place_is_refused_and_registers_nothing(
         assert words in response.text, response.text
     session.expire_all()
     assert row_counts(session) == before
+
+
+def test_an_uploaded_pyramidal_tiff_is_taken_from_its_full_level(
+    image_client: tuple[TestClient, Path], tmp_path: Path
+) -> None:
+    """The same file uploaded: a TIFF with reduced levels (as QuPath and bfconvert write them)
+    is a slide read from its full level (its Zarr view is a group of levels, not one array)."""
+    client, _ = image_client
+    headers, project = admin_project(client, "I")
+    planes, _ = slide_planes()
+    path = tmp_path / "pyramid.ome.tif"
+    write_pyramid_tiff(path, planes)
+    response = client.post(
+        f"/api/v1/projects/{project}/datasets",
+        files={"file": ("pyramid.ome.tif", path.read_bytes(), "image/tiff")},
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+    dataset = _ready(client, headers, response.json()["id"])
+    assert dataset["status"] == "ready", dataset
+    whole = featurize(Multichannel.of(planes, NAMES), Recipe(), block_size=BLOCK)
+    features = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=headers)
+    got = np.load(io.BytesIO(features.content))
+    assert got.shape == whole.features.shape
+    assert np.abs(got - whole.features).max() <= 1e-5 * np.abs(whole.features).max()

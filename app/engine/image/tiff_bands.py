@@ -101,7 +101,7 @@ def open_bands(
             )
         else:
             try:
-                pixels = zarr.open_array(series.aszarr())
+                pixels = zarr.open_array(series.aszarr(level=0))
             except (ValueError, TypeError, KeyError) as exc:
                 raise ImageFileError(f"the TIFF image's layout is not supported ({exc})") from None
             if pixels.ndim != len(layout.axes):
