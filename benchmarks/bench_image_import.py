@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -129,18 +130,26 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-image-import-"))
     path = folder / "slide.tif"
+    try:
+        measure(args.side, args.upload, folder, path)
+    finally:
+        shutil.rmtree(folder)
+
+
+def measure(side: int, upload: bool, folder: Path, path: Path) -> None:
+    """Write the slide, import it (and upload it), print the table."""
     started = time.perf_counter()
-    levels = write_pyramid(path, args.side)
+    levels = write_pyramid(path, side)
     size = path.stat().st_size
     print(
-        f"bench_image_import: {args.side:,} x {args.side:,} x 4 uint16 tiled TIFF, {levels} "
+        f"bench_image_import: {side:,} x {side:,} x 4 uint16 tiled TIFF, {levels} "
         f"levels, {size / 2**30:.2f} GiB, written in {time.perf_counter() - started:.0f} s "
         f"(cells of {CELL} px)"
     )
-    zoom = DeepZoom(args.side, args.side)
+    zoom = DeepZoom(side, side)
     sources = json.dumps({f"file://{folder}/": {}})
     rows: list[tuple[str, float, float, list[tuple[str, float]]]] = []
-    with live_server(IMPORT_SOURCES=sources) as server:
+    with live_server(IMPORT_SOURCES=sources, MAX_UPLOAD_BYTES=str(2 * size)) as server:
         client = httpx.Client(base_url=server.base, headers=server.headers, timeout=3600)
         project = client.post("/projects", json={"name": "slides"}).json()["id"]
         response, seconds, rss = with_peak_rss(
@@ -155,7 +164,7 @@ def main() -> None:
         dataset = int(response.json()["id"])
         rows.append(("imported by reference", seconds, rss, ask_tiles(client, dataset, zoom)))
         client.delete(f"/datasets/{dataset}")  # its featurization stops
-        if args.upload:
+        if upload:
             with path.open("rb") as f:
                 response, seconds, rss = with_peak_rss(
                     server.pid,
@@ -169,7 +178,7 @@ def main() -> None:
                 raise RuntimeError(f"the upload was refused: {response.text}")
             dataset = int(response.json()["id"])
             rows.append(("uploaded", seconds, rss, ask_tiles(client, dataset, zoom)))
-    centre = (args.side // TILE // 2) * TILE
+    centre = (side // TILE // 2) * TILE
     floor = floor_seconds(
         path,
         [(levels - 1, 0, TILE, 0, TILE), (0, centre, centre + TILE, centre, centre + TILE)],
@@ -192,7 +201,6 @@ def main() -> None:
         f"first tile {first:.2f} s after the 201 (target < {TARGET_S:.0f} s); the same two "
         f"windows read straight from the file with tifffile: {floor:.2f} s"
     )
-    path.unlink()
 
 
 if __name__ == "__main__":

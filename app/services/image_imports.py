@@ -22,6 +22,7 @@ from app.services.ingest.image_file import check_size
 from app.services.job_limits import check_active_jobs
 from app.store.sources.allowed import AllowedSource
 from app.store.sources.images import SourceImage, inspect_image
+from app.store.sources.label_images import check_writable
 from app.store.sources.tables import SourceError
 
 # The display sample: a level of at most this many pixels is read whole; a larger one (a
@@ -41,13 +42,18 @@ def import_image_by_reference(
     format: str,
     max_pixels: int,
     max_active_jobs: int | None,
+    write_labels: bool = False,
 ) -> Dataset:
     """Register the image at ``allowed`` with its featurization queued (the caller commits and
-    submits it); 4xx naming the object on anything its metadata shows wrong."""
+    submits it); 4xx naming the object on anything its metadata shows wrong. With
+    ``write_labels`` (an OME-Zarr image), runs' masks may be written beside it: that it can be
+    written is checked now (`label_images.check_writable`)."""
     check_active_jobs(session, user, max_active_jobs, lock=False)
     try:
         image = inspect_image(allowed.protocol, allowed.path, allowed.options, format)
         sample = _display_sample(image)
+        if write_labels:
+            check_writable(image)
     except SourceError as exc:
         raise InvalidInput(str(exc)) from None
     check_size(image.width, image.height, None, max_pixels)
@@ -55,7 +61,8 @@ def import_image_by_reference(
     dataset = image_dataset_row(
         project=project, user=user, name=name, source_filename=image.url, image=meta
     )
-    dataset.meta = {**dataset.meta, "source": image.record()}
+    record = {**image.record(), **({"write_labels": True} if write_labels else {})}
+    dataset.meta = {**dataset.meta, "source": record}
     check_active_jobs(session, user, max_active_jobs)
     session.add(dataset)
     session.flush()

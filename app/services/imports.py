@@ -42,6 +42,7 @@ class ImportRequest:
     columns: list[str] | None = None
     id_column: str | None = None
     ground_truth_column: str | None = None
+    write_labels: bool = False  # an OME-Zarr image: runs' masks may be written beside it
 
 
 def import_by_reference(
@@ -73,8 +74,10 @@ def import_by_reference(
         return import_image_by_reference(
             session=session, project=project, user=user, name=name, allowed=allowed,
             format=image, max_pixels=limits.max_image_pixels,
-            max_active_jobs=limits.max_active_jobs,
+            max_active_jobs=limits.max_active_jobs, write_labels=request.write_labels,
         )  # fmt: skip
+    if request.write_labels:
+        raise InvalidInput("write_labels applies to OME-Zarr images: a table has no labels/")
     named = [c for c in (request.id_column, request.ground_truth_column) if c]
     try:
         table = inspect_table(

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from app.engine.image import slide_featurize
+from app.store.sources import label_images
 from app.engine.image.channels import Multichannel, composite
 from app.engine.image.deep_zoom import DeepZoom
 from app.engine.image.featurize import Recipe, featurize
@@ -232,3 +233,82 @@ def test_an_uploaded_pyramidal_tiff_is_taken_from_its_full_level(
     got = np.load(io.BytesIO(features.content))
     assert got.shape == whole.features.shape
     assert np.abs(got - whole.features).max() <= 1e-5 * np.abs(whole.features).max()
+
+
+def test_a_runs_mask_is_written_back_beside_an_ome_zarr_image_when_asked_for(
+    image_client: tuple[TestClient, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opted in at import (its labels/ checked writable then), a run's mask goes beside the
+    image as an NGFF label image: value = cluster id + 1, every level the mask halved, the
+    labels group listing it; without the opt-in, or for a TIFF, it is refused with why."""
+    client, shared = image_client
+    monkeypatch.setattr(label_images, "LABEL_CHUNK", 256)  # levels down to 256 px: three
+    headers, project = admin_project(client, "I")
+    planes, truth = slide_planes(2)
+    write_ome_zarr(shared / "w.ome.zarr", planes, levels=2)
+    plain = post_import(client, project, headers, name="p", url=f"file://{shared}/w.ome.zarr")
+    made = post_import(
+        client, project, headers, name="w", url=f"file://{shared}/w.ome.zarr", write_labels=True
+    )
+    assert made.status_code == 201 and plain.status_code == 201, made.text
+    assert made.json()["meta"]["source"]["write_labels"] is True
+    dataset_id = made.json()["id"]
+    assert _ready(client, headers, dataset_id)["status"] == "ready"
+    assert _ready(client, headers, plain.json()["id"])["status"] == "ready"
+    assert not (shared / "w.ome.zarr" / "labels" / ".workbench-write-check").exists()
+    strokes = {
+        "cell": [{"points": [[250, 300], [360, 420]], "radius": 6.5}],
+        "background": [{"points": [[20, 20], [60, 650]], "radius": 4}],
+    }
+    for label, drawn in strokes.items():
+        client.post(
+            f"/api/v1/datasets/{dataset_id}/annotations",
+            json={"kind": "scribble", "label": label, "strokes": drawn},
+            headers=headers,
+        ).raise_for_status()
+    started = client.post(
+        "/api/v1/runs", json={"dataset_id": dataset_id, "algorithm": "ppc"}, headers=headers
+    )
+    run = wait(client, headers, started.json()["id"])
+    assert run["status"] == "succeeded", run
+    written = client.post(f"/api/v1/runs/{run['id']}/labels/write-back", headers=headers)
+    assert written.status_code == 201, written.text
+    body = written.json()
+    assert body["name"] == f"run-{run['id']}" and body["url"].endswith(f"labels/run-{run['id']}")
+    png = client.get(f"/api/v1/runs/{run['id']}/result.png", headers=headers)
+    mask = np.asarray(Image.open(io.BytesIO(png.content))).astype(np.int64)
+    group = zarr.open_group(str(shared / "w.ome.zarr"), mode="r")
+    assert list(group["labels"].attrs["labels"]) == [body["name"]]
+    label = group["labels"][body["name"]]
+    assert np.array_equal(np.asarray(label["0"]), mask + 1)
+    assert body["levels"] == 3
+    for level in (1, 2):
+        step = 2**level
+        assert np.array_equal(np.asarray(label[str(level)]), (mask + 1)[::step, ::step])
+    attrs = dict(label.attrs)
+    assert attrs["image-label"]["source"]["image"] == "../../"
+    assert [c["label-value"] for c in attrs["image-label"]["colors"]] == list(
+        range(1, body["n_labels"] + 1)
+    )
+    disc = truth == 1
+    assert (mask[disc] == np.bincount(mask[disc]).argmax()).mean() > 0.9
+
+    refused = client.post(
+        f"/api/v1/datasets/{plain.json()['id']}/annotations",
+        json={"kind": "scribble", "label": "cell", "strokes": strokes["cell"]},
+        headers=headers,
+    )
+    assert refused.status_code == 201
+    other = client.post(
+        "/api/v1/runs", json={"dataset_id": plain.json()["id"], "algorithm": "cec"},
+        headers=headers,
+    )  # fmt: skip
+    other_run = wait(client, headers, other.json()["id"])
+    no_opt_in = client.post(f"/api/v1/runs/{other_run['id']}/labels/write-back", headers=headers)
+    assert no_opt_in.status_code == 422 and "write_labels" in no_opt_in.text
+    tiff = shared / "t.ome.tif"
+    write_pyramid_tiff(tiff, planes)
+    not_zarr = post_import(
+        client, project, headers, name="t", url=f"file://{tiff}", write_labels=True
+    )
+    assert not_zarr.status_code == 422 and "OME-Zarr" in not_zarr.text

@@ -29,13 +29,20 @@ class ImportCreate(BaseModel):
         "prefix of Parquet files (one table), an NPY file or a Zarr array",
     )
     format: imports.SourceFormat = Field(
-        "auto", description="auto: from the name (.parquet, .npy) or the prefix's contents"
+        "auto",
+        description="auto: from the name (.parquet, .npy, .tif) or what the prefix holds "
+        "(an OME-Zarr image's multiscales, a Zarr array, Parquet files)",
     )
     columns: list[Column] | None = Field(
         None, max_length=100_000, description="Feature columns (Parquet); empty: every numeric one"
     )
     id_column: Column | None = Field(None, description="Parquet: the items' ids")
     ground_truth_column: Column | None = Field(None, description="Parquet: each item's class")
+    write_labels: bool = Field(
+        False,
+        description="An OME-Zarr image: allow runs' masks to be written beside it "
+        "(`POST /runs/{id}/labels/write-back`); that its labels/ can be written is checked now",
+    )
 
 
 @router.post(
@@ -70,6 +77,7 @@ def import_dataset(
             columns=body.columns,
             id_column=body.id_column,
             ground_truth_column=body.ground_truth_column,
+            write_labels=body.write_labels,
         ),
         limits=UploadLimits.from_settings(settings),
     )

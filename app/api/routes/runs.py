@@ -30,10 +30,11 @@ from app.api.schemas.runs import (
     RunRead,
     RunResultRead,
     RunsPage,
+    WrittenLabelsRead,
 )
 from app.db.models import Role, Run
 from app.jobs.run.run_events import RunEvents
-from app.services import runs, slide_masks
+from app.services import label_write_back, runs, slide_masks
 from app.services.csv_export import csv_text
 from app.services.npy_export import npy_stream
 from app.store.dataset_arrays import load_item_ids
@@ -294,6 +295,23 @@ def read_run_mask(run_id: Id, session: SessionDep, access: ViewerAccess) -> Resp
         return StreamingResponse(stream, media_type="image/png", headers=_attachment(run, "png"))
     mask = runs.result_mask(session=session, run=run)
     return Response(mask, media_type="image/png", headers=_attachment(run, "png"))
+
+
+@router.post(
+    "/runs/{run_id}/labels/write-back",
+    response_model=WrittenLabelsRead,
+    status_code=status.HTTP_201_CREATED,
+)
+def write_back_run_labels(
+    run_id: Id, session: SessionDep, access: EditorAccess
+) -> WrittenLabelsRead:
+    """An OME-Zarr image imported by reference with `write_labels`: the run's mask written
+    beside it as the NGFF label image `labels/run-<id>/` (value = cluster id + 1; 0: none),
+    where napari, ilastik and QuPath find it. 422 for any other dataset; 409 when the run has
+    no result or the image changed since it was imported."""
+    run = access.require_run()
+    written = label_write_back.write_back_labels(session=session, run=run)
+    return WrittenLabelsRead(**written.__dict__)
 
 
 def _wants_png(request: Request) -> bool:

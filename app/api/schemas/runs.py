@@ -156,3 +156,10 @@ class AlgorithmsPage(Page):
     total: int
     limit: int
     offset: int
+
+
+class WrittenLabelsRead(BaseModel):
+    name: str = Field(description="The label image's name under the source's labels/")
+    url: str = Field(description="Where it was written")
+    levels: int = Field(description="Resolution levels written (each half the last)")
+    n_labels: int = Field(description="Label values 1..n_labels are clusters 0..n_labels-1")

@@ -125,7 +125,7 @@ class SourceImage:
 
     def _array(self, level: SourceLevel) -> Any:
         if self.format == "ome-zarr":
-            return _zarr_group(self.url, self.options)[level.key]
+            return zarr_group(self.url, self.options)[level.key]
         return _open_tiff(self.protocol, self.options, self.url, self.version)[int(level.key)]
 
 
@@ -200,17 +200,23 @@ def _multiscales(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     return list(found) if isinstance(found, list) else []
 
 
-def _zarr_group(url: str, options: dict[str, Any]) -> Any:
+def zarr_group(url: str, options: dict[str, Any], writable: bool = False) -> Any:
+    """The OME-Zarr group at ``url`` (read-only unless ``writable``: labels written back)."""
     import zarr
     import zarr.storage
 
-    storage = {} if url.startswith("file://") else dict(options)
-    store = zarr.storage.FsspecStore.from_url(url, storage_options=storage, read_only=True)
-    return zarr.open_group(store=store, mode="r")
+    store: Any
+    if url.startswith("file://"):  # zarr's own: it makes the folders a write needs
+        store = zarr.storage.LocalStore(url[len("file://") :], read_only=not writable)
+    else:
+        store = zarr.storage.FsspecStore.from_url(
+            url, storage_options=dict(options), read_only=not writable
+        )
+    return zarr.open_group(store=store, mode="r+" if writable else "r")
 
 
 def _inspect_ome_zarr(protocol: str, options: dict[str, Any], url: str, now: str) -> SourceImage:
-    group = _zarr_group(url, options)
+    group = zarr_group(url, options)
     attrs = dict(group.attrs)
     multiscales = _multiscales(attrs)
     if not multiscales:
