@@ -19,10 +19,10 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from app.engine.image import slide_featurize
-from app.store.sources import label_images
 from app.engine.image.channels import Multichannel, composite
 from app.engine.image.deep_zoom import DeepZoom
 from app.engine.image.featurize import Recipe, featurize
+from app.store.sources import label_images
 from tests.api.test_imports import post_import
 from tests.api.test_runs import wait
 from tests.api.test_slides import BLOCK, HEIGHT, NAMES, WIDTH, slide_planes

@@ -86,3 +86,39 @@ def test_import_a_parquet_dataset_see_it_change_and_sync_it(page: Page, shared: 
     expect(page.get_by_test_id("sync-message")).to_contain_text("1 changed")
     expect(page.get_by_test_id("items")).to_contain_text("cell-31")
     expect(page.get_by_test_id("source-problem")).to_have_count(0)
+
+
+def test_import_an_ome_zarr_image_see_it_at_once_and_open_its_workspace(
+    page: Page, shared: Path
+) -> None:
+    """The same form takes an image: its page says where it is read from, shows its preview
+    (a tile made from the source's smallest level) while it is featurized, then offers the
+    workspace, whose viewer draws tiles read from the source."""
+    from tests.api.test_image_imports import write_ome_zarr
+    from tests.api.test_slides import slide_planes
+
+    planes, _ = slide_planes()
+    write_ome_zarr(shared / "cells.ome.zarr", planes, levels=2)
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    form = page.get_by_test_id("import-form")
+    form.locator("input[name=url]").fill(f"file://{shared}/cells.ome.zarr")
+    form.locator("input[name=import_name]").fill("Cells by reference")
+    form.get_by_role("button", name="Import").click()
+    expect(page.locator("h1")).to_have_text("Cells by reference")
+    expect(page.get_by_test_id("source")).to_contain_text("ome-zarr, 2 resolution levels")
+    preview = page.get_by_test_id("image-preview")
+    expect(preview).to_be_visible()
+    page.wait_for_function(
+        "() => { const i = document.querySelector('[data-testid=image-preview]');"
+        " return i.complete && i.naturalWidth > 0; }"
+    )
+    workspace = page.locator("#open-workspace")
+    expect(workspace).to_be_visible(timeout=60_000)
+    workspace.click()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('img')].some("
+        "i => i.src.includes('image_files') && i.complete && i.naturalWidth > 0)"
+        " || performance.getEntriesByType('resource').some(e => e.name.includes('image_files'))",
+        timeout=30_000,
+    )
