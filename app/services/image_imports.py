@@ -49,24 +49,42 @@ def import_image_by_reference(
     ``write_labels`` (an OME-Zarr image), runs' masks may be written beside it: that it can be
     written is checked now (`label_images.check_writable`)."""
     check_active_jobs(session, user, max_active_jobs, lock=False)
-    try:
-        image = inspect_image(allowed.protocol, allowed.path, allowed.options, format)
-        sample = _display_sample(image)
-        if write_labels:
-            check_writable(image)
-    except SourceError as exc:
-        raise InvalidInput(str(exc)) from None
-    check_size(image.width, image.height, None, max_pixels)
-    meta = _image_meta(image, sample)
-    dataset = image_dataset_row(
-        project=project, user=user, name=name, source_filename=image.url, image=meta
+    image, record = registered_image(
+        allowed.protocol, allowed.path, allowed.options, format, max_pixels, write_labels
     )
-    record = {**image.record(), **({"write_labels": True} if write_labels else {})}
+    dataset = image_dataset_row(
+        project=project, user=user, name=name, source_filename=record["url"], image=image
+    )
     dataset.meta = {**dataset.meta, "source": record}
     check_active_jobs(session, user, max_active_jobs)
     session.add(dataset)
     session.flush()
     return dataset
+
+
+def registered_image(
+    protocol: str,
+    path: str,
+    options: dict[str, Any],
+    format: str,
+    max_pixels: int,
+    write_labels: bool = False,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An image's ``meta.image`` and ``meta.source``, from its metadata and a small sample
+    (InvalidInput naming the object when it cannot be a slide read in place)."""
+    try:
+        source = inspect_image(protocol, path, options, format)
+        sample = _display_sample(source)
+        if write_labels:
+            check_writable(source)
+    except SourceError as exc:
+        raise InvalidInput(str(exc)) from None
+    try:
+        check_size(source.width, source.height, None, max_pixels)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{source.url}: {exc.detail}") from None
+    record = {**source.record(), **({"write_labels": True} if write_labels else {})}
+    return _image_meta(source, sample), record
 
 
 def _display_sample(image: SourceImage) -> NDArray[Any]:

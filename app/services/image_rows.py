@@ -9,7 +9,7 @@ from app.jobs.featurize.collection_images import waiting_source
 from app.jobs.featurize.featurizer import queue_featurization
 from app.services.errors import Conflict
 
-_DEFAULT_RECIPE = Recipe().to_dict()  # made once: a stack's thousand rows share it
+DEFAULT_RECIPE = Recipe().to_dict()  # made once: a stack's thousand rows share it
 
 
 def image_dataset_row(
@@ -44,7 +44,7 @@ def image_dataset_row(
     )
     requested_by = user.id if user else None
     queue_featurization(
-        dataset, dict(_DEFAULT_RECIPE), requested_by=requested_by, batch=batch, source=source
+        dataset, dict(DEFAULT_RECIPE), requested_by=requested_by, batch=batch, source=source
     )
     return dataset
 

@@ -181,8 +181,9 @@ def featurize_slide(
 ) -> SlideItems:
     """Superpixels of ``picture`` and their features; ``write_items(row, column, items)`` gets
     every block's item ids (global) at its place, in block order."""
-    height, width = picture.shape
-    if not recipe.uses_superpixels(height, width):
+    # A slide's items are superpixels whatever its size ("auto" included: an image read in
+    # place is a slide however small it is).
+    if recipe.superpixels == "never":
         raise ValueError(
             "a slide's items are superpixels: superpixels='never' would make one item per "
             "pixel; use 'auto' or 'always'"

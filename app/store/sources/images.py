@@ -115,13 +115,7 @@ class SourceImage:
         return window.transpose([*order, kept.index(channel)])
 
     def current_version(self) -> str | None:
-        fs = filesystem(self.protocol, self.options)
-        path = path_of(self.url, self.protocol)
-        with reading(self.url, self.options, "checked", missing_passes=True):
-            try:
-                return _version_now(fs, self.format, path)
-            except FileNotFoundError:
-                return None
+        return current_image_version(self.protocol, self.options, self.url, self.format)
 
     def _array(self, level: SourceLevel) -> Any:
         if self.format == "ome-zarr":
@@ -141,6 +135,57 @@ def image_format(protocol: str, path: str, options: dict[str, Any], format: str)
     with reading(f"{protocol}://{path}", options, "inspected"):
         fs.invalidate_cache(path)
         return detect_image(fs, path, fs.info(path).get("type") == "directory")
+
+
+@dataclass(frozen=True)
+class ListedImage:
+    url: str
+    format: str  # "tiff" | "ome-zarr"
+    version: str | None  # a TIFF's from the listing; an OME-Zarr group's is read at inspection
+
+
+MAX_LISTING_DEPTH = 4  # folders below the prefix searched for images
+
+
+def list_images(protocol: str, path: str, options: dict[str, Any], limit: int) -> list[ListedImage]:
+    """The images under a prefix (a collection by reference), in URL order: TIFF files, and
+    OME-Zarr images (groups with multiscales, not searched inside: their chunks are never
+    listed). At most ``limit`` (SourceError beyond it)."""
+    fs = filesystem(protocol, options)
+    root = normal_path(fs, path)
+    url = f"{protocol}://{root}"
+    found: list[ListedImage] = []
+    with reading(url, options, "listed"):
+        fs.invalidate_cache(root)
+        folders = [(root, 0)]
+        while folders:
+            folder, depth = folders.pop()
+            for entry in fs.ls(folder, detail=True):
+                name = str(entry["name"]).rstrip("/")
+                if entry.get("type") == "directory":
+                    if detect_image(fs, name, True) == "ome-zarr":
+                        found.append(ListedImage(f"{protocol}://{name}", "ome-zarr", None))
+                    elif depth + 1 < MAX_LISTING_DEPTH:
+                        folders.append((name, depth + 1))
+                elif name.lower().endswith(TIFF_SUFFIXES):
+                    found.append(ListedImage(f"{protocol}://{name}", "tiff", version(entry)))
+                if len(found) > limit:
+                    raise SourceError(
+                        f"{url} holds more than {limit:,} images; import a narrower prefix"
+                    )
+    return sorted(found, key=lambda image: image.url)
+
+
+def current_image_version(
+    protocol: str, options: dict[str, Any], url: str, format: str
+) -> str | None:
+    """The image's version now (None when it is gone)."""
+    fs = filesystem(protocol, options)
+    with reading(url, options, "checked", missing_passes=True):
+        try:
+            return _version_now(fs, format, path_of(url, protocol))
+        except FileNotFoundError:
+            return None
 
 
 def detect_image(fs: Any, path: str, is_dir: bool) -> str | None:
