@@ -62,9 +62,13 @@ def take_collection_image(
             return True
         done = _take_all(factory, file_id, data, waiting, stopping)
         with session_scope(factory) as session:
-            if done and not _waiting(session, file_id):
+            released = done and not _waiting(session, file_id)
+            if released:
                 staged_files.release(session, file_id)
-        return done
+    if released:  # no pass will look at this file again: its lock goes too
+        with _locks_guard:
+            _locks.pop(file_id, None)
+    return done
 
 
 def release_unneeded_files(session: Session) -> int:

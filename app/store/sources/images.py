@@ -120,7 +120,7 @@ class SourceImage:
     def _array(self, level: SourceLevel) -> Any:
         if self.format == "ome-zarr":
             return zarr_group(self.url, self.options)[level.key]
-        return _open_tiff(self.protocol, self.options, self.url, self.version)[int(level.key)]
+        return _open_tiff(self.protocol, self.options, self.url, self.version)[1][int(level.key)]
 
 
 def image_format(protocol: str, path: str, options: dict[str, Any], format: str) -> str | None:
@@ -315,30 +315,38 @@ _tiffs_lock = threading.Lock()
 OPEN_TIFFS = 8  # parsed headers kept (a slide's tiles are served from one, request after request)
 
 
-def _open_tiff(protocol: str, options: dict[str, Any], url: str, now: str) -> list[Any]:
-    """The TIFF's levels as zarr arrays, its headers parsed once per version of the file."""
+def _open_tiff(
+    protocol: str, options: dict[str, Any], url: str, now: str
+) -> tuple[Any, list[Any]]:
+    """The parsed TIFF and its levels as zarr arrays, its headers parsed once per version of
+    the file."""
     key = (url, now, json.dumps(options, sort_keys=True, default=str))
     with _tiffs_lock:
         if key in _tiffs:
             _tiffs.move_to_end(key)
-            return list(_tiffs[key][1])
+            return _tiffs[key][0], list(_tiffs[key][1])
     import tifffile
     import zarr
 
     fs = filesystem(protocol, options)
     handle = fs.open(path_of(url, protocol), "rb", cache_type="none")
-    tif = tifffile.TiffFile(handle)
-    series = tif.series[0]
-    arrays = [
-        zarr.open_array(store=series.aszarr(level=k), mode="r") for k in range(len(series.levels))
-    ]
+    try:
+        tif = tifffile.TiffFile(handle)
+        series = tif.series[0]
+        arrays = [
+            zarr.open_array(store=series.aszarr(level=k), mode="r")
+            for k in range(len(series.levels))
+        ]
+    except BaseException:
+        handle.close()
+        raise
     with _tiffs_lock:
         _tiffs[key] = (tif, arrays, handle)
         while len(_tiffs) > OPEN_TIFFS:
             old_tif, _, old_handle = _tiffs.popitem(last=False)[1]
             old_tif.close()
             old_handle.close()
-    return arrays
+    return tif, arrays
 
 
 def _inspect_tiff(
@@ -347,11 +355,9 @@ def _inspect_tiff(
     import tifffile
 
     try:
-        arrays = _open_tiff(protocol, options, url, now)
+        tif, arrays = _open_tiff(protocol, options, url, now)
     except tifffile.TiffFileError as exc:
         raise SourceError(f"{url} is not a TIFF file ({exc})") from None
-    with _tiffs_lock:
-        tif = _tiffs[next(k for k in reversed(_tiffs) if k[0] == url and k[1] == now)][0]
     series = tif.series[0]
     axes = series.axes.lower().replace("i", "t").replace("q", "t")
     if not set(SPATIAL) <= set(axes) or not set(axes) <= set("tczyxs"):
