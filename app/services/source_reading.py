@@ -16,6 +16,7 @@ from app.services.source_summary import summarize_source
 from app.store.sources.allowed import SourceRefused
 from app.store.sources.referenced import referenced_table
 from app.store.sources.tables import SourceError
+from app.store.views import delete_views
 
 
 def read_imported_table(
@@ -28,6 +29,9 @@ def read_imported_table(
         table = referenced_table(session, dataset)
         if table is None:
             raise InputRefused(f"dataset {dataset.id} was not imported by reference")
+        # A view here can only be a read's cut short by a server that was killed: it goes.
+        delete_views(session=session, dataset_id=dataset.id)
+        session.commit()
         summary = summarize_source(session, dataset, table, chunk_rows, progress)
     except SourceRefused as exc:
         raise InputRefused(f"its source can no longer be read: {exc}") from None

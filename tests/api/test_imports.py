@@ -21,7 +21,7 @@ from sklearn.datasets import make_blobs
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db.models import StoredArray
+from app.db.models import StoredArray, View
 from tests.api.test_image_featurization import wait_ready
 from tests.api.test_runs import start, wait
 from tests.conftest import admin_project, row_counts
@@ -381,7 +381,7 @@ def test_a_fault_only_the_values_show_fails_the_dataset_naming_object_row_and_co
 
 
 def test_a_dataset_being_read_says_so_and_is_not_synced_or_run_meanwhile(
-    file_client: TestClient, shared: Path, monkeypatch: pytest.MonkeyPatch
+    file_client: TestClient, shared: Path, monkeypatch: pytest.MonkeyPatch, session: Session
 ) -> None:
     """While the background read has not run, the dataset is `featurizing`: runs and syncs
     are refused with 409 saying it is being read; its 201 came from the metadata alone."""
@@ -413,5 +413,10 @@ def test_a_dataset_being_read_says_so_and_is_not_synced_or_run_meanwhile(
     assert sync.status_code == 409 and "being read" in sync.text, sync.text
     page = client.get(f"/datasets/{dataset_id}", headers=headers)
     assert "Reading" in page.text
+    # What a read cut short by a killed server left behind goes when it is read again.
+    session.add(View(dataset_id=dataset_id, name="PCA", method="pca", params={}))
+    session.commit()
     release.set()
     assert wait_ready(client, headers, dataset_id)["status"] == "ready"
+    views = client.get(f"/api/v1/datasets/{dataset_id}/views", headers=headers).json()
+    assert views["total"] == 1, views

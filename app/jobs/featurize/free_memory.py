@@ -1,4 +1,4 @@
-"""Give freed heap memory back to the system between a slide's blocks.
+"""Give freed heap memory back to the system between a slide's blocks, and after an upload.
 
 A slide's blocks run on a few threads, each allocating and freeing arrays of tens of MB in its
 own glibc arena; glibc keeps what is freed there for reuse (and, once a large block has been
@@ -9,6 +9,7 @@ few milliseconds; where there is no glibc it does nothing.
 """
 
 import ctypes
+import sys
 from functools import cache
 
 
@@ -21,6 +22,11 @@ def _libc() -> ctypes.CDLL | None:
 
 
 def release_free_memory() -> bool:
-    """Return freed heap pages to the system; False where that cannot be done."""
+    """Return freed heap pages to the system (glibc's, and Arrow's pool's when Arrow is in use:
+    it keeps what a CSV or Parquet read freed for its next read); False where glibc's cannot
+    be."""
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
     libc = _libc()
     return bool(libc is not None and libc.malloc_trim(0))
