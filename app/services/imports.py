@@ -26,7 +26,7 @@ from app.store.sources.images import image_format
 from app.store.sources.referenced import changed_objects, referenced_table, source_record
 from app.store.sources.tables import SourceError, inspect_table
 
-SourceFormat = Literal["auto", "parquet", "npy", "zarr", "csv", "tiff", "ome-zarr"]
+SourceFormat = Literal["auto", "parquet", "npy", "zarr", "h5ad", "csv", "tiff", "ome-zarr"]
 
 
 def open_prefixes(session: Session) -> list[str]:
@@ -84,12 +84,12 @@ def import_by_reference(
             allowed.protocol, allowed.path, allowed.options, request.format, request.columns
         )
         if named:
-            if table.format != "parquet":
+            if table.format not in ("parquet", "h5ad"):
                 raise InvalidInput(
-                    "id_column and ground_truth_column name Parquet columns; an NPY or Zarr "
-                    "array has none"
+                    "id_column and ground_truth_column name Parquet columns (or an AnnData "
+                    "file's obs columns); an NPY or Zarr array has none"
                 )
-            if request.columns is None:  # every numeric column but those two
+            if table.format == "parquet" and request.columns is None:  # all numeric but those
                 features = [c for c in table.columns if c not in named]
                 table = inspect_table(
                     allowed.protocol, allowed.path, allowed.options, table.format, features

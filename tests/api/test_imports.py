@@ -420,3 +420,57 @@ def test_a_dataset_being_read_says_so_and_is_not_synced_or_run_meanwhile(
     assert wait_ready(client, headers, dataset_id)["status"] == "ready"
     views = client.get(f"/api/v1/datasets/{dataset_id}/views", headers=headers).json()
     assert views["total"] == 1, views
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_an_anndata_file_is_read_in_place_with_its_cells_genes_and_classes(
+    client_with: Callable[..., TestClient],
+    s3_server: S3Server,
+    file_client: TestClient,
+    shared: Path,
+    tmp_path: Path,
+    layout: str,
+) -> None:
+    """An .h5ad file where it lies (S3 for CSR, a file:// root for dense): genes named from
+    var, ids and classes from obs, pages and exports read in place; X by columns refused."""
+    from scipy import sparse
+
+    from tests.api.test_h5ad_uploads import cells, h5ad_bytes
+
+    X, kinds = cells(1_200)
+    matrix = X if layout == "dense" else sparse.csr_matrix(X)
+    data = h5ad_bytes(tmp_path, matrix, kinds)
+    if layout == "csr":
+        client = client_with(
+            import_sources={f"s3://{s3_server.bucket}/cells/": s3_server.options(secret=SECRET)}
+        )
+        s3_server.client().put_object(Bucket=s3_server.bucket, Key="cells/c.h5ad", Body=data)
+        url = f"s3://{s3_server.bucket}/cells/c.h5ad"
+    else:
+        client = file_client
+        (shared / "c.h5ad").write_bytes(data)
+        url = f"file://{shared}/c.h5ad"
+    headers, project_id = admin_project(client)
+    dataset = imported(
+        client, project_id, headers, name="cells", url=url, id_column="_index",
+        ground_truth_column="cell_type",
+    )  # fmt: skip
+    assert dataset["feature_names"][:2] == ["gene0", "gene1"] and dataset["n_items"] == 1_200
+    assert dataset["ground_truth_classes"] == ["type0", "type1", "type2"]
+    page = client.get(
+        f"/api/v1/datasets/{dataset['id']}/items", params={"offset": 700, "limit": 3},
+        headers=headers,
+    ).json()["items"]  # fmt: skip
+    assert [i["id"] for i in page] == ["cell-700", "cell-701", "cell-702"]
+    assert [i["ground_truth"] for i in page] == [f"type{k}" for k in kinds[700:703]]
+    np.testing.assert_array_equal([i["values"] for i in page], X[700:703])
+    exported = client.get(f"/api/v1/datasets/{dataset['id']}/features", headers=headers)
+    np.testing.assert_array_equal(np.load(io.BytesIO(exported.content)), X)
+
+    csc = h5ad_bytes(tmp_path, sparse.csc_matrix(X), kinds, name="csc.h5ad")
+    if layout == "dense":
+        (shared / "csc.h5ad").write_bytes(csc)
+        refused = post_import(
+            client, project_id, headers, name="x", url=f"file://{shared}/csc.h5ad"
+        )
+        assert refused.status_code == 422 and "tocsr" in refused.text, refused.text

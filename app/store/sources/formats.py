@@ -10,12 +10,12 @@ from app.store.sources.parquet_source import PARQUET_SUFFIXES, is_parquet
 from app.store.sources.source_types import SourceError
 from app.store.sources.zarr_source import ZARR_METADATA
 
-FORMATS = ("parquet", "npy", "zarr")
+FORMATS = ("parquet", "npy", "zarr", "h5ad")
 CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".csv.bz2", ".csv.zst", ".txt")
 
 READ = (
-    "read in place: Parquet (a .parquet file or a directory of them), NPY (.npy) and Zarr "
-    "(an array's directory, with zarr.json or .zarray)"
+    "read in place: Parquet (a .parquet file or a directory of them), NPY (.npy), Zarr "
+    "(an array's directory, with zarr.json or .zarray) and AnnData (.h5ad)"
 )
 
 
@@ -33,6 +33,8 @@ def detect(fs: Any, path: str, url: str, is_dir: bool) -> str:
             return "parquet"
         if name.endswith(".npy"):
             return "npy"
+        if name.endswith(".h5ad"):
+            return "h5ad"
         if name.endswith(CSV_SUFFIXES):
             return "csv"
         raise SourceError(f"{url}: not a format read in place; formats {READ}")

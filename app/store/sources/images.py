@@ -315,9 +315,7 @@ _tiffs_lock = threading.Lock()
 OPEN_TIFFS = 8  # parsed headers kept (a slide's tiles are served from one, request after request)
 
 
-def _open_tiff(
-    protocol: str, options: dict[str, Any], url: str, now: str
-) -> tuple[Any, list[Any]]:
+def _open_tiff(protocol: str, options: dict[str, Any], url: str, now: str) -> tuple[Any, list[Any]]:
     """The parsed TIFF and its levels as zarr arrays, its headers parsed once per version of
     the file."""
     key = (url, now, json.dumps(options, sort_keys=True, default=str))

@@ -1,5 +1,6 @@
-"""A numeric table read in place: a Parquet file or dataset, an NPY file or a Zarr array on the
-local filesystem or in S3 (any fsspec protocol), read by row range, never copied.
+"""A numeric table read in place: a Parquet file or dataset, an NPY file, a Zarr array or an
+AnnData (.h5ad) file on the local filesystem or in S3 (any fsspec protocol), read by row range,
+never copied.
 
 `inspect_table` reads metadata only (Parquet footers, the NPY header, the Zarr array's metadata
 document) and records each object's rows, size and version (S3: its ETag; else its mtime).
@@ -27,6 +28,7 @@ import numpy as np
 
 from app.store.sources.filesystems import filesystem, normal_path, path_of, reading, version
 from app.store.sources.formats import FORMATS, READ, csv_refusal, detect
+from app.store.sources.h5ad_source import h5ad_strings, inspect_h5ad, read_h5ad
 from app.store.sources.npy_source import inspect_npy, read_npy
 from app.store.sources.parquet_source import (
     inspect_parquet,
@@ -109,15 +111,18 @@ class SourceTable:
             yield self.read(lo, min(lo + step, self.n_rows))
 
     def strings(self, column: str, start: int = 0, stop: int | None = None) -> list[str]:
-        """A Parquet column's values as text ("" for a null) for rows [start, stop): ids,
-        classes."""
-        if self.format != "parquet":
+        """A Parquet column's (an AnnData's `obs` column's) values as text ("" for a null) for
+        rows [start, stop): ids, classes."""
+        if self.format not in ("parquet", "h5ad"):
             raise SourceError(
                 f"{self._where()}: an {self.format.upper()} array has no named columns "
-                f"(asked for {column!r}); only a Parquet table has"
+                f"(asked for {column!r}); only a Parquet table or an AnnData file has"
             )
         start, stop = self._bounds(start, stop)
         files, first = self._overlapping(start, stop)
+        if self.format == "h5ad":
+            fs = filesystem(self.protocol, self.options)
+            return h5ad_strings(fs, self.protocol, self.options, files[0], column, start, stop)
         return parquet_strings(self.protocol, self.options, files, first, column, start, stop)
 
     def dask_array(self, rows_per_task: int) -> Any:
@@ -221,9 +226,13 @@ def inspect_table(
             return _table(protocol, options, chosen, layout)
         if columns is not None:
             raise SourceError(
-                f"{url}: an {chosen.upper()} array has no named columns; columns apply to "
-                "Parquet tables"
+                f"{url}: an {chosen.upper()} file's features are all its columns; columns "
+                "choose among a Parquet table's"
             )
+        if chosen == "h5ad":
+            if is_dir:
+                raise SourceError(f"{url} is a directory, not an AnnData (.h5ad) file")
+            return _table(protocol, options, chosen, inspect_h5ad(fs, path, url, options, info))
         if chosen == "npy":
             if is_dir:
                 raise SourceError(f"{url} is a directory, not an NPY file")
@@ -278,6 +287,8 @@ def _read_rows(
                 read_npy(fs, protocol, options, file, len(columns), a, b, dest)
             elif format == "zarr":
                 read_zarr(fs, protocol, options, file, len(columns), a, b, dest)
+            elif format == "h5ad":
+                read_h5ad(fs, protocol, options, file, tuple(columns), a, b, dest)
             else:
                 raise SourceError(f"{file.url}: {format!r} is not a format read in place")
             if format != "parquet":
