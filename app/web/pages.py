@@ -22,7 +22,15 @@ from app.api.job_signals import (
 )
 from app.api.uploads import UploadForm, import_collection, import_uploaded_file
 from app.db.models import Role
-from app.services import accounts, datasets, deep_zoom, imports, projects, source_sync
+from app.services import (
+    accounts,
+    collection_imports,
+    datasets,
+    deep_zoom,
+    imports,
+    projects,
+    source_sync,
+)
 from app.services.errors import ServiceError, TooManyRequests
 from app.services.ingest.upload import UploadLimits
 from app.services.login_throttle import ThrottlePolicy
@@ -281,21 +289,33 @@ def import_by_reference(
     import_name: Annotated[str, Form(max_length=200)] = "",
     import_id_column: Annotated[str, Form(max_length=200)] = "",
     import_ground_truth_column: Annotated[str, Form(max_length=200)] = "",
+    import_as_collection: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    """A table imported by reference from the form, then its page; refused in place."""
+    """A table or image imported by reference from the form, then its page (a folder of
+    images as a collection: the project's page, which lists them); refused in place."""
     typed = {
         "url": url,
         "import_name": import_name,
         "import_id_column": import_id_column,
         "import_ground_truth_column": import_ground_truth_column,
+        "import_as_collection": import_as_collection,
     }
+    name = import_name.strip() or url.rstrip("/").rsplit("/", 1)[-1]
     try:
+        if import_as_collection:
+            made = collection_imports.import_collection_by_reference(
+                session=session, project=access.project, user=access.user, name=name,
+                url=url.strip(), limits=UploadLimits.from_settings(settings),
+            )  # fmt: skip
+            session.commit()
+            featurizations_queued(request.app.state, made)
+            return RedirectResponse(f"/projects/{project_id}", status_code=303)
         dataset = imports.import_by_reference(
             session=session,
             project=access.project,
             user=access.user,
             request=imports.ImportRequest(
-                name=import_name.strip() or url.rstrip("/").rsplit("/", 1)[-1],
+                name=name,
                 url=url.strip(),
                 id_column=import_id_column.strip() or None,
                 ground_truth_column=import_ground_truth_column.strip() or None,

@@ -122,3 +122,32 @@ def test_import_an_ome_zarr_image_see_it_at_once_and_open_its_workspace(
         " || performance.getEntriesByType('resource').some(e => e.name.includes('image_files'))",
         timeout=30_000,
     )
+
+
+def test_import_a_folder_of_images_as_a_collection(page: Page, shared: Path) -> None:
+    """Ticked, the form imports every image under the folder as one collection and shows the
+    project's datasets with it; a folder with no image is refused in place, the box still
+    ticked."""
+    from tests.api.test_collection_imports import planes
+    from tests.api.test_image_imports import write_pyramid_tiff
+
+    plate = shared / "plate"
+    plate.mkdir()
+    for name, seed in (("A01.ome.tif", 1), ("A02.ome.tif", 2)):
+        write_pyramid_tiff(plate / name, planes(seed), levels=1)
+    (shared / "nothing").mkdir()
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    form = page.get_by_test_id("import-form")
+    form.locator("input[name=url]").fill(f"file://{shared}/nothing/")
+    form.get_by_label("A folder of images").check()
+    form.get_by_role("button", name="Import").click()
+    expect(page.get_by_test_id("import-error")).to_contain_text("no TIFF file")
+    expect(form.get_by_label("A folder of images")).to_be_checked()
+    form.locator("input[name=url]").fill(f"file://{plate}/")
+    form.locator("input[name=import_name]").fill("Plate 1")
+    form.get_by_role("button", name="Import").click()
+    rows = page.locator("tr", has_text="Plate 1")
+    expect(rows).to_have_count(2)
+    expect(page.get_by_role("link", name="A01.ome.tif")).to_be_visible()
+    expect(page.get_by_role("link", name="A02.ome.tif")).to_be_visible()
