@@ -35,8 +35,11 @@ QUARTILE_SAMPLE_BYTES = 64 * 1024**2
 # 50,000) is never formed: the PCA view comes from a randomized subspace iteration over the
 # stored features (`_wide_components`), whose memory is a few vectors per column.
 WIDE_FEATURES = 1024
-# A wide table this small (rows x columns x 8 bytes) is decomposed exactly, from its rows.
+# A wide table this small (rows x columns x 8 bytes) is decomposed exactly, from its rows, when
+# that costs at most WIDE_EXACT_FLOPS (min(n, d)^2 x max(n, d)): 20 x 10,000 exactly, at once;
+# 5,000 x 2,000 (2e10, 20 s on the server's one BLAS thread) by the randomized iteration (3 s).
 WIDE_EXACT_BYTES = 256 * 1024**2
+WIDE_EXACT_FLOPS = 2e9
 # Runs model a table of more columns than this through its MODEL_COMPONENTS leading principal
 # components (stored at upload), as scanpy does before clustering single cells: a mixture with a
 # full covariance at hundreds of dimensions has more parameters than most tables have items,
@@ -49,6 +52,11 @@ MODEL_COMPONENTS = 50
 # (`eigsh`), not a full decomposition: the full one is cubic in the features (4,000 columns:
 # 19 s of a 20-row upload), the iterations cost a few products with the covariance.
 FULL_EIGEN_MAX_FEATURES = 256
+
+
+def _svd_flops(n: int, d: int) -> float:
+    """What a thin SVD of an n x d matrix costs, roughly."""
+    return float(min(n, d)) ** 2 * max(n, d)
 
 
 def _top_eigenvectors(covariance: NDArray[np.float64], k: int) -> NDArray[np.float64]:
@@ -385,7 +393,7 @@ class TableSink:
             return components
         if moments.full:
             top = _top_eigenvectors(moments.scatter / (moments.n - 1), k)
-        elif moments.n * d * 8 <= WIDE_EXACT_BYTES:  # few rows: decomposed exactly
+        elif moments.n * d * 8 <= WIDE_EXACT_BYTES and _svd_flops(moments.n, d) <= WIDE_EXACT_FLOPS:
             centred = np.concatenate(list(self._centred_blocks()))
             top = np.linalg.svd(centred, full_matrices=False)[2][:k].T
         else:
