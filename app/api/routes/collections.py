@@ -80,7 +80,7 @@ class CollectionImport(BaseModel):
     status_code=status.HTTP_201_CREATED,
     responses=RATE_LIMITED,
 )
-def import_collection_by_reference(
+def import_images(
     project_id: Id,
     body: CollectionImport,
     request: Request,
