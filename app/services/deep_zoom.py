@@ -159,11 +159,15 @@ def source_tile(
             chosen, factor = k, down
     lv = source.levels[chosen]
     ratio = scale / factor  # source pixels (of that level) per tile pixel
+    # A source without a level near this scale (one level only, say) is sampled, not read
+    # whole: a request never holds more than about a tile's pixels per step^2.
+    step = max(1, int(ratio // 2))
     try:
         window = source.read(
             chosen,
             (int(y0 * ratio), min(lv.height, int(np.ceil(y1 * ratio)))),
             (int(x0 * ratio), min(lv.width, int(np.ceil(x1 * ratio)))),
+            step,
         )
     except SourceError as exc:
         raise Conflict(f"the image's source cannot be read: {exc}") from None

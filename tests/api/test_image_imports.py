@@ -117,6 +117,14 @@ def test_an_ome_zarr_image_is_featurized_in_place_as_the_whole_picture(
     x0, y0, x1, y1 = zoom.tile_box(zoom.max_level, 0, 0)
     ranges = np.asarray(image["ranges"])
     assert np.array_equal(full, composite(planes[:, y0:y1, x0:x1], ranges))
+    # A source of one level: a tile of the whole picture is sampled from it (every 4th pixel
+    # of 8 per tile pixel here), then scaled down; never the whole level read at once.
+    small = zoom.max_level - 3
+    tile = _tile(client, headers, f"/api/v1/datasets/{created['id']}/image_files/{small}/0_0.png")
+    x0, y0, x1, y1 = zoom.tile_box(small, 0, 0)
+    sampled = composite(planes[:, y0 * 8 : y1 * 8 : 4, x0 * 8 : x1 * 8 : 4], ranges)
+    expected = np.asarray(Image.fromarray(sampled).resize((x1 - x0, y1 - y0), Image.Resampling.BOX))
+    assert np.array_equal(tile, expected)
 
     dataset = _ready(client, headers, created["id"])
     assert dataset["status"] == "ready", dataset

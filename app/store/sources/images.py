@@ -92,8 +92,12 @@ class SourceImage:
             size=int(record.get("size", 0)),
         )
 
-    def read(self, level: int, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
-        """Pixels [rows) x [cols) of ``level`` as (h, w, C), clipped to the level."""
+    def read(
+        self, level: int, rows: tuple[int, int], cols: tuple[int, int], step: int = 1
+    ) -> NDArray[Any]:
+        """Pixels [rows) x [cols) of ``level`` as (h, w, C), clipped to the level; with
+        ``step``, every step-th row and column (decoded a chunk at a time: the memory of the
+        result, not of the window)."""
         lv = self.levels[level]
         r0, r1 = max(0, rows[0]), min(lv.height, rows[1])
         c0, c1 = max(0, cols[0]), min(lv.width, cols[1])
@@ -102,7 +106,7 @@ class SourceImage:
         with reading(self.url, self.options):
             array = self._array(lv)
             index = tuple(
-                slice(r0, r1) if a == "y" else slice(c0, c1) if a == "x" else
+                slice(r0, r1, step) if a == "y" else slice(c0, c1, step) if a == "x" else
                 slice(None) if a in "cs" else 0
                 for a in self.axes
             )  # fmt: skip
