@@ -19,9 +19,10 @@ from app.api.job_signals import (
     delete_dataset_stopping_runs,
     featurization_queued,
     featurizations_queued,
+    runs_changed,
 )
 from app.api.uploads import UploadForm, import_collection, import_uploaded_file
-from app.db.models import Role
+from app.db.models import Dataset, Role
 from app.services import (
     accounts,
     collection_imports,
@@ -340,16 +341,19 @@ def dataset_page(
     return _dataset_page(request, session, access, offset)
 
 
-@router.post("/datasets/{dataset_id}/sync", response_class=HTMLResponse)
+@router.post("/datasets/{dataset_id}/sync", response_model=None)
 def sync_dataset(
     dataset_id: int,
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
     access: EditorAccess,
-) -> HTMLResponse:
-    """A dataset imported by reference brought up to date; its page, saying what was done."""
+) -> Response:
+    """A dataset imported by reference brought up to date (an image of a collection by
+    reference: the whole collection); its page, saying what was done."""
     dataset = access.require_dataset()
+    if (dataset.meta.get("source") or {}).get("collection"):
+        return _sync_collection(request, session, settings, access, dataset)
     try:
         report = source_sync.sync_dataset(
             session=session, dataset=dataset, chunk_rows=settings.chunk_rows
@@ -364,6 +368,40 @@ def sync_dataset(
         else f"Read again: {len(report.new)} new, {len(report.changed)} changed and "
         f"{len(report.deleted)} deleted objects; {report.n_items:,} items (were "
         f"{report.n_items_before:,})."
+    )
+    return _dataset_page(request, session, access, 0, sync_message=said)
+
+
+def _sync_collection(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    access: EditorAccess,
+    dataset: Dataset,
+) -> Response:
+    """The image's collection brought up to date with its folder; the image's page saying
+    what was done (the project's page when the image itself went)."""
+    dataset_id = dataset.id
+    try:
+        done = collection_imports.sync_collection(
+            session=session, project=access.project, user=access.user,
+            name=dataset.meta["collection"], limits=UploadLimits.from_settings(settings),
+        )  # fmt: skip
+    except ServiceError as exc:
+        session.rollback()
+        return _dataset_page(request, session, access, 0, sync_error=exc.detail)
+    session.commit()
+    runs_changed(request.app.state, done.stopped_runs, stop=True)
+    featurizations_queued(request.app.state, [*done.new, *done.changed])
+    if session.get(Dataset, dataset_id) is None:  # its image went from the folder
+        return RedirectResponse(f"/projects/{access.project.id}", status_code=303)
+    found = len(done.new) + len(done.changed) + len(done.deleted) + len(done.kept)
+    said = (
+        "The folder is as it was read: nothing to do."
+        if not found
+        else f"The collection was brought up to date: {len(done.new)} new, "
+        f"{len(done.changed)} changed, {len(done.deleted)} gone and removed, "
+        f"{len(done.kept)} gone but kept for their annotations."
     )
     return _dataset_page(request, session, access, 0, sync_message=said)
 

@@ -127,7 +127,7 @@ def test_import_an_ome_zarr_image_see_it_at_once_and_open_its_workspace(
 def test_import_a_folder_of_images_as_a_collection(page: Page, shared: Path) -> None:
     """Ticked, the form imports every image under the folder as one collection and shows the
     project's datasets with it; a folder with no image is refused in place, the box still
-    ticked."""
+    ticked. A member's page syncs the collection with its folder, saying what changed."""
     from tests.api.test_collection_imports import planes
     from tests.api.test_image_imports import write_pyramid_tiff
 
@@ -151,3 +151,13 @@ def test_import_a_folder_of_images_as_a_collection(page: Page, shared: Path) -> 
     expect(rows).to_have_count(2)
     expect(page.get_by_role("link", name="A01.ome.tif")).to_be_visible()
     expect(page.get_by_role("link", name="A02.ome.tif")).to_be_visible()
+
+    # The folder gains an image and loses one: a member's page syncs the whole collection.
+    write_pyramid_tiff(plate / "A03.ome.tif", planes(3), levels=1)
+    (plate / "A02.ome.tif").unlink()
+    page.get_by_role("link", name="A01.ome.tif").click()
+    page.get_by_role("button", name="Sync the collection with its folder").click()
+    expect(page.get_by_test_id("sync-message")).to_contain_text("1 new, 0 changed, 1 gone")
+    page.get_by_role("link", name="Demo").click()
+    expect(page.get_by_role("link", name="A03.ome.tif")).to_be_visible()
+    expect(page.get_by_role("link", name="A02.ome.tif")).to_have_count(0)
