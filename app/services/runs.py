@@ -20,7 +20,7 @@ from app.services.paging import get_or_not_found, page
 from app.services.side_information import compile_for_dataset
 from app.store.dataset_arrays import is_slide, model_width
 from app.store.run_arrays import labels_count, read_labels
-from app.store.side_information_blob import to_npz
+from app.store.run_side_information import freeze
 
 TERMINAL = ("succeeded", "failed", "cancelled")
 ACTIVE = ACTIVE_RUN_STATUSES
@@ -100,7 +100,7 @@ def start_run(
         params=valid.model_dump(mode="json"),
         annotation_revision=info.revision,
         status="queued",
-        side_information=to_npz(info),
+        side_information_hash=freeze(session=session, dataset_id=dataset.id, info=info),
         created_by_id=user.id,
     )
     session.add(run)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db.models import Run
 from app.main import create_app
-from app.store.side_information_blob import from_npz
+from app.store.run_side_information import thaw
 from tests.conftest import ADMIN_PASSWORD, admin_project, row_counts, token_headers
 
 pytestmark = pytest.mark.db
@@ -239,8 +239,8 @@ def test_editing_annotations_during_a_run_does_not_change_its_revision(
     run = client.get(f"/api/v1/runs/{run_id}", headers=admin_headers).json()
     assert run["annotation_revision"] == 1
     stored = session.get(Run, run_id)
-    assert stored is not None and stored.side_information is not None
-    frozen = from_npz(stored.side_information)
+    assert stored is not None and stored.side_information_hash is not None
+    frozen = thaw(session=session, run=stored)
     assert frozen.revision == 1 and frozen.n_labeled == 2 and frozen.label_names == ["A"]
     client.post(f"/api/v1/runs/{run_id}/cancel", headers=admin_headers)
     wait(client, admin_headers, run_id, timeout=60)
@@ -291,7 +291,7 @@ def test_restart_marks_running_runs_interrupted_and_resumes_queued_ones(
             params=template.params,
             annotation_revision=0,
             status=status,
-            side_information=template.side_information,
+            side_information_hash=template.side_information_hash,
         )
         for status in ("running", "queued")
     )

@@ -35,8 +35,11 @@ class Run(PartOfDataset, Base):
     # Set when this run applies another run's fitted model to this dataset (an image session
     # segmenting more images); it then fits nothing itself.
     source_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
-    # The side information compiled when the run was created (NPZ), so later annotation edits
-    # never change what a run sees.
+    # The side information compiled when the run was created, so later annotation edits never
+    # change what a run sees: the hash of its blob in the array store, shared by runs on the
+    # same annotations (app/store/run_side_information.py); None when there was no annotation.
+    side_information_hash: Mapped[str | None] = mapped_column(String(32))
+    # Runs created before the blobs were shared kept theirs here (NPZ); new runs leave it None.
     side_information: Mapped[bytes | None] = mapped_column(LargeBinary)
     engine_version: Mapped[str] = mapped_column(String(32), default="")
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))

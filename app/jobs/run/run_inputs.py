@@ -32,7 +32,7 @@ from app.store.dataset_arrays import (
     load_model_features,
     load_pixel_ground_truth,
 )
-from app.store.side_information_blob import from_npz
+from app.store.run_side_information import thaw
 
 
 @dataclass
@@ -107,12 +107,11 @@ def load_inputs(
     params = algorithm.params_model.model_validate(run.params)
     if run.source_run_id is not None:
         return _apply_inputs(session, run, dataset, algorithm, params)
-    assert run.side_information is not None
     parallel = fits_data_parallel(run.algorithm, dataset, data_parallel_from)
     inputs = RunInputs(
         algorithm=algorithm,
         params=params,
-        info=from_npz(run.side_information),
+        info=thaw(session=session, run=run),
         truth=load_ground_truth(session=session, dataset=dataset),
         features=(
             chunked_features(session=session, dataset=dataset, rows_per_task=ROWS_PER_TASK)
