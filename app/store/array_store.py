@@ -146,6 +146,31 @@ class ArrayStore:
             nbytes=int(image.nbytes),
         )
 
+    def write_dask(self, key: str, array: Any) -> StoredInfo:
+        """A 1-D dask array, each task writing the rows it computes (stored chunks are the
+        dask chunks, so no two tasks write one chunk) on the scheduler ``dask.compute`` uses
+        here; the hash is read back a chunk at a time. The array never passes through this
+        process whole: a data-parallel run's labels are written by the workers that made
+        them."""
+        step = int(array.chunks[0][0]) if array.shape[0] else 1
+        if any(int(rows) != step for rows in array.chunks[0][:-1]) or array.chunks[0][-1] > step:
+            array = array.rechunk((step,))
+        dtype = np.dtype(array.dtype)
+        target = self._create_array(key, tuple(int(s) for s in array.shape), (step,), dtype)
+        with store_errors(f"writing {key!r} to the array store failed"):
+            array.store(target, lock=False, compute=True)
+        digest = hashlib.blake2b(digest_size=16)
+        for block in self.iter_blocks(key):
+            digest.update(np.ascontiguousarray(block).data.cast("B"))
+        return StoredInfo(
+            key=key,
+            shape=tuple(int(s) for s in array.shape),
+            dtype=dtype.name,
+            chunk_rows=step,
+            content_hash=digest.hexdigest(),
+            nbytes=int(array.shape[0]) * dtype.itemsize,
+        )
+
     def tiled_writer(
         self, key: str, *, shape: tuple[int, ...], dtype: str | np.dtype, tile: int
     ) -> TiledWriter:

@@ -320,6 +320,13 @@ def write_strings(
     _record(session, dataset_id, None, kind, info)
 
 
+def write_dask_array(*, session: Session, run_id: int, kind: str, array: Any) -> None:
+    """A run's 1-D dask array, written by the tasks that compute it (`ArrayStore.write_dask`)."""
+    key = _key(session, None, kind, run_id)
+    written(session, key)
+    _record(session, None, run_id, kind, store_of(session).write_dask(key, array))
+
+
 def write_blob(
     *, session: Session, dataset_id: int | None, kind: str, data: bytes, run_id: int | None = None
 ) -> None:
@@ -373,9 +380,16 @@ def read_array(
     return store_of(session).read(row.key, start, stop)
 
 
-def dask_array(*, session: Session, dataset_id: int, kind: str, rows_per_task: int) -> Any:
+def dask_array(
+    *,
+    session: Session,
+    dataset_id: int | None,
+    kind: str,
+    rows_per_task: int,
+    run_id: int | None = None,
+) -> Any:
     """A stored array as a lazy dask array read by the tasks themselves; None if absent."""
-    row = _row(session, dataset_id, kind)
+    row = _row(session, dataset_id, kind, run_id)
     if row is None:
         return None
     return store_of(session).dask_array(row.key, rows_per_task)

@@ -122,6 +122,15 @@ def load_ground_truth(
     )
 
 
+def chunked_ground_truth(*, session: Session, dataset: Dataset, rows_per_task: int) -> Any:
+    """The class codes as a lazy dask array read by the tasks themselves, or None."""
+    if dataset.ground_truth_classes is None:
+        return None
+    return chunks.dask_array(
+        session=session, dataset_id=dataset.id, kind=GROUND_TRUTH, rows_per_task=rows_per_task
+    )
+
+
 def load_item_of_pixel(*, session: Session, dataset: Dataset) -> NDArray[np.int32]:
     """An image dataset's (H, W) map from pixels to items."""
     shape = tuple(dataset.featurization["shape"]) if dataset.featurization else (0, 0)

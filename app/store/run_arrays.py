@@ -1,6 +1,8 @@
 """A run's labels (one cluster per item, int32) in the array store, beside its dataset's
 arrays: a worker on another machine writes them with the store URL and the run id alone."""
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy.orm import Session
@@ -19,6 +21,19 @@ def write_labels(*, session: Session, run_id: int, labels: NDArray[np.integer]) 
         kind=LABELS,
         array=np.asarray(labels, dtype=np.int32),
         chunk_rows=LABEL_CHUNK_ROWS,
+    )
+
+
+def write_labels_from_dask(*, session: Session, run_id: int, labels: Any) -> None:
+    """A data-parallel run's labels (a lazy dask array), written by the workers that compute
+    them, chunk by chunk."""
+    chunks.write_dask_array(session=session, run_id=run_id, kind=LABELS, array=labels)
+
+
+def labels_dask(*, session: Session, run_id: int, rows_per_task: int) -> Any:
+    """The run's labels as a lazy dask array read by the tasks themselves, or None."""
+    return chunks.dask_array(
+        session=session, dataset_id=None, run_id=run_id, kind=LABELS, rows_per_task=rows_per_task
     )
 
 

@@ -2,6 +2,7 @@
 one machine): a table of at least DISTRIBUTED_MIN_ITEMS items is fitted by passes over its
 chunks on every worker, and the run's metrics say so; a smaller one fits in one task."""
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +13,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from app.config import Settings
+from app.db.models import Run, StoredArray
 from app.jobs.run import run_inputs
+from app.jobs.run.metrics import run_metrics
 from app.main import create_app
+from app.store.array_store import ArrayStore
+from app.store.run_side_information import thaw
 from tests.api.test_image_featurization import wait_ready
 from tests.api.test_runs import start, upload_csv, wait
 from tests.conftest import admin_project
@@ -190,3 +195,58 @@ def test_a_table_read_in_place_fits_data_parallel_each_task_reading_its_own_rows
     result = _result(dask_client, headers, run.json()["id"])
     assert result["metrics"]["execution"]["execution"] == "data-parallel"
     assert adjusted_rand_score(y, result["labels"]) > 0.99
+
+
+def test_a_data_parallel_run_is_measured_and_numbered_where_its_labels_are(
+    dask_client: TestClient,
+) -> None:
+    """The measures summed from the chunks' tables are those of the labels as stored, the
+    labels are written chunk by chunk by the tasks, and a second run is numbered like the
+    first from the chunks' overlap tables."""
+    headers, dataset, y = _blobs_table(dask_client)
+    url = f"/api/v1/datasets/{dataset}/annotations"
+    rng = np.random.RandomState(2)
+    bodies: list[dict] = [
+        {"kind": "label", "items": rng.choice(np.flatnonzero(y == c), 12, replace=False).tolist(),
+         "label": f"blob {c}"}
+        for c in range(CENTRES)
+    ]  # fmt: skip
+    zeros, ones = np.flatnonzero(y == 0), np.flatnonzero(y == 1)
+    bodies.append({"kind": "must_link", "items": [int(zeros[0]), int(zeros[-1])]})
+    bodies.append({"kind": "cannot_link", "items_a": [int(zeros[1])], "items_b": [int(ones[-1])]})
+    for body in bodies:
+        assert dask_client.post(url, json=body, headers=headers).status_code == 201
+
+    first = start(dask_client, headers, dataset, "cec-ib", n_clusters=CENTRES, random_state=0)
+    first_id = first.json()["id"]
+    result = _result(dask_client, headers, first_id)
+    assert result["metrics"]["execution"]["execution"] == "data-parallel"
+    labels = np.asarray(result["labels"], dtype=np.int32)
+
+    factory = dask_client.app.state.session_factory  # type: ignore[attr-defined]
+    with factory() as session:
+        run = session.get(Run, first_id)
+        assert run is not None
+        info = thaw(session=session, run=run)
+        row = session.scalars(select(StoredArray).where(StoredArray.run_id == first_id)).one()
+        stored = ArrayStore(dask_client.app.state.settings.array_store).read(row.key)  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(stored, labels)
+    assert row.chunk_rows == 1_000  # one stored chunk per task: each wrote its own
+    assert row.content_hash == hashlib.blake2b(labels.tobytes(), digest_size=16).hexdigest()
+
+    expected = run_metrics(labels, info, y.astype(np.int32))
+    for key in ("n_clusters", "cluster_sizes", "cluster_labels", "pair_constraints"):
+        assert result["metrics"][key] == expected[key], key
+    for key in ("ari", "nmi", "label_purity"):
+        assert result["metrics"][key] == pytest.approx(expected[key], abs=1e-12), key
+    assert result["metrics"]["label_pairs"] == pytest.approx(expected["label_pairs"])
+    assert result["metrics"]["pair_constraints"]["must_link"] == 1.0
+
+    second = start(dask_client, headers, dataset, "cec", n_clusters=CENTRES, random_state=5)
+    again = _result(dask_client, headers, second.json()["id"])
+    assert again["metrics"]["execution"]["execution"] == "data-parallel"
+    assert again["metrics"]["numbered_like_run"] == first_id
+    relabelled = np.asarray(again["labels"])
+    assert (relabelled == labels).mean() > 0.99  # the same blobs keep their numbers
+    order = np.asarray(again["metrics"]["cluster_order"])
+    assert sorted(order.tolist()) == list(range(len(order)))

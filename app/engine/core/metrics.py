@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+from app.engine.core.contingency import contingency, label_pair_counts
 
 
 def normalized_mutual_info(labels_true: ArrayLike, labels_pred: ArrayLike) -> float:
@@ -83,20 +85,15 @@ def label_constraint_satisfaction(labels: ArrayLike, y: ArrayLike) -> Constraint
     keep = z != -1
     _, clusters = np.unique(lab[keep], return_inverse=True)
     _, cats = np.unique(z[keep], return_inverse=True)
-    table = np.zeros((clusters.max(initial=-1) + 1, cats.max(initial=-1) + 1), dtype=np.int64)
-    np.add.at(table, (clusters, cats), 1)
+    shape = (int(clusters.max(initial=-1)) + 1, int(cats.max(initial=-1)) + 1)
+    return label_satisfaction_from_contingency(contingency(clusters, cats, shape))
 
-    def pairs(counts: np.ndarray) -> int:
-        return int((counts * (counts - 1) // 2).sum())
 
-    total = pairs(np.array([keep.sum()]))
-    same_cat = pairs(table.sum(axis=0))
-    same_cluster = pairs(table.sum(axis=1))
-    same_both = pairs(table)
-    cannot = total - same_cat
-    cl_ok = cannot - (same_cluster - same_both)
+def label_satisfaction_from_contingency(table: NDArray[np.int64]) -> ConstraintSatisfaction:
+    """The label-pair rates from a (cluster x label) table of the labeled items."""
+    same_cat, same_both, cannot, cl_ok = label_pair_counts(table)
     return ConstraintSatisfaction(
         must_link=_rate(same_both, same_cat),
         cannot_link=_rate(cl_ok, cannot),
-        overall=_rate(same_both + cl_ok, total),
+        overall=_rate(same_both + cl_ok, same_cat + cannot),
     )

@@ -42,19 +42,21 @@ class Fitted:
     """What a run keeps of a fitted plan."""
 
     model: Any  # the fitted estimator (a chooser's pick)
-    labels: NDArray[np.int32]
+    labels: NDArray[np.int32]  # (a lazy dask array when read `lazy`)
     choice: dict[str, Any] | None
     warnings: frozenset[str]
     execution: dict[str, Any]
 
 
-def read_fitted(estimator: FittedEstimator, labels: Any = None) -> Fitted:
+def read_fitted(estimator: FittedEstimator, labels: Any = None, *, lazy: bool = False) -> Fitted:
     """The fit's result; `labels` when they came otherwise (a stored model applied to another
-    image predicts them)."""
+    image predicts them). With `lazy`, a data-parallel fit's labels stay a lazy dask array
+    (`run/chunked_result.py` measures and writes them where they are)."""
     model: Any = getattr(estimator, "best_estimator_", estimator)
+    found = model.labels_ if labels is None else labels
     return Fitted(
         model=model,
-        labels=np.asarray(_computed(model.labels_ if labels is None else labels), np.int32),
+        labels=found if lazy else np.asarray(_computed(found), np.int32),
         choice=getattr(estimator, "choice_", None),
         warnings=frozenset(getattr(model, "fit_warnings_", [])),
         execution=getattr(model, "execution_", {}),

@@ -17,6 +17,7 @@ from app.jobs.algorithms import Algorithm, get_algorithm
 from app.jobs.algorithms.base import ItemStructure, Params
 from app.jobs.featurize.featurizer import item_ground_truth
 from app.jobs.results.continuation import Previous, previous_fit
+from app.jobs.run.chunked_result import ChunkedInputs, chunked_inputs
 from app.jobs.run.data_parallel import ROWS_PER_TASK, fits_data_parallel
 from app.jobs.run.image_runs import image_params, image_structure
 from app.sideinfo import SideInformation, compile_side_information
@@ -62,6 +63,8 @@ class RunInputs:
     # The mixture a warm start continues (jobs/continuation.py), when the params ask for one.
     previous: Previous | None = None
     data_parallel: bool = False  # features are a dask array read chunk by chunk by Dask
+    # A data-parallel run's ground truth and earlier labels, read chunk by chunk by the workers
+    chunked: ChunkedInputs | None = None
     # A wide table's runs model its leading principal components: how many, of how many columns
     model_features: dict[str, Any] | None = None
 
@@ -112,13 +115,14 @@ def load_inputs(
         algorithm=algorithm,
         params=params,
         info=thaw(session=session, run=run),
-        truth=load_ground_truth(session=session, dataset=dataset),
+        truth=None if parallel else load_ground_truth(session=session, dataset=dataset),
         features=(
             chunked_features(session=session, dataset=dataset, rows_per_task=ROWS_PER_TASK)
             if parallel
             else load_model_features(session=session, dataset=dataset)
         ),
         data_parallel=parallel,
+        chunked=chunked_inputs(session, run, dataset) if parallel else None,
         model_features=dataset.meta.get("model_features"),
     )
     if is_slide(dataset):

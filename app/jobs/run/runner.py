@@ -32,14 +32,21 @@ from app.db.session import session_scope
 from app.engine.image.pooled_apply import for_another_image
 from app.jobs.results.continuation import warm_start_metrics
 from app.jobs.results.fitted import Fitted, cluster_params, read_fitted
+from app.jobs.run.chunked_result import LazyReference, chunked_result
 from app.jobs.run.cluster_count import count_metrics, removal_warning
 from app.jobs.run.data_parallel import cluster_client
 from app.jobs.run.image_runs import image_outputs
 from app.jobs.run.metrics import run_metrics
-from app.jobs.run.numbering import latest_fitted_result, order_like, renumbered, renumbered_params
+from app.jobs.run.numbering import (
+    Reference,
+    latest_fitted_result,
+    order_like,
+    renumbered,
+    renumbered_params,
+)
 from app.jobs.run.run_inputs import RunInputs, load_inputs
 from app.jobs.warmup import engine_state
-from app.store.run_arrays import write_labels
+from app.store.run_arrays import write_labels, write_labels_from_dask
 
 log = logging.getLogger(__name__)
 
@@ -260,39 +267,55 @@ def _fit_and_store(claim: Claim, token: CancelToken | None, data_parallel_from: 
     if loaded is None:
         return  # deleted between the claim and here
     progress = ProgressRecorder(claim, token)
-    outcome = _fit(loaded, progress)
-    if progress.stop_reason == GONE:
-        log.info("run %s was deleted while running; stopped", claim.run_id)
-        return
-    if progress.stop_reason is not None:
-        reason = progress.stop_reason
-        claim.finish(*(("cancelled", None) if reason == "cancelled" else ("failed", reason)))
-        return
-    metrics = _metrics(loaded, outcome)
-    params = cluster_params(outcome.fitted.model)
-    if outcome.order is not None:
-        params = renumbered_params(params, outcome.order)
-    mask = model = None
-    if loaded.inputs.image is not None:
-        layout = loaded.inputs.image
-        mask, image_metrics = image_outputs(
-            outcome.fitted.labels,
-            layout.item_of_pixel,
-            layout.pixel_truth,
-            metrics.get("cluster_labels", []),
+    # A data-parallel run's whole result is made on the cluster: fit, measures, labels written.
+    with _scheduler(loaded.inputs.data_parallel):
+        outcome = _fit(loaded, progress)
+        if progress.stop_reason == GONE:
+            log.info("run %s was deleted while running; stopped", claim.run_id)
+            return
+        if progress.stop_reason is not None:
+            reason = progress.stop_reason
+            claim.finish(*(("cancelled", None) if reason == "cancelled" else ("failed", reason)))
+            return
+        if loaded.inputs.data_parallel:
+            outcome, measured = _measured_on_the_cluster(loaded, outcome)
+        else:
+            measured = run_metrics(outcome.fitted.labels, loaded.inputs.info, loaded.inputs.truth)
+        metrics = _metrics(loaded, outcome, measured)
+        params = cluster_params(outcome.fitted.model)
+        if outcome.order is not None:
+            params = renumbered_params(params, outcome.order)
+        mask = model = None
+        if loaded.inputs.image is not None:
+            layout = loaded.inputs.image
+            mask, image_metrics = image_outputs(
+                outcome.fitted.labels,
+                layout.item_of_pixel,
+                layout.pixel_truth,
+                metrics.get("cluster_labels", []),
+            )
+            metrics.update(image_metrics)
+            if loaded.inputs.model is None:
+                model = _pickled(outcome.fitted.model)
+        result = RunResult(
+            run_id=claim.run_id,
+            cluster_params=json_safe(params),
+            cost_history=[c if math.isfinite(c) else None for c in progress.history],
+            metrics=json_safe(metrics),
+            model=model,
+            mask=mask,
         )
-        metrics.update(image_metrics)
-        if loaded.inputs.model is None:
-            model = _pickled(outcome.fitted.model)
-    result = RunResult(
-        run_id=claim.run_id,
-        cluster_params=json_safe(params),
-        cost_history=[c if math.isfinite(c) else None for c in progress.history],
-        metrics=json_safe(metrics),
-        model=model,
-        mask=mask,
-    )
-    _store(claim, progress, outcome.fitted.labels, result)
+        _store(claim, progress, outcome.fitted.labels, result)
+
+
+def _measured_on_the_cluster(loaded: _Loaded, outcome: _Outcome) -> tuple[_Outcome, dict[str, Any]]:
+    """A data-parallel fit's labels measured, renumbered and left to be written where they are
+    (chunked_result.py)."""
+    inputs = loaded.inputs
+    assert inputs.chunked is not None
+    made = chunked_result(outcome.fitted.labels, inputs.info, inputs.chunked)
+    fitted = replace(outcome.fitted, labels=made.labels)
+    return replace(outcome, fitted=fitted, order=made.order), made.metrics
 
 
 def _load(claim: Claim, data_parallel_from: int | None) -> _Loaded | None:
@@ -304,7 +327,11 @@ def _load(claim: Claim, data_parallel_from: int | None) -> _Loaded | None:
         dataset = session.get(Dataset, run.dataset_id)
         assert dataset is not None
         inputs = load_inputs(session, run, dataset, data_parallel_from)
-        reference = latest_fitted_result(session, run) if inputs.model is None else None
+        reference: Reference | LazyReference | None = None
+        if inputs.chunked is not None:  # its labels stay in the store, read chunk by chunk
+            reference = inputs.chunked.reference
+        elif inputs.model is None:
+            reference = latest_fitted_result(session, run)
     return _Loaded(inputs, reference, time.perf_counter() - started)
 
 
@@ -328,19 +355,21 @@ def _fit(loaded: _Loaded, progress: ProgressRecorder) -> _Outcome:
         plan = inputs.algorithm.plan(
             inputs.params, inputs.info, inputs.features, progress, **inputs.plan_kwargs()
         )
-        with engine_state.fitting(inputs.algorithm.id), _scheduler(inputs.data_parallel):
+        with engine_state.fitting(inputs.algorithm.id):
             plan.estimator.fit(inputs.features, **plan.fit_kwargs)
-            fitted = read_fitted(plan.estimator)
+            fitted = read_fitted(plan.estimator, lazy=inputs.data_parallel)
         notes = plan.notes
-        order = order_like(fitted.labels, loaded.reference)
+        # A data-parallel fit is numbered with its measures (`_measured_on_the_cluster`).
+        order = None if inputs.data_parallel else order_like(fitted.labels, loaded.reference)
     if order is not None:
         fitted = replace(fitted, labels=renumbered(fitted.labels, order))
     return _Outcome(fitted, order, notes, time.perf_counter() - started)
 
 
-def _metrics(loaded: _Loaded, outcome: _Outcome) -> dict[str, Any]:
+def _metrics(loaded: _Loaded, outcome: _Outcome, measured: dict[str, Any]) -> dict[str, Any]:
+    """``measured`` (the labels' measures) with what the fit and its inputs say."""
     inputs, fitted, notes = loaded.inputs, outcome.fitted, outcome.notes
-    metrics = run_metrics(fitted.labels, inputs.info, inputs.truth)
+    metrics = dict(measured)
     if fitted.choice is not None:
         metrics["choice"] = fitted.choice
     if inputs.model is None:
@@ -367,6 +396,11 @@ def _store(
     claim: Claim, progress: ProgressRecorder, labels: NDArray[np.int32], result: RunResult
 ) -> None:
     with session_scope(claim.factory) as session:
+        # The labels first: the store write (seconds at 20M items) takes no database lock.
+        if hasattr(labels, "dask"):  # a data-parallel fit's: written by the workers
+            write_labels_from_dask(session=session, run_id=claim.run_id, labels=labels)
+        else:
+            write_labels(session=session, run_id=claim.run_id, labels=labels)
         ours = claim.update(
             session,
             status="succeeded",
@@ -375,9 +409,8 @@ def _store(
             progress_cost=_last(progress),
         )
         if not ours:
-            session.rollback()  # deleted at the last moment: nothing is written anywhere
+            session.rollback()  # deleted at the last moment: the labels written go again
             return
-        write_labels(session=session, run_id=claim.run_id, labels=labels)
         session.add(result)
     claim.notify(claim.run_id)
 
