@@ -59,6 +59,7 @@ OPERATION_IDS = {
     "create_view": "views-create",
     "read_view_coordinates": "views-coordinates",
     "create_annotation": "annotations-create",
+    "create_annotations": "annotations-create-batch",
     "read_annotations": "annotations-list",
     "undo_annotation": "annotations-undo",
     "redo_annotation": "annotations-redo",

@@ -1,21 +1,24 @@
 """Annotation use cases: validate and record an expert act, list, undo and redo.
 
-Each act bumps the dataset's revision atomically. Item sets are stored as sorted, unique item
-indices (row positions 0..n_items-1), never expanded into pairs.
+Each act bumps the dataset's revision atomically. An act is one annotation, or a batch of them
+sharing one revision: undo and redo take back and restore a whole act. Item sets are stored as
+sorted, unique item indices (row positions 0..n_items-1), never expanded into pairs.
 """
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.db.base import utcnow
 from app.db.models import Annotation, Dataset, User, View
 from app.engine.image.strokes import check_strokes
-from app.services.errors import Conflict, InvalidInput, NotFound
-from app.services.item_ids import resolve_item_ids
+from app.services.errors import Conflict, InvalidInput, NotFound, ServiceError
+from app.services.item_ids import BY_ID, resolve_item_ids
 from app.services.paging import page
 from app.sideinfo.model import (
     BOUNDARY,
@@ -161,6 +164,24 @@ def _next_revision(session: Session, dataset: Dataset) -> int:
     return int(revision)
 
 
+def _checked_payload(
+    *, session: Session, dataset: Dataset, kind: str, body: dict[str, Any], confidence: float | None
+) -> dict[str, Any]:
+    """The payload to store for one annotation whose items are row positions (422 if any of it
+    does not fit the dataset). Single annotations and batches are checked alike."""
+    payload = validate_payload(session=session, dataset=dataset, kind=kind, body=body)
+    if confidence is not None and kind not in (MUST_LINK, CANNOT_LINK):
+        raise InvalidInput("only must-link and cannot-link annotations take a confidence")
+    return payload
+
+
+def _new_act(session: Session, dataset: Dataset) -> int:
+    """The revision of a new act; a new act empties the redo stack."""
+    revision = _next_revision(session, dataset)
+    _empty_redo_stack(session, dataset)
+    return revision
+
+
 def create_annotation(
     *,
     session: Session,
@@ -171,22 +192,151 @@ def create_annotation(
     confidence: float | None,
 ) -> Annotation:
     body = resolve_item_ids(session=session, dataset=dataset, body=body)
-    payload = validate_payload(session=session, dataset=dataset, kind=kind, body=body)
-    if confidence is not None and kind not in (MUST_LINK, CANNOT_LINK):
-        raise InvalidInput("only must-link and cannot-link annotations take a confidence")
-    revision = _next_revision(session, dataset)
-    _empty_redo_stack(session, dataset)  # a new act
+    payload = _checked_payload(
+        session=session, dataset=dataset, kind=kind, body=body, confidence=confidence
+    )
     annotation = Annotation(
         dataset_id=dataset.id,
         kind=kind,
         payload=payload,
         confidence=confidence,
-        revision=revision,
+        revision=_new_act(session, dataset),
         author_id=user.id,
     )
     session.add(annotation)
     session.flush()
     return annotation
+
+
+MAX_BATCH = 100_000
+
+
+def batch_size_problem(count: int) -> str | None:
+    """Why a batch of `count` annotations is refused, or None (the API's schema asks the same)."""
+    if count > MAX_BATCH:
+        return (
+            f"a batch takes at most {MAX_BATCH:,} annotations, not {count:,}; send it as "
+            "several batches (each is then its own act)"
+        )
+    if count < 1:
+        return "a batch needs at least 1 annotation"
+    return None
+
+
+@dataclass(frozen=True)
+class NewAnnotation:
+    """One annotation of a batch, as the single route takes it."""
+
+    kind: str
+    body: dict[str, Any]
+    confidence: float | None
+
+
+@dataclass(frozen=True)
+class Batch:
+    ids: list[int]  # in the order the annotations were given
+    revision: int
+
+
+def create_annotations(
+    *, session: Session, dataset: Dataset, user: User, annotations: Sequence[NewAnnotation]
+) -> Batch:
+    """Record many annotations as one act: each is checked as `create_annotation` checks one,
+    all before any is written (a refusal names the annotation's index: `annotations[17]: ...`);
+    then they share one new revision and are inserted in one statement."""
+    problem = batch_size_problem(len(annotations))
+    if problem:
+        raise InvalidInput(problem)
+    bodies = [a.body for a in annotations]
+    positions, covered = _positions_of_ids(session, dataset, bodies)
+    payloads = []
+    for index, annotation in enumerate(annotations):
+        try:
+            body = annotation.body
+            if _ids_named(body):
+                if index < covered and not _names_positions_too(body):
+                    body = _with_positions(body, positions)
+                else:  # refused: the single route's check says why
+                    body = resolve_item_ids(session=session, dataset=dataset, body=body)
+            payloads.append(
+                _checked_payload(
+                    session=session,
+                    dataset=dataset,
+                    kind=annotation.kind,
+                    body=body,
+                    confidence=annotation.confidence,
+                )
+            )
+        except ServiceError as exc:
+            exc.detail = f"annotations[{index}]: {exc.detail}"
+            exc.args = (exc.detail,)
+            raise
+    revision = _new_act(session, dataset)
+    now = utcnow()
+    rows = [
+        {
+            "dataset_id": dataset.id,
+            "kind": annotation.kind,
+            "payload": payload,
+            "confidence": annotation.confidence,
+            "revision": revision,
+            "author_id": user.id,
+            "created_at": now,
+        }
+        for annotation, payload in zip(annotations, payloads, strict=True)
+    ]
+    statement = insert(Annotation).returning(Annotation.id, sort_by_parameter_order=True)
+    ids = list(session.scalars(statement, rows))
+    return Batch(ids=ids, revision=revision)
+
+
+def _ids_named(body: dict[str, Any]) -> list[str]:
+    return [v for field in BY_ID for v in body.get(field) or ()]
+
+
+def _names_positions_too(body: dict[str, Any]) -> bool:
+    return any(body.get(BY_ID[f]) is not None for f in BY_ID if body.get(f) is not None)
+
+
+def _with_positions(body: dict[str, Any], positions: dict[str, int]) -> dict[str, Any]:
+    """`body` with its item ids replaced by their row positions, as `resolve_item_ids` does."""
+    resolved = {k: v for k, v in body.items() if k not in BY_ID}
+    for field, position_field in BY_ID.items():
+        if body.get(field) is not None:
+            resolved[position_field] = [positions[v] for v in body[field]]
+    return resolved
+
+
+def _positions_of_ids(
+    session: Session, dataset: Dataset, bodies: list[dict[str, Any]]
+) -> tuple[dict[str, int], int]:
+    """The row positions of the item ids that the first `covered` bodies name, and `covered`:
+    all the bodies, or those before the first whose ids the dataset refuses. The dataset's ids
+    are read once for a batch (or a few times to find a refused body), not once per body."""
+
+    def positions(end: int) -> dict[str, int] | None:
+        wanted = list(dict.fromkeys(v for body in bodies[:end] for v in _ids_named(body)))
+        if not wanted:
+            return {}
+        try:
+            found = resolve_item_ids(session=session, dataset=dataset, body={"item_ids": wanted})
+        except InvalidInput:
+            return None
+        return dict(zip(wanted, found["items"], strict=True))
+
+    everything = positions(len(bodies))
+    if everything is not None:
+        return everything, len(bodies)
+    # Bisect for the first refused body: bodies[:good] are accepted, bodies[:bad] are not.
+    good, bad, known = 0, len(bodies), {}
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        found = positions(middle)
+        if found is None:
+            bad = middle
+        else:
+            good, known = middle, found
+    return known, good
 
 
 # Live annotations are undoable; undone ones (with the revision that undid them) are redoable.
@@ -219,27 +369,50 @@ def _newest(
     return session.scalar(query.order_by(by.desc()).limit(1))
 
 
-def undo(*, session: Session, dataset: Dataset) -> Annotation:
+@dataclass(frozen=True)
+class Act:
+    """What an undo, redo or delete touched: an undo or redo, a whole act (one annotation, or
+    a batch sharing one revision); `annotation` is the newest of them."""
+
+    annotation: Annotation
+    count: int
+
+
+def undo(*, session: Session, dataset: Dataset) -> Act:
+    """Soft-delete the newest act: every live annotation sharing the newest one's revision."""
     latest = _newest(session, dataset, LIVE, Annotation.id)
     if latest is None:
         raise Conflict("nothing to undo: the dataset has no live annotations")
-    latest.deleted_revision = _next_revision(session, dataset)
-    latest.deleted_at = utcnow()
-    _set_replaced_live(session, latest, live=True)  # undoing an edit brings the original back
+    act = (Annotation.dataset_id == dataset.id, LIVE, Annotation.revision == latest.revision)
+    revision = _next_revision(session, dataset)
+    count = _update_all(session, act, deleted_at=utcnow(), deleted_revision=revision)
+    # An edit is an act of its own (one annotation): undoing it brings the original back.
+    _set_replaced_live(session, latest, live=True)
     session.flush()
-    return latest
+    return Act(latest, count)
 
 
-def redo(*, session: Session, dataset: Dataset) -> Annotation:
+def redo(*, session: Session, dataset: Dataset) -> Act:
+    """Restore the act undone last: every annotation its undo deleted."""
     undone = _newest(session, dataset, REDOABLE, Annotation.deleted_revision)
     if undone is None:
         raise Conflict("nothing to redo")
+    act = (
+        Annotation.dataset_id == dataset.id,
+        Annotation.deleted_revision == undone.deleted_revision,
+    )
     _next_revision(session, dataset)
-    undone.deleted_at = None
-    undone.deleted_revision = None
+    count = _update_all(session, act, deleted_at=None, deleted_revision=None)
     _set_replaced_live(session, undone, live=False)
     session.flush()
-    return undone
+    return Act(undone, count)
+
+
+def _update_all(session: Session, where: tuple[ColumnElement[bool], ...], **values: Any) -> int:
+    """Set `values` on every annotation matching `where` in one UPDATE (a batch may hold
+    100,000), and on those already loaded in the session; how many there were."""
+    result = session.execute(update(Annotation).where(*where).values(**values))
+    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 # An edit is a new annotation that names the one it replaces in its payload; the replaced one

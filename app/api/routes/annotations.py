@@ -6,6 +6,8 @@ from sqlalchemy.orm import Session
 from app.api.deps import EditorAccess, SessionDep, ViewerAccess
 from app.api.paging import Paging
 from app.api.schemas.annotations import (
+    AnnotationBatchCreate,
+    AnnotationBatchRead,
     AnnotationCreate,
     AnnotationEdit,
     AnnotationRead,
@@ -13,12 +15,20 @@ from app.api.schemas.annotations import (
     UndoRedoRead,
 )
 from app.api.schemas.common import ERROR_RESPONSES, Id
-from app.db.models import Annotation, Dataset
+from app.db.models import Dataset
 from app.services import annotations
 
 router = APIRouter(
     prefix="/datasets/{dataset_id}/annotations", tags=["annotations"], responses=ERROR_RESPONSES
 )
+
+
+def _new_annotation(annotation_in: AnnotationCreate) -> annotations.NewAnnotation:
+    return annotations.NewAnnotation(
+        kind=annotation_in.kind,
+        body=annotation_in.model_dump(exclude={"kind", "confidence"}),
+        confidence=getattr(annotation_in, "confidence", None),
+    )
 
 
 @router.post("", response_model=AnnotationRead, status_code=status.HTTP_201_CREATED)
@@ -30,17 +40,34 @@ def create_annotation(
 ) -> AnnotationRead:
     """Record one expert act: a label, a must-link set, a cannot-link between two sets, or a
     boundary drawn in a view. Items are row positions 0..n_items-1."""
-    body = annotation_in.model_dump(exclude={"kind", "confidence"})
+    new = _new_annotation(annotation_in)
     annotation = annotations.create_annotation(
         session=session,
         dataset=access.require_dataset(),
         user=access.user,
-        kind=annotation_in.kind,
-        body=body,
-        confidence=getattr(annotation_in, "confidence", None),
+        kind=new.kind,
+        body=new.body,
+        confidence=new.confidence,
     )
     session.commit()
     return AnnotationRead.model_validate(annotation)
+
+
+@router.post("/batch", response_model=AnnotationBatchRead, status_code=status.HTTP_201_CREATED)
+def create_annotations(
+    dataset_id: Id, session: SessionDep, access: EditorAccess, batch: AnnotationBatchCreate
+) -> AnnotationBatchRead:
+    """Record up to 100,000 annotations as one act: all are checked before any is stored (a
+    refusal names the first bad one, `annotations[17]: ...`, and stores nothing); they share
+    one new revision, and one undo takes them all back."""
+    created = annotations.create_annotations(
+        session=session,
+        dataset=access.require_dataset(),
+        user=access.user,
+        annotations=[_new_annotation(a) for a in batch.annotations],
+    )
+    session.commit()
+    return AnnotationBatchRead(ids=created.ids, revision=created.revision, count=len(created.ids))
 
 
 @router.get("", response_model=AnnotationsPage)
@@ -69,28 +96,30 @@ def read_annotations(
     )
 
 
-def _committed(session: Session, dataset: Dataset, annotation: Annotation) -> UndoRedoRead:
-    """Commit an undo, redo or delete and answer with the annotation it touched."""
+def _committed(session: Session, dataset: Dataset, act: annotations.Act) -> UndoRedoRead:
+    """Commit an undo, redo or delete and answer with the (newest) annotation it touched."""
     session.commit()
     return UndoRedoRead(
-        annotation=AnnotationRead.model_validate(annotation), revision=dataset.revision
+        annotation=AnnotationRead.model_validate(act.annotation),
+        revision=dataset.revision,
+        count=act.count,
     )
 
 
 @router.post("/undo", response_model=UndoRedoRead)
 def undo_annotation(dataset_id: Id, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
-    """Soft-delete the newest live annotation."""
+    """Undo the newest act: soft-delete the newest live annotation, or the whole batch it was
+    recorded in."""
     dataset = access.require_dataset()
-    annotation = annotations.undo(session=session, dataset=dataset)
-    return _committed(session, dataset, annotation)
+    return _committed(session, dataset, annotations.undo(session=session, dataset=dataset))
 
 
 @router.post("/redo", response_model=UndoRedoRead)
 def redo_annotation(dataset_id: Id, session: SessionDep, access: EditorAccess) -> UndoRedoRead:
-    """Restore the most recently undone annotation (until a new annotation is made)."""
+    """Restore the most recently undone act, a whole batch included (until a new act is
+    made)."""
     dataset = access.require_dataset()
-    annotation = annotations.redo(session=session, dataset=dataset)
-    return _committed(session, dataset, annotation)
+    return _committed(session, dataset, annotations.redo(session=session, dataset=dataset))
 
 
 @router.delete("/{annotation_id:int}", response_model=UndoRedoRead)
@@ -103,7 +132,7 @@ def delete_annotation(
     annotation = annotations.delete_annotation(
         session=session, dataset=dataset, annotation_id=annotation_id
     )
-    return _committed(session, dataset, annotation)
+    return _committed(session, dataset, annotations.Act(annotation, 1))
 
 
 @router.patch("/{annotation_id:int}", response_model=AnnotationRead)

@@ -1,7 +1,7 @@
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from app.api.schemas.common import (
@@ -16,7 +16,7 @@ from app.api.schemas.common import (
     given_group,
     one_of_groups,
 )
-from app.services.annotations import scribble_problem
+from app.services.annotations import MAX_BATCH, batch_size_problem, scribble_problem
 
 ItemList = Annotated[list[Index], Field(min_length=1, max_length=5_000_000)]
 ItemId = Annotated[str, Field(max_length=1000)]
@@ -164,6 +164,33 @@ AnnotationCreate = Annotated[
 ]
 
 
+class AnnotationBatchCreate(RequestBody):
+    """Many annotations recorded as one act: all or none are stored, under one revision, and
+    one undo takes them all back."""
+
+    annotations: list[AnnotationCreate] = Field(
+        min_length=1,
+        max_length=MAX_BATCH,
+        description=f"1 to {MAX_BATCH:,} annotations, each as the single route takes it",
+    )
+
+    @field_validator("annotations", mode="before")
+    @classmethod
+    def _at_most_a_batch(cls, value: object) -> object:
+        # Before the annotations themselves are validated: an oversized batch is refused at
+        # once, with its size, not after checking each of its annotations.
+        problem = batch_size_problem(len(value)) if isinstance(value, list) else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class AnnotationBatchRead(BaseModel):
+    ids: list[int] = Field(description="The new annotations' ids, in the order sent")
+    revision: int = Field(description="The one revision the batch created")
+    count: int
+
+
 AnnotationKind = Literal["label", "must_link", "cannot_link", "boundary", "scribble"]
 
 
@@ -195,8 +222,14 @@ class AnnotationEdit(RequestBody):
 
 
 class UndoRedoRead(BaseModel):
-    annotation: AnnotationRead
+    annotation: AnnotationRead = Field(
+        description="The annotation undone, redone or deleted (of a batch, its newest)"
+    )
     revision: int
+    count: int = Field(
+        description="How many annotations were undone, redone or deleted: a batch is undone "
+        "and redone whole"
+    )
 
 
 class ConflictRead(BaseModel):
