@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     distributed_min_items: int = Field(default=2_000_000, ge=2)
     # How often the app tries an unreachable scheduler again (runs wait meanwhile).
     dask_retry_seconds: float = Field(default=5.0, gt=0)
+    # How many Dask workers the cluster should have: /health says when it has fewer (a worker
+    # lost for good); None: no expectation.
+    dask_workers_expected: int | None = Field(default=None, ge=1)
 
     session_cookie_name: str = "workbench_session"
     session_cookie_secure: bool = False

@@ -60,6 +60,11 @@ class RunRead(DatasetPartRead):
     progress_cost: float | None
     cancel_requested: bool
     error: str | None
+    attempt: int | None = Field(
+        None,
+        description="How many times a worker started this run (2 or more: a worker running it "
+        "died and another took it over from the start); null until it starts",
+    )
     engine_version: str
     source_run_id: int | None = Field(
         None, description="Set when this run applies that run's fitted model to this image"

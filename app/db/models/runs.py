@@ -31,6 +31,11 @@ class Run(PartOfDataset, Base):
     # Set when a worker claims the run; every later write by that worker must match it, so a
     # worker can only ever write to the run it was started for.
     worker_key: Mapped[str | None] = mapped_column(String(32))
+    # How many times a worker started the run: a Dask task is started again on another worker
+    # when its worker dies (killed, or restarted by its nanny for memory). None until claimed.
+    attempt: Mapped[int | None] = mapped_column(Integer)
+    # The Dask worker that runs (or last ran) it; None in-process.
+    worker_address: Mapped[str | None] = mapped_column(String(255))
     error: Mapped[str | None] = mapped_column(Text)
     # Set when this run applies another run's fitted model to this dataset (an image session
     # segmenting more images); it then fits nothing itself.

@@ -83,10 +83,44 @@ def run_on_dask_worker(places: Places, run_id: int, key: str) -> None:
     """The task a Dask worker runs: it reads chunks from the store and writes the result
     itself, so nothing large passes through the scheduler. `key` is the task's own key, the
     run's claim."""
+    from distributed import get_worker
+
     execute_run(
-        _worker_session_factory(places.without_limits()), run_id, key=key,
+        _worker_session_factory(places.without_limits()),
+        run_id,
+        key=key,
         data_parallel_from=places.distributed_min_items,
-    )  # fmt: skip
+        worker_address=get_worker().address,
+        why_died=killed_for_memory,
+    )
+
+
+MEMORY_RESTARTS = "worker-restart-memory"  # the topic of a nanny's restart for memory
+
+
+def killed_for_memory(address: str | None) -> str | None:
+    """When the worker at ``address`` was restarted by its nanny for passing its memory limit
+    (the scheduler's events say so), the run's failure in words; else None."""
+    if address is None:
+        return None
+    from distributed import get_worker
+
+    worker = get_worker()
+    try:
+        events = worker.client.get_events(MEMORY_RESTARTS)
+    except Exception:  # the scheduler did not answer: start the run again
+        return None
+    for _, event in reversed(list(events)):
+        if isinstance(event, dict) and event.get("worker") == address:
+            limit = worker.memory_manager.memory_limit or 0
+            used = float(event.get("rss", 0)) / 1024**3
+            return (
+                f"out of memory on a worker: the worker running this run ({address}) used "
+                f"{used:.2f} GiB, past 95% of its {limit / 1024**3:.1f} GiB memory_limit, and "
+                "its nanny restarted it; started again the run would die the same way. Give "
+                "the Dask workers more memory, or run on fewer items"
+            )
+    return None
 
 
 def featurize_on_dask_worker(
@@ -118,6 +152,7 @@ class DaskExecutor:
         retry_s: float = 5.0,
         reconcile_s: float = 30.0,
         read_table: TableReader | None = None,
+        workers_expected: int | None = None,
     ) -> None:
         try:
             import distributed  # noqa: F401
@@ -130,6 +165,8 @@ class DaskExecutor:
         self.read_table = read_table
         self.retry_s = retry_s
         self.reconcile_s = reconcile_s
+        self.workers_expected = workers_expected
+        self.unfit_workers: dict[str, str] = {}  # address -> why it cannot run the app's tasks
         self.client: Any = None
         self.lock = threading.RLock()  # one of submit / reconcile at a time
         self.featurizations: list[int] = []  # waiting for a scheduler
@@ -189,12 +226,58 @@ class DaskExecutor:
         if not connected:
             with session_scope(self.factory) as session:
                 waiting = len(session.scalars(select(Run.id).where(Run.status == "queued")).all())
-        return {
+        status: dict[str, Any] = {
             "executor": "dask",
             "scheduler": self.scheduler_address,
             "connected": connected,
             "runs_waiting_for_scheduler": waiting,
         }
+        if connected:
+            status.update(self._workers_status())
+        return status
+
+    def _workers_status(self) -> dict[str, Any]:
+        """The workers the scheduler has (against the number expected), and those that cannot
+        run the app's tasks (found by `probe_workers`)."""
+        try:
+            workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        except Exception:  # the scheduler went away mid-call: the next status says so
+            return {}
+        status: dict[str, Any] = {
+            "workers": len(workers),
+            "workers_expected": self.workers_expected,
+            "workers_missing": max(0, (self.workers_expected or 0) - len(workers)),
+            "worker_memory_limits": sorted(
+                int(w.get("memory_limit") or 0) for w in workers.values()
+            ),
+            "workers_unable_to_run_the_app": [
+                {"worker": address, "error": error}
+                for address, error in sorted(self.unfit_workers.items())
+                if address in workers
+            ],
+        }
+        if not workers:
+            status["detail"] = "the scheduler has no worker: runs wait until one joins"
+        return status
+
+    def probe_workers(self) -> None:
+        """Ask every worker to import the app (`worker_probe.py`); remember those that fail
+        (the supervisor does it at every reconciliation)."""
+        from app.jobs.execute.worker_probe import app_version
+
+        answers = self.client.run(app_version, on_error="return")
+        unfit = {}
+        for address, answer in answers.items():
+            if isinstance(answer, BaseException):
+                unfit[address] = f"{type(answer).__name__}: {answer}"
+            elif answer != app_version():
+                unfit[address] = (
+                    f"the worker runs app version {answer}, this server {app_version()}"
+                )
+        for address, error in unfit.items():
+            if address not in self.unfit_workers:
+                log.error("Dask worker %s cannot run the app's tasks: %s", address, error)
+        self.unfit_workers = unfit
 
     # Connection and reconciliation
 
@@ -217,6 +300,7 @@ class DaskExecutor:
                 with self.lock:
                     self._reconcile()
                     self._submit_featurizations()
+                self.probe_workers()
                 if warned:
                     log.info("Dask scheduler reached; waiting runs are submitted")
                     warned = False

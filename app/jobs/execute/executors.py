@@ -226,6 +226,7 @@ def make_executor(
             factory,
             retry_s=settings.dask_retry_seconds,
             read_table=read_table,
+            workers_expected=settings.dask_workers_expected,
         )
     return InlineExecutor(
         factory,

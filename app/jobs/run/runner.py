@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import and_, case, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -34,8 +34,9 @@ from app.jobs.results.continuation import warm_start_metrics
 from app.jobs.results.fitted import Fitted, cluster_params, read_fitted
 from app.jobs.run.chunked_result import LazyReference, chunked_result
 from app.jobs.run.cluster_count import count_metrics, removal_warning
-from app.jobs.run.data_parallel import cluster_client
+from app.jobs.run.data_parallel import cluster_client, fits_data_parallel
 from app.jobs.run.image_runs import image_outputs
+from app.jobs.run.memory_need import OutOfMemory, check_fits, this_worker
 from app.jobs.run.metrics import run_metrics
 from app.jobs.run.numbering import (
     Reference,
@@ -46,6 +47,7 @@ from app.jobs.run.numbering import (
 )
 from app.jobs.run.run_inputs import RunInputs, load_inputs
 from app.jobs.warmup import engine_state
+from app.store.dataset_arrays import model_width
 from app.store.run_arrays import write_labels, write_labels_from_dask
 
 log = logging.getLogger(__name__)
@@ -78,13 +80,25 @@ class CancelToken:
 
 
 class Claim:
-    """The run this worker claimed and the key that every one of its writes must match."""
+    """The run this worker claimed and the key that every one of its writes must match;
+    `attempt` counts the workers that started it, `previous_worker` is the one that died under
+    it when this claim took the run over."""
 
-    def __init__(self, factory: sessionmaker[Session], run_id: int, key: str, notify: Notify):
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        run_id: int,
+        key: str,
+        notify: Notify,
+        attempt: int = 1,
+        previous_worker: str | None = None,
+    ):
         self.factory = factory
         self.run_id = run_id
         self.key = key
         self.notify = notify
+        self.attempt = attempt
+        self.previous_worker = previous_worker
 
     def update(self, session: Session, **values: Any) -> bool:
         """Update the claimed run; False when it is no longer ours (deleted or reclaimed)."""
@@ -190,28 +204,43 @@ def new_worker_key() -> str:
     return uuid.uuid4().hex
 
 
-def _claim(factory: sessionmaker[Session], run_id: int, key: str, notify: Notify) -> Claim | None:
+def _claim(
+    factory: sessionmaker[Session],
+    run_id: int,
+    key: str,
+    notify: Notify,
+    worker_address: str | None = None,
+) -> Claim | None:
     """queued -> running, atomically: a run is executed at most once. A run already running
-    under this very key is taken over: a Dask task (whose key is the claim's) is retried on
-    another worker only when the first one died."""
+    under this very key is taken over: a Dask task (whose key is the claim's) is started again
+    on another worker only when the first one died. A takeover counts an attempt more and keeps
+    the run's `started_at` (the run started then, not now)."""
     with session_scope(factory) as session:
+        before = session.execute(
+            select(Run.status, Run.worker_address, Run.attempt).where(Run.id == run_id)
+        ).first()
+        first = Run.status == "queued"
         claimed = session.execute(
             update(Run)
             .where(
                 Run.id == run_id,
-                or_(Run.status == "queued", and_(Run.status == "running", Run.worker_key == key)),
+                or_(first, and_(Run.status == "running", Run.worker_key == key)),
             )
             .values(
                 status="running",
-                started_at=utcnow(),
+                started_at=case((first, utcnow()), else_=Run.started_at),
+                attempt=case((first, 1), else_=func.coalesce(Run.attempt, 1) + 1),
                 engine_version=ENGINE_VERSION,
                 worker_key=key,
+                worker_address=worker_address,
             )
         )
-        if not claimed.rowcount:  # type: ignore[attr-defined]
+        if not claimed.rowcount or before is None:  # type: ignore[attr-defined]
             return None
     notify(run_id)
-    return Claim(factory, run_id, key, notify)
+    if before.status == "queued":
+        return Claim(factory, run_id, key, notify)
+    return Claim(factory, run_id, key, notify, (before.attempt or 1) + 1, before.worker_address)
 
 
 def json_safe(value: Any) -> Any:
@@ -226,6 +255,11 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+# Given the worker that died under a run (its address), why it died when that is the run's
+# failure (it ran out of memory), or None to start the run again.
+WhyDied = Callable[[str | None], str | None]
+
+
 def execute_run(
     factory: sessionmaker[Session],
     run_id: int,
@@ -233,15 +267,27 @@ def execute_run(
     notify: Notify = _no_notify,
     key: str | None = None,
     data_parallel_from: int | None = None,
+    worker_address: str | None = None,
+    why_died: WhyDied | None = None,
 ) -> None:
     """`key` marks this worker's claim (pass one to be able to call `fail_abandoned`);
     `data_parallel_from`: on a Dask worker, tables of at least this many items fit
-    data-parallel on the whole cluster (app/jobs/run/data_parallel.py)."""
-    claim = _claim(factory, run_id, key or new_worker_key(), notify)
+    data-parallel on the whole cluster (app/jobs/run/data_parallel.py); `why_died` is asked
+    when this worker takes over a run whose worker died (a Dask task started again)."""
+    claim = _claim(factory, run_id, key or new_worker_key(), notify, worker_address)
     if claim is None:
         return  # cancelled while queued, deleted, or already taken
+    if claim.attempt > 1 and why_died is not None:
+        reason = why_died(claim.previous_worker)
+        if reason is not None:  # starting again from scratch would only die the same way
+            log.warning("run %s: %s", run_id, reason)
+            claim.finish("failed", reason)
+            return
     try:
         _fit_and_store(claim, token, data_parallel_from)
+    except OutOfMemory as exc:  # refused before reading anything: the estimate says why
+        log.warning("run %s: %s", run_id, exc)
+        claim.finish("failed", str(exc))
     except Exception as exc:  # every failure becomes a readable error on the run
         log.exception("run %s failed", run_id)
         claim.finish("failed", f"{type(exc).__name__}: {exc}")
@@ -326,6 +372,7 @@ def _load(claim: Claim, data_parallel_from: int | None) -> _Loaded | None:
             return None
         dataset = session.get(Dataset, run.dataset_id)
         assert dataset is not None
+        _check_memory(run, dataset, data_parallel_from)
         inputs = load_inputs(session, run, dataset, data_parallel_from)
         reference: Reference | LazyReference | None = None
         if inputs.chunked is not None:  # its labels stay in the store, read chunk by chunk
@@ -333,6 +380,19 @@ def _load(claim: Claim, data_parallel_from: int | None) -> _Loaded | None:
         elif inputs.model is None:
             reference = latest_fitted_result(session, run)
     return _Loaded(inputs, reference, time.perf_counter() - started)
+
+
+def _check_memory(run: Run, dataset: Dataset, data_parallel_from: int | None) -> None:
+    """OutOfMemory before anything is read, when the run cannot fit its Dask worker."""
+    worker = this_worker()
+    if worker is None or run.source_run_id is not None:
+        return
+    check_fits(
+        dataset.n_items,
+        model_width(dataset),
+        data_parallel=fits_data_parallel(run.algorithm, dataset, data_parallel_from),
+        worker=worker,
+    )
 
 
 def _fit(loaded: _Loaded, progress: ProgressRecorder) -> _Outcome:
