@@ -89,6 +89,8 @@ class SideInformation:
     must_link_confidence: NDArray[np.float64] = field(default_factory=_empty_float)
     cannot_link: NDArray[np.int64] = field(default_factory=_empty_pairs)
     cannot_link_confidence: NDArray[np.float64] = field(default_factory=_empty_float)
+    # The hard must-links' components, an id per item; empty without a hard must-link (every
+    # item its own).
     chunklets: NDArray[np.int64] = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     side_scores: NDArray[np.float64] | None = None
     boundary_labels: list[str] | None = None

@@ -91,6 +91,8 @@ def _dense_npz(info: SideInformation) -> bytes:
         "conflicts": [c.as_dict() for c in info.conflicts],
     }
     arrays = {name: getattr(info, name) for name in _DENSE}
+    if not info.chunklets.size:  # the earlier revision kept one id per item
+        arrays["chunklets"] = np.arange(info.n_items, dtype=np.int64)
     if info.side_scores is not None:
         arrays["side_scores"] = info.side_scores
     buffer = io.BytesIO()
