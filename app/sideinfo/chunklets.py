@@ -7,16 +7,24 @@ from scipy.sparse.csgraph import connected_components
 
 
 def chunklet_ids(n_items: int, pairs: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Component id per item (an unlinked item is its own component); an empty array when
-    there is no pair, which means every item is its own (at 20M items, 160 MB of 0..n-1 that
-    every run without a must-link used to hold)."""
+    """Component id per item: its component's smallest item (an unlinked item is its own
+    component); an empty array when there is no pair, which means every item is its own (at 20M
+    items, 160 MB of 0..n-1 that every run without a must-link used to hold). Components are
+    found among the linked items only, not on a graph of every item."""
     if len(pairs) == 0:
         return np.empty(0, dtype=np.int64)
+    nodes, ends = np.unique(pairs, return_inverse=True)
+    ends = ends.reshape(-1, 2)
     graph = coo_matrix(
-        (np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n_items, n_items)
+        (np.ones(len(ends), dtype=np.int8), (ends[:, 0], ends[:, 1])),
+        shape=(len(nodes), len(nodes)),
     )
     _, components = connected_components(graph, directed=False)
-    return components.astype(np.int64)
+    smallest = np.full(int(components.max()) + 1, n_items, dtype=np.int64)
+    np.minimum.at(smallest, components, nodes)
+    ids = np.arange(n_items, dtype=np.int64)
+    ids[nodes] = smallest[components]
+    return ids
 
 
 def chain_pairs(item_sets: list[NDArray[np.int64]]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
