@@ -93,7 +93,8 @@ def _group_nodes(info: SideInformation) -> NDArray[np.int64]:
     component (offset past the codes). Every item of a component with a labeled item takes
     that label (the must-links join them)."""
     n = info.n_items
-    component = info.chunklets if info.chunklets.size else np.arange(n)
+    chunklets = info.components()
+    component = chunklets if chunklets.size else np.arange(n)
     labels = info.labels.astype(np.int64)
     offset = int(labels.max()) + 1 if (labels >= 0).any() else 0
     node = component.astype(np.int64) + offset

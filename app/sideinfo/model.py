@@ -90,8 +90,9 @@ class SideInformation:
     cannot_link: NDArray[np.int64] = field(default_factory=_empty_pairs)
     cannot_link_confidence: NDArray[np.float64] = field(default_factory=_empty_float)
     # The hard must-links' components, an id per item; empty without a hard must-link (every
-    # item its own).
-    chunklets: NDArray[np.int64] = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # item its own); None until asked for (`components`): a run on 20M items that never counts
+    # groups never holds 160 MB of them.
+    chunklets: NDArray[np.int64] | None = None
     side_scores: NDArray[np.float64] | None = None
     boundary_labels: list[str] | None = None
     boundary_annotation_id: int | None = None
@@ -106,10 +107,20 @@ class SideInformation:
     def n_labeled(self) -> int:
         return int(np.count_nonzero(self.labels >= 0))
 
+    def components(self) -> NDArray[np.int64]:
+        """The chunklets, computed from the hard must-links the first time they are asked for."""
+        if self.chunklets is None:
+            from app.sideinfo.chunklets import chunklet_ids
+
+            hard = self.must_link[self.must_link_confidence >= 1.0]
+            self.chunklets = chunklet_ids(self.n_items, hard)
+        return self.chunklets
+
     @property
     def n_chunklets(self) -> int:
         """Chunklets of two or more items (singletons are not reported as chunklets)."""
-        if self.chunklets.size == 0:
+        chunklets = self.components()
+        if chunklets.size == 0:
             return 0
-        counts = np.bincount(self.chunklets)
+        counts = np.bincount(chunklets)
         return int(np.count_nonzero(counts >= 2))

@@ -4,7 +4,8 @@ Only what the annotations say is kept, never an array per item: the labeled item
 labels (not one label per item), the pairs, a boundary's scores. At 20M items a run without
 annotations was 30 MB of -1s and 0..n-1 chunklet ids; now it has no blob at all, and a run with
 2M labeled items keeps those 2M. The chunklets (components of the hard must-links) are computed
-again from the pairs when the blob is read, by the same function that compiled them."""
+again from the pairs when a reader asks for them (`SideInformation.components`), by the same
+function that compiled them."""
 
 import hashlib
 import io
@@ -15,7 +16,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.sideinfo import Conflict, SideInformation, compile_side_information
-from app.sideinfo.chunklets import chunklet_ids
 
 # The per-pair arrays, stored as they are.
 _PAIR_FIELDS = ("must_link", "must_link_confidence", "cannot_link", "cannot_link_confidence")
@@ -99,12 +99,11 @@ def from_npz(data: bytes) -> SideInformation:
         header = json.loads(str(npz["header"]))
         n_items = int(header["n_items"])
         pairs = {name: npz[name] for name in _PAIR_FIELDS}
+        chunklets = None  # computed from the hard must-links when asked for
         if "labels" in npz.files:  # the earlier, dense form
             labels, chunklets = npz["labels"], npz["chunklets"]
         else:
             labels = _dense_labels(n_items, npz["labeled_items"], npz["labeled_values"])
-            hard = pairs["must_link_confidence"] >= 1.0
-            chunklets = chunklet_ids(n_items, pairs["must_link"][hard])
         return SideInformation(
             n_items=n_items,
             revision=header["revision"],

@@ -27,6 +27,8 @@ def test_every_field_round_trips() -> None:
     )
     blob = to_npz(info)
     back = from_npz(blob)
+    assert back.chunklets is None  # computed when first asked for
+    back.components()
     for name in (*ARRAY_FIELDS, "side_scores"):
         np.testing.assert_array_equal(getattr(back, name), getattr(info, name), err_msg=name)
         assert getattr(back, name).dtype == getattr(info, name).dtype, name
@@ -39,6 +41,7 @@ def test_every_field_round_trips() -> None:
 
 def _round_trips(info: SideInformation) -> None:
     back = from_npz(to_npz(info))
+    back.components()
     for name in (*ARRAY_FIELDS, "side_scores"):
         got, want = getattr(back, name), getattr(info, name)
         if want is None:

@@ -12,12 +12,13 @@ router = APIRouter(tags=["side information"], responses=ERROR_RESPONSES)
 
 def _chunklet_lists(info: SideInformation) -> list[list[int]]:
     """Chunklets of 2 or more items (most items are alone; never split a million singletons)."""
-    if info.chunklets.size == 0:
+    chunklets = info.components()
+    if chunklets.size == 0:
         return []
-    counts = np.bincount(info.chunklets)
-    linked = np.flatnonzero(counts[info.chunklets] >= 2)
-    order = linked[np.argsort(info.chunklets[linked], kind="stable")]
-    ids = info.chunklets[order]
+    counts = np.bincount(chunklets)
+    linked = np.flatnonzero(counts[chunklets] >= 2)
+    order = linked[np.argsort(chunklets[linked], kind="stable")]
+    ids = chunklets[order]
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.empty(0, int)
     return [g.tolist() for g in np.split(order, starts[1:])] if len(ids) else []
 

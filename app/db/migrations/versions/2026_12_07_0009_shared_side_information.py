@@ -90,9 +90,10 @@ def _dense_npz(info: SideInformation) -> bytes:
         "notes": info.notes,
         "conflicts": [c.as_dict() for c in info.conflicts],
     }
-    arrays = {name: getattr(info, name) for name in _DENSE}
-    if not info.chunklets.size:  # the earlier revision kept one id per item
-        arrays["chunklets"] = np.arange(info.n_items, dtype=np.int64)
+    arrays = {name: getattr(info, name) for name in _DENSE if name != "chunklets"}
+    chunklets = info.components()
+    # The earlier revision kept one id per item.
+    arrays["chunklets"] = chunklets if chunklets.size else np.arange(info.n_items, dtype=np.int64)
     if info.side_scores is not None:
         arrays["side_scores"] = info.side_scores
     buffer = io.BytesIO()
