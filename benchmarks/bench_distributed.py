@@ -23,6 +23,7 @@ the throughput on 2 workers over 1 worker (target >= 1.7x).
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -275,6 +276,12 @@ def pass_time(blobs: Blobs, workers: int, memory: str, store: Path | None = None
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--app" in argv:  # the same fits through the REST API (benchmarks/distributed_app.py)
+        from benchmarks.distributed_app import main as through_the_app
+
+        through_the_app([a for a in argv if a != "--app"])
+        return []
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--features", type=int, default=10)

@@ -110,7 +110,9 @@ def component_labels(info: SideInformation, n_components: int) -> np.ndarray | N
             f"the labels use {used.shape[0]} categories but n_components is {n_components}; "
             "every category needs its own component"
         )
-    out = np.full(info.labels.shape[0], -1, dtype=np.int64)
+    if np.array_equal(used, np.arange(used.shape[0])):
+        return info.labels  # already 0, 1, ... in order: no copy (80 MB at 20M items)
+    out = np.full(info.labels.shape[0], -1, dtype=np.int32)
     known = info.labels >= 0
     out[known] = np.searchsorted(used, info.labels[known])
     return out

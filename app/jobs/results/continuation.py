@@ -56,12 +56,16 @@ class Previous:
         return (weight, searched) if weight >= 1 and searched >= 0 else None
 
 
-def previous_fit(session: Session, run: Run) -> Previous | None:
+def previous_fit(session: Session, run: Run, *, with_labels: bool = True) -> Previous | None:
     """The dataset's most recently finished run of ``run``'s algorithm that fitted a model
-    itself (not one applying another run's model), other than ``run``."""
+    itself (not one applying another run's model), other than ``run``. Without
+    ``with_labels`` its partition is not read (empty): a data-parallel fit continues from the
+    mixture's parameters alone, and 20M labels would only weigh on the run's worker."""
     row = latest_fitted(session, run, RunResult.cluster_params, same_algorithm=True)
     if row is None:
         return None
+    if not with_labels:
+        return Previous(int(row[0]), dict(row[1] or {}), np.empty(0, dtype=np.int32))
     labels = read_labels(session=session, run_id=int(row[0]))
     if labels is None:
         return None

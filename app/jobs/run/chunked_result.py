@@ -80,7 +80,7 @@ class ChunkCounts:
 def count_chunk(
     labels: NDArray[np.integer],
     truth: NDArray[np.integer] | None,
-    labeled: tuple[NDArray[np.int64], NDArray[np.int32]] | None,
+    labeled: tuple[NDArray[np.int32], NDArray[np.integer]] | None,
     reference: NDArray[np.integer] | None,
     asked: NDArray[np.int64],
 ) -> ChunkCounts:
@@ -129,9 +129,13 @@ def chunked_result(labels: Any, info: SideInformation, inputs: ChunkedInputs) ->
     for index, block in enumerate(blocks):
         start, stop = int(bounds[index]), int(bounds[index + 1])
         chunk_labeled = None
-        if info.label_names:
+        if info.label_names:  # positions in the chunk and label codes, in 6 bytes an item
             items = _within(labeled_items, start, stop)
-            chunk_labeled = (items - start, info.labels[items].astype(np.int32))
+            codes = info.labels[items]
+            chunk_labeled = (
+                (items - start).astype(np.int32),
+                codes.astype(np.int16 if len(info.label_names) < 2**15 else np.int32),
+            )
         tasks.append(
             dask.delayed(count_chunk)(
                 block,

@@ -7,7 +7,8 @@ hold before it loads anything, and fails at once with the estimate and the limit
 more than its worker has; a run whose worker died under it anyway learns why when it is taken
 over (`dask_executor.killed_for_memory`).
 
-The estimate counts the process as it is (the engine's libraries alone are about 400 MB) plus
+The estimate counts the process as it is (the engine's libraries alone are about 400 MB; what
+earlier tasks freed is handed back to the system first) plus
 what the run adds: on the data-parallel path the side information kept per item, the worker's
 share of the persisted labels and of the expert labels, a pass task's chunk and the start's
 sample; in one task the features (float64), the fit's working copies and the labels.
@@ -21,9 +22,10 @@ from app.engine.core.chunked_input import SAMPLE_ROWS
 from app.jobs.run.data_parallel import ROWS_PER_TASK
 
 GIB = 1024**3
-# Bytes per item the run's process keeps of its side information (labels int32, chunklets
-# int64) and of its result (labels int32 and their working copies, in one task).
-SIDE_BYTES_PER_ITEM = 12
+# Bytes per item the run's process keeps of its side information (labels int32, and int16 as
+# the engine sends them; chunklets only when groups are counted) and of its result (labels
+# int32 and their working copies, in one task).
+SIDE_BYTES_PER_ITEM = 6
 RESULT_BYTES_PER_ITEM = 16
 FIT_COPIES = 3  # the features as float64, a centred copy and the fit's per-item scratch
 PASS_TASK_COPIES = 4  # a pass task's chunk as read, as float64, centred, and its costs
@@ -90,6 +92,10 @@ def this_worker() -> Worker | None:
         return None
     import psutil
 
+    from app.jobs.featurize.free_memory import release_free_memory
+
+    # What earlier tasks freed but the allocator kept is no part of the need: given back first.
+    release_free_memory()
     try:
         n_workers = len(worker.client.scheduler_info(n_workers=-1)["workers"])
     except Exception:  # the scheduler did not answer: count this one

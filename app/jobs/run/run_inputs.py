@@ -138,7 +138,7 @@ def load_inputs(
             load_pixel_ground_truth(session=session, dataset=dataset),
         )
     if algorithm.continues and inputs.warm_start:
-        inputs.previous = previous_fit(session, run)
+        inputs.previous = previous_fit(session, run, with_labels=not parallel)
     return inputs
 
 
