@@ -3,32 +3,28 @@ once per content in the array store, instead of holding a copy in its row
 
 Runs created before keep their copy in `runs.side_information` and are read from it. Going
 back, every run named by a hash gets its copy in the row again, in the form that revision reads
-(one label and one chunklet id per item).
+(one label and one chunklet id per item). The blob's form is read here with numpy and scipy
+alone: a revision must not depend on code that changes after it.
 
 Created 2026-12-07.
 """
 
 import io
 import json
+from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
 from alembic import op
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from app.db.migration_tools import KEEP_IDS, array_store, check_foreign_keys, foreign_keys_off
-from app.sideinfo import SideInformation
 
 revision: str = "0009_shared_side_information"
 down_revision: str | None = "0008_sign_in_origins"
 
-_DENSE = (
-    "labels",
-    "must_link",
-    "must_link_confidence",
-    "cannot_link",
-    "cannot_link_confidence",
-    "chunklets",
-)
+_PAIRS = ("must_link", "must_link_confidence", "cannot_link", "cannot_link_confidence")
 
 
 def upgrade() -> None:
@@ -48,8 +44,6 @@ def downgrade() -> None:
 
 
 def _copies_back_into_rows(bind: sa.Connection) -> None:
-    from app.store.side_information_blob import empty, from_npz
-
     runs = bind.execute(
         sa.text(
             "SELECT r.id, r.dataset_id, r.annotation_revision, r.side_information_hash, "
@@ -57,22 +51,20 @@ def _copies_back_into_rows(bind: sa.Connection) -> None:
             "WHERE r.side_information IS NULL AND r.source_run_id IS NULL"
         )
     ).all()
-    if not runs:
-        return
     store = None
     for run in runs:
-        if run.side_information_hash is None:
-            info = empty(int(run.n_items), int(run.annotation_revision))
+        if run.side_information_hash is None:  # no annotation
+            dense = _dense(None, int(run.n_items), int(run.annotation_revision))
         else:
             store = store or array_store(op.get_context().config)
             key = bind.execute(
                 sa.text("SELECT key FROM stored_arrays WHERE dataset_id = :d AND kind = :k"),
                 {"d": run.dataset_id, "k": f"side-information-{run.side_information_hash}"},
             ).scalar_one()
-            info = from_npz(store.read_bytes(key))
+            dense = _dense(store.read_bytes(key), int(run.n_items), int(run.annotation_revision))
         bind.execute(
             sa.text("UPDATE runs SET side_information = :blob WHERE id = :id"),
-            {"blob": _dense_npz(info), "id": run.id},
+            {"blob": dense, "id": run.id},
         )
     blobs = sa.text("SELECT key FROM stored_arrays WHERE kind LIKE 'side-information-%'")
     for key in bind.execute(blobs).scalars().all():
@@ -80,22 +72,43 @@ def _copies_back_into_rows(bind: sa.Connection) -> None:
     bind.execute(sa.text("DELETE FROM stored_arrays WHERE kind LIKE 'side-information-%'"))
 
 
-def _dense_npz(info: SideInformation) -> bytes:
-    header = {
-        "n_items": info.n_items,
-        "revision": info.revision,
-        "label_names": info.label_names,
-        "boundary_labels": info.boundary_labels,
-        "boundary_annotation_id": info.boundary_annotation_id,
-        "notes": info.notes,
-        "conflicts": [c.as_dict() for c in info.conflicts],
+def _dense(blob: bytes | None, n_items: int, annotation_revision: int) -> bytes:
+    """The earlier revision's NPZ: one label (-1: none) and one chunklet id per item."""
+    labels = np.full(n_items, -1, dtype=np.int32)
+    arrays: dict[str, Any] = {
+        "must_link": np.empty((0, 2), dtype=np.int64),
+        "must_link_confidence": np.empty(0, dtype=np.float64),
+        "cannot_link": np.empty((0, 2), dtype=np.int64),
+        "cannot_link_confidence": np.empty(0, dtype=np.float64),
     }
-    arrays = {name: getattr(info, name) for name in _DENSE if name != "chunklets"}
-    chunklets = info.components()
-    # The earlier revision kept one id per item.
-    arrays["chunklets"] = chunklets if chunklets.size else np.arange(info.n_items, dtype=np.int64)
-    if info.side_scores is not None:
-        arrays["side_scores"] = info.side_scores
+    header: dict[str, Any] = {
+        "n_items": n_items,
+        "revision": annotation_revision,
+        "label_names": [],
+        "boundary_labels": None,
+        "boundary_annotation_id": None,
+        "notes": [],
+        "conflicts": [],
+    }
+    if blob is not None:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
+            header = json.loads(str(npz["header"]))
+            labels[npz["labeled_items"]] = npz["labeled_values"]
+            arrays = {name: npz[name] for name in _PAIRS}
+            if "side_scores" in npz.files:
+                arrays["side_scores"] = npz["side_scores"]
+    hard = arrays["must_link"][arrays["must_link_confidence"] >= 1.0]
+    arrays["chunklets"] = _components(n_items, hard)
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, header=np.array(json.dumps(header)), **arrays)
+    np.savez_compressed(buffer, header=np.array(json.dumps(header)), labels=labels, **arrays)
     return buffer.getvalue()
+
+
+def _components(n_items: int, pairs: np.ndarray) -> np.ndarray:
+    if len(pairs) == 0:
+        return np.arange(n_items, dtype=np.int64)
+    graph = coo_matrix(
+        (np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])),
+        shape=(n_items, n_items),
+    )
+    return connected_components(graph, directed=False)[1].astype(np.int64)
