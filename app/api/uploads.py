@@ -30,6 +30,7 @@ class UploadForm:
     name: str | None
     id_column: str | None
     ground_truth_column: str | None
+    label_column: str | None = None
 
 
 def import_uploaded_file(
@@ -48,7 +49,9 @@ def import_uploaded_file(
         name=form.name or file.filename or "",
         upload=_uploaded(file),
         limits=UploadLimits.from_settings(settings),
-        columns=TableColumns(form.id_column or None, form.ground_truth_column or None),
+        columns=TableColumns(
+            form.id_column or None, form.ground_truth_column or None, form.label_column or None
+        ),
         ground_truth_image=ground_truth.file.read() if ground_truth is not None else None,
     )
 

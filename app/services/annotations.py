@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
@@ -32,8 +33,10 @@ from app.sideinfo.model import (
 MAX_LABEL_LENGTH = 100
 
 
-def _items(dataset: Dataset, values: list[int], field: str) -> list[int]:
-    if not values:
+def _items(dataset: Dataset, values: Sequence[int] | NDArray[np.integer], field: str) -> list[int]:
+    """Sorted, unique item positions; ``values`` may be a numpy array (a label column's rows:
+    no Python list of them made twice)."""
+    if values is None or len(values) == 0:
         raise InvalidInput(f"{field} is empty")
     array = np.asarray(values, dtype=np.int64)
     bad = (array < 0) | (array >= dataset.n_items)

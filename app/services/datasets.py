@@ -25,6 +25,7 @@ from app.services.errors import (
     UnsupportedMediaType,
 )
 from app.services.ingest.detect import detect_format
+from app.services.ingest.label_column import record_label_annotations
 from app.services.ingest.parsed import ParsedTable
 from app.services.ingest.short_transactions import UPLOADING, import_in_short_transactions
 from app.services.ingest.table_readers import TABLE_READERS, TableBlocks, TableColumns
@@ -61,8 +62,10 @@ def import_upload(
     head = upload.stream.read(16)
     kind = detect_format(head, upload.filename, upload.content_type)
     if kind == "image":
-        if columns.id_column or columns.ground_truth_column:
-            raise InvalidInput("id_column and ground_truth_column apply to tables, not images")
+        if columns.id_column or columns.ground_truth_column or columns.label_column:
+            raise InvalidInput(
+                "id_column, ground_truth_column and label_column apply to tables, not images"
+            )
         return image_uploads.import_image(
             session=session, project=project, user=user, name=name, upload=upload,
             limits=limits, head=head, ground_truth_image=ground_truth_image,
@@ -102,7 +105,9 @@ def stream_table(
     """A table dataset from row blocks, each checked and written as it comes (`TableSink`),
     in short write transactions (`short_transactions.py`): nobody waits while it is read. A
     refusal removes everything. With ``source`` (``meta.source``) and ``read_back`` the table
-    is read in place (imported by reference): its values are not written to the store."""
+    is read in place (imported by reference): its values are not written to the store. The
+    label column's labels (``table.labels``) become ``user``'s label annotations, one act, in
+    the transaction that makes the dataset ready."""
     dataset = Dataset(
         project_id=project.id,
         name=valid_name(name),
@@ -146,10 +151,17 @@ def stream_table(
             "feature_stats": facts["feature_stats"],
             **({"model_features": facts["model_features"]} if facts["model_features"] else {}),
             **({"source": source} if source else {}),
+            **({"label_column": table.labels.name} if table.labels else {}),
         }
 
+    def finish() -> None:
+        if table.labels is not None:
+            record_label_annotations(
+                session=session, dataset=dataset, user=user, labels=table.labels
+            )
+
     try:
-        import_in_short_transactions(session, [dataset], work, reserve=reserve)
+        import_in_short_transactions(session, [dataset], work, reserve=reserve, finish=finish)
     finally:
         # The blocks' arrays are freed in the request's thread arena, which glibc keeps for
         # reuse: a series of uploads left the server 400 MiB larger with no array alive.

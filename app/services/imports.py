@@ -5,8 +5,9 @@ and read in place, never copied into the store.
 The import reads metadata only (Parquet footers, an NPY header, a Zarr array's document) and
 answers; the dataset is then read once in the background, block by block, for what it needs of
 the whole table (`source_reading.py`: statistics, the PCA view, a wide table's components, ids
-and classes), and is `ready` after it. Those derived arrays are ours; the values stay in the
-source, read again where needed (item pages, runs on this machine or on Dask workers, exports).
+and classes; a label column's labels become label annotations), and is `ready` after it. Those
+derived arrays are ours; the values stay in the source, read again where needed (item pages,
+runs on this machine or on Dask workers, exports).
 Each object's version (ETag or mtime) is recorded: a run or export that finds one changed is
 refused (409) naming it."""
 
@@ -19,6 +20,7 @@ from app.db.models import Dataset, Project, User
 from app.jobs.featurize.featurizer import queue_source_read
 from app.services.errors import Conflict, InvalidInput
 from app.services.image_imports import import_image_by_reference
+from app.services.ingest.checks import require_label_apart
 from app.services.ingest.upload import UploadLimits, valid_name
 from app.store.sources.allowed import SourceRefused, allowed_source
 from app.store.sources.binding import sources_of
@@ -42,6 +44,7 @@ class ImportRequest:
     columns: list[str] | None = None
     id_column: str | None = None
     ground_truth_column: str | None = None
+    label_column: str | None = None  # the expert's labels: label annotations once it is read
     write_labels: bool = False  # an OME-Zarr image: runs' masks may be written beside it
 
 
@@ -66,10 +69,15 @@ def import_by_reference(
     except SourceError as exc:
         raise InvalidInput(str(exc)) from None
     if image is not None:
-        if request.columns or request.id_column or request.ground_truth_column:
+        if (
+            request.columns
+            or request.id_column
+            or request.ground_truth_column
+            or request.label_column
+        ):
             raise InvalidInput(
-                "columns, id_column and ground_truth_column name a table's columns; an image's "
-                "items are its pixels"
+                "columns, id_column, ground_truth_column and label_column name a table's "
+                "columns; an image's items are its pixels"
             )
         return import_image_by_reference(
             session=session, project=project, user=user, name=name, allowed=allowed,
@@ -78,7 +86,13 @@ def import_by_reference(
         )  # fmt: skip
     if request.write_labels:
         raise InvalidInput("write_labels applies to OME-Zarr images: a table has no labels/")
-    named = [c for c in (request.id_column, request.ground_truth_column) if c]
+    require_label_apart(request.label_column, request.id_column, request.ground_truth_column)
+    if request.label_column and request.label_column in (request.columns or ()):
+        raise InvalidInput(
+            f"label_column {request.label_column!r} is one of the feature columns (columns); "
+            "the expert's labels are not a feature: leave it out of columns"
+        )
+    named = [c for c in (request.id_column, request.ground_truth_column, request.label_column) if c]
     try:
         table = inspect_table(
             allowed.protocol, allowed.path, allowed.options, request.format, request.columns
@@ -86,8 +100,8 @@ def import_by_reference(
         if named:
             if table.format not in ("parquet", "h5ad"):
                 raise InvalidInput(
-                    "id_column and ground_truth_column name Parquet columns (or an AnnData "
-                    "file's obs columns); an NPY or Zarr array has none"
+                    "id_column, ground_truth_column and label_column name Parquet columns (or "
+                    "an AnnData file's obs columns); an NPY or Zarr array has none"
                 )
             if table.format == "parquet" and request.columns is None:  # all numeric but those
                 features = [c for c in table.columns if c not in named]
@@ -95,7 +109,12 @@ def import_by_reference(
                     allowed.protocol, allowed.path, allowed.options, table.format, features
                 )
             for column in named:
-                table.strings(column, 0, min(1, table.n_rows))  # it exists
+                try:
+                    table.strings(column, 0, min(1, table.n_rows))  # it exists
+                except SourceError as exc:
+                    if column != request.label_column:
+                        raise
+                    raise SourceError(f"label_column {column!r}: {exc}") from None
     except SourceError as exc:
         raise InvalidInput(str(exc)) from None
     if table.n_rows == 0:
@@ -111,7 +130,11 @@ def import_by_reference(
         id_column=request.id_column,
         ground_truth_column=request.ground_truth_column,
         source_filename=allowed.url,
-        meta={"ignored_columns": [], "source": source_record(allowed, table)},
+        meta={
+            "ignored_columns": [],
+            "source": source_record(allowed, table),
+            **({"label_column": request.label_column} if request.label_column else {}),
+        },
         created_by_id=user.id if user else None,
     )
     queue_source_read(dataset, user.id if user else None)

@@ -130,14 +130,18 @@ def filter_failure(
     - 415 for a file whose bytes are not an image where only images are taken (a collection's
       files): a schema cannot say what a binary's bytes must be;
     - 404 "no user named ..." when adding a member to a project just created is about the user
-      (as GitHub and GitLab answer), not about the project.
+      (as GitHub and GitLab answer), not about the project; so is 404 "no collection imported
+      by reference named ..." when syncing a collection the project does not have.
     """
     if isinstance(failure, RejectedPositiveData):
         if response.status_code == 415:
             return False
         return not (response.status_code == 422 and _refused_by_data(response))
     if isinstance(failure, EnsureResourceAvailability):
-        return not (response.status_code == 404 and "no user named" in response.text)
+        about_another = ("no user named", "no collection imported by reference named")
+        return not (
+            response.status_code == 404 and any(words in response.text for words in about_another)
+        )
     return True
 
 

@@ -65,6 +65,14 @@ def create_dataset(
     name: Annotated[OptionalName | None, Form(max_length=200)] = None,
     ground_truth_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
     id_column: Annotated[OptionalName | None, Form(max_length=200)] = None,
+    label_column: Annotated[
+        OptionalName | None,
+        Form(
+            max_length=200,
+            description="Tables: a column of the expert's labels (empty cells: none); once the "
+            "dataset is ready they are its label annotations, one per label, as one act",
+        ),
+    ] = None,
     ground_truth: Annotated[
         UploadFile | SkipJsonSchema[None],  # optional; multipart has no null to publish
         File(
@@ -76,8 +84,10 @@ def create_dataset(
     request: Request,
 ) -> DatasetRead:
     """Upload a dataset. The whole file is validated before anything is stored. An image is
-    then featurized in the background (`status`: `featurizing` -> `ready` or `failed`)."""
-    form = UploadForm(name, id_column, ground_truth_column)
+    then featurized in the background (`status`: `featurizing` -> `ready` or `failed`). A
+    table's `label_column` becomes the uploader's label annotations (one per distinct label, all
+    one act, undone by one undo); it is not a feature."""
+    form = UploadForm(name, id_column, ground_truth_column, label_column)
     dataset = import_uploaded_file(session, settings, access, file, form, ground_truth)
     session.commit()
     featurization_queued(request.app.state, dataset.id, dataset.status)

@@ -38,6 +38,12 @@ class ImportCreate(BaseModel):
     )
     id_column: Column | None = Field(None, description="Parquet: the items' ids")
     ground_truth_column: Column | None = Field(None, description="Parquet: each item's class")
+    label_column: Column | None = Field(
+        None,
+        description="Parquet (an AnnData file: an obs column): the expert's labels (empty or "
+        "null: none); once the table is read they are the importing user's label annotations, "
+        "one per label, as one act. Not a feature, nor the id or ground-truth column",
+    )
     write_labels: bool = Field(
         False,
         description="An OME-Zarr image: allow runs' masks to be written beside it "
@@ -62,7 +68,8 @@ def import_dataset(
     nothing of its values is copied; item pages, runs (on this server or on Dask workers) and
     exports read it in place. The answer comes at once, with status `featurizing`: the table
     is then read once in the background for its statistics, PCA view, ids and classes, and is
-    `ready` after it (or `failed`, saying which object, row and column). Each object's
+    `ready` after it (or `failed`, saying which object, row and column); a `label_column`'s
+    labels then become label annotations, one act, in the same transaction. Each object's
     version is recorded: a run or export that finds one changed is refused (409) naming it.
     Refused (422) before any request leaves the server: a URL outside the prefixes the
     operator opened (`IMPORT_SOURCES`; none by default)."""
@@ -77,6 +84,7 @@ def import_dataset(
             columns=body.columns,
             id_column=body.id_column,
             ground_truth_column=body.ground_truth_column,
+            label_column=body.label_column,
             write_labels=body.write_labels,
         ),
         limits=UploadLimits.from_settings(settings),

@@ -62,6 +62,11 @@ class DatasetRead(BaseModel):
     dtype: str
     id_column: str | None
     ground_truth_column: str | None
+    label_column: str | None = Field(
+        None,
+        description="A table's column of expert labels: its labels became label annotations "
+        "(one act) when the dataset was made ready",
+    )
     ground_truth_classes: list[str] | None
     source_filename: str
     revision: int

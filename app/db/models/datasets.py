@@ -38,3 +38,10 @@ class Dataset(AddressedById, Base):
     revision: Mapped[int] = mapped_column(Integer, default=0)
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    @property
+    def label_column(self) -> str | None:
+        """The table's column of expert labels, which became its label annotations when it was
+        made ready (kept in `meta`)."""
+        name = (self.meta or {}).get("label_column")
+        return str(name) if name else None

@@ -1,4 +1,5 @@
-"""Checks shared by every table format: finiteness, shape, ground-truth encoding."""
+"""Checks shared by every table format: finiteness, shape, ground-truth encoding, the label
+column apart from the others."""
 
 from typing import Any
 
@@ -13,6 +14,24 @@ def require_nonempty_shape(n_rows: int, n_columns: int) -> None:
         raise InvalidInput("the table has no rows")
     if n_columns == 0:
         raise InvalidInput("the table has no feature columns")
+
+
+def require_label_apart(
+    label_column: str | None, id_column: str | None, ground_truth_column: str | None
+) -> None:
+    """The label column is neither the id column nor the ground truth (in every table format,
+    uploaded or imported by reference)."""
+    if not label_column:
+        return
+    for parameter, other in (
+        ("id_column", id_column),
+        ("ground_truth_column", ground_truth_column),
+    ):
+        if label_column == other:
+            raise InvalidInput(
+                f"label_column {label_column!r} is also the {parameter}: the expert's labels "
+                f"must be a column of their own"
+            )
 
 
 def encode_classes(values: list[str]) -> tuple[NDArray[np.int32], list[str]]:

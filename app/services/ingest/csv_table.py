@@ -1,5 +1,5 @@
-"""CSV with a header row, streamed: numeric columns become features; the id and ground-truth
-columns are read as text; other all-text columns are ignored and reported.
+"""CSV with a header row, streamed: numeric columns become features; the id, ground-truth and
+label columns are read as text; other all-text columns are ignored and reported.
 
 The header and a sample of rows (Python's csv module) decide which columns are what; then
 Arrow's streaming CSV reader parses the file in blocks on every core, straight into the table
@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from app.services.errors import InvalidInput
-from app.services.ingest.checks import arrow_floats, require_nonempty_shape
+from app.services.ingest.checks import arrow_floats, require_label_apart, require_nonempty_shape
+from app.services.ingest.label_column import LabelColumn
 
 SAMPLE_ROWS = 1000  # rows used to tell numeric columns from text columns
 BLOCK_BYTES = 8 << 20  # Arrow parses this much text per block (one block per core at a time)
@@ -37,6 +38,7 @@ class CsvPlan:
     id_index: int | None
     truth_index: int | None
     ignored: list[int]
+    label_index: int | None = None  # the expert's labels (`label_column.py`)
 
     @property
     def feature_names(self) -> list[str]:
@@ -48,16 +50,22 @@ class CsvPlan:
 
 
 def plan_csv(
-    stream: BinaryIO, *, id_column: str | None = None, ground_truth_column: str | None = None
+    stream: BinaryIO,
+    *,
+    id_column: str | None = None,
+    ground_truth_column: str | None = None,
+    label_column: str | None = None,
 ) -> CsvPlan:
     """Read the header and sample rows; refuse a file whose columns cannot make a table."""
     try:
         header = _read_header(stream)
         id_index = _column_index(header, id_column, "id_column")
         truth_index = _column_index(header, ground_truth_column, "ground_truth_column")
+        label_index = _column_index(header, label_column, "label_column")
         if id_index is not None and id_index == truth_index:
             raise InvalidInput("id_column and ground_truth_column must be different columns")
-        text_indices = {i for i in (id_index, truth_index) if i is not None}
+        require_label_apart(label_column, id_column, ground_truth_column)
+        text_indices = {i for i in (id_index, truth_index, label_index) if i is not None}
         sample = _sample_rows(stream, header)
     except UnicodeDecodeError as exc:
         raise InvalidInput(
@@ -68,16 +76,17 @@ def plan_csv(
         raise InvalidInput(f"the file is not valid CSV: {exc}") from None
     feature_indices, ignored = _classify_columns(header, sample, text_indices)
     require_nonempty_shape(len(sample), len(feature_indices))
-    return CsvPlan(header, feature_indices, id_index, truth_index, ignored)
+    return CsvPlan(header, feature_indices, id_index, truth_index, ignored, label_index)
 
 
 def csv_blocks(
-    stream: BinaryIO, plan: CsvPlan
+    stream: BinaryIO, plan: CsvPlan, labels: LabelColumn | None = None
 ) -> Iterator[tuple[np.ndarray, list[str] | None, list[str] | None]]:
-    """(features, ids, ground truth) per block of rows, in file order."""
+    """(features, ids, ground truth) per block of rows, in file order; the label column's
+    cells, when it has one, go to ``labels`` as each block passes."""
     names = [f"c{i}" for i in range(len(plan.header))]  # Arrow's names: unique, whatever the header
     types: dict[str, pa.DataType] = {names[i]: pa.float64() for i in plan.feature_indices}
-    for i in (plan.id_index, plan.truth_index):
+    for i in (plan.id_index, plan.truth_index, plan.label_index):
         if i is not None:
             types[names[i]] = pa.string()
     read_options = pa_csv.ReadOptions(
@@ -114,6 +123,8 @@ def csv_blocks(
             )
             ids = _strings(batch, names, plan.id_index)
             truth = _strings(batch, names, plan.truth_index)
+            if labels is not None and plan.label_index is not None:
+                labels.add(batch.column(names[plan.label_index]))
             yield features, ids, truth
             rows += batch.num_rows
     except pa.ArrowInvalid as exc:

@@ -1,6 +1,6 @@
 """Parquet tables, read a row group at a time: numeric columns (integers, floats, booleans)
-become features, the id and ground-truth columns are read as text, and other columns (text,
-dates, nested) are ignored and reported."""
+become features, the id and ground-truth columns are read as text, the label column as it is
+(`label_column.py`), and other columns (text, dates, nested) are ignored and reported."""
 
 import io
 from collections.abc import Iterator
@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from app.services.errors import InvalidInput
-from app.services.ingest.checks import arrow_floats, require_nonempty_shape
+from app.services.ingest.checks import arrow_floats, require_label_apart, require_nonempty_shape
+from app.services.ingest.label_column import LabelColumn
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -26,6 +27,7 @@ class ParquetPlan:
     ignored_names: list[str]
     n_rows: int
     dtype: str  # float32 when every feature column is float32, else float64
+    label_column: str | None = None
 
 
 def _source(stream: BinaryIO) -> Any:
@@ -48,7 +50,11 @@ def _is_numeric(kind: pa.DataType) -> bool:
 
 
 def open_parquet(
-    stream: BinaryIO, *, id_column: str | None = None, ground_truth_column: str | None = None
+    stream: BinaryIO,
+    *,
+    id_column: str | None = None,
+    ground_truth_column: str | None = None,
+    label_column: str | None = None,
 ) -> tuple[ParquetPlan, pq.ParquetFile]:
     try:
         stream.seek(0)
@@ -65,6 +71,7 @@ def open_parquet(
     for parameter, value in (
         ("id_column", id_column),
         ("ground_truth_column", ground_truth_column),
+        ("label_column", label_column),
     ):
         if value and value not in names:
             raise InvalidInput(
@@ -73,7 +80,8 @@ def open_parquet(
             )
     if id_column and id_column == ground_truth_column:
         raise InvalidInput("id_column and ground_truth_column must be different columns")
-    text = {c for c in (id_column, ground_truth_column) if c}
+    require_label_apart(label_column, id_column, ground_truth_column)
+    text = {c for c in (id_column, ground_truth_column, label_column) if c}
     features = [n for n in names if n not in text and _is_numeric(schema.field(n).type)]
     ignored = [n for n in names if n not in text and n not in features]
     n_rows = file.metadata.num_rows
@@ -81,15 +89,18 @@ def open_parquet(
     all_float32 = all(schema.field(n).type == pa.float32() for n in features)
     plan = ParquetPlan(
         features, id_column or None, ground_truth_column or None, ignored, n_rows,
-        "float32" if all_float32 else "float64",
+        "float32" if all_float32 else "float64", label_column or None,
     )  # fmt: skip
     return plan, file
 
 
 def parquet_blocks(
-    file: pq.ParquetFile, plan: ParquetPlan, rows: int
+    file: pq.ParquetFile, plan: ParquetPlan, rows: int, labels: LabelColumn | None = None
 ) -> Iterator[tuple[np.ndarray, list[str] | None, list[str] | None]]:
-    columns = [*plan.feature_names, *(c for c in (plan.id_column, plan.truth_column) if c)]
+    """(features, ids, ground truth) per block of rows; the label column's values, when it has
+    one, go to ``labels`` as each block passes."""
+    named = (plan.id_column, plan.truth_column, plan.label_column)
+    columns = [*plan.feature_names, *(c for c in named if c)]
     first = 0
     try:
         for batch in file.iter_batches(batch_size=rows, columns=columns):
@@ -101,6 +112,8 @@ def parquet_blocks(
             )
             ids = _text(batch.column(plan.id_column)) if plan.id_column else None
             truth = _text(batch.column(plan.truth_column)) if plan.truth_column else None
+            if labels is not None and plan.label_column:
+                labels.add(batch.column(plan.label_column))
             yield features, ids, truth
             first += batch.num_rows
     except (pa.ArrowException, OSError) as exc:
