@@ -46,6 +46,7 @@ from app.engine.ppc.chunked.ppc_tasks import (
 from app.engine.ppc.chunked.relation_groups import (
     RelatedRows,
     excluded_per_chunk,
+    local_relations,
     related_rows,
 )
 from app.engine.ppc.fit import (
@@ -134,10 +135,12 @@ def _sample_fit(
     if known is not None:
         assert data.sample_y is not None
         y = np.concatenate([data.sample_y[plain], known[rows]])
-    index_size = int(max(_last_related_row(rel), 0)) + 1
-    index = np.full(index_size, -1, dtype=np.int64)
-    index[rows] = int(np.count_nonzero(plain)) + np.arange(rows.shape[0])
-    pairs, weights = _relations_as_pairs(rel, index)
+    # Relations among the related rows' positions (not row ids: a dense index up to the last
+    # related row was 160 MB at 20M rows, on the run's worker).
+    ends = _related_ends(rel)
+    index = np.full(ends.shape[0], -1, dtype=np.int64)
+    index[np.searchsorted(ends, rows)] = int(np.count_nonzero(plain)) + np.arange(rows.shape[0])
+    pairs, weights = _relations_as_pairs(local_relations(rel, ends), index)
     params = {**estimator.get_params(deep=False), "progress": None, "warm_start": False}
     params["random_state"] = rng.randint(np.iinfo(np.int32).max)
     params["fresh_starts"] = "always"
@@ -153,9 +156,10 @@ def _sample_fit(
     return start
 
 
-def _last_related_row(rel: Relations) -> int:
+def _related_ends(rel: Relations) -> IntArray:
+    """The rows in some relation, sorted."""
     ends = [rel.soft_i, rel.soft_j, rel.link_i, rel.link_j, rel.dnl_i, rel.dnl_j]
-    return max((int(e.max()) for e in ends if e.shape[0]), default=-1)
+    return np.unique(np.concatenate(ends)).astype(np.int64)
 
 
 def _gather_related(X: Any, related: RelatedRows | None) -> _Related:
@@ -224,12 +228,8 @@ def fit_chunked_ppc(estimator: Any, X: Any, pairs: Any, weights: Any, labels: An
     rel = check_relations(pairs, weights, n)
     given = _labels_in_memory(labels)
     known = None if given is None else check_labels(given, n, m, rel)
-    has_relations = _last_related_row(rel) >= 0
-    related_plan = (
-        related_rows(rel, known if known is not None else _unlabeled(rel), m, e_step, max_states)
-        if has_relations
-        else None
-    )
+    has_relations = _related_ends(rel).shape[0] > 0
+    related_plan = related_rows(rel, known, m, e_step, max_states) if has_relations else None
     graph = (
         related_plan.graph
         if related_plan is not None
@@ -273,10 +273,6 @@ def _given_start(estimator: Any, m: int, d: int) -> tuple[str, Params] | None:
         return None
     family = family_of(check_choice("covariance", estimator.covariance, list(COVARIANCES)))[0]
     return estimator.covariance, estimator.given_start(None, m, d, family)
-
-
-def _unlabeled(rel: Relations) -> IntArray:
-    return np.full(_last_related_row(rel) + 1, -1, dtype=np.int64)
 
 
 @dataclass
@@ -402,12 +398,9 @@ def _agreement(
     mixture's own labels respect (labels of unrelated rows counted in the final pass)."""
     score = float(agree_in_chunks)
     if related.rows is not None:
-        rows = related.rows.rows
-        plain = np.full(int(rows[-1]) + 1, -1, dtype=np.int64)
-        plain[rows] = MixtureRule.of(params, opts).log_scores(related.X).argmax(axis=1)
-        own = np.full_like(plain, -1)
-        if known is not None:
-            own[rows] = known[rows]
-        score += agreement(plain, rel, own)
+        rows = related.rows.rows  # sorted: the relations' ends become positions in it
+        plain = MixtureRule.of(params, opts).log_scores(related.X).argmax(axis=1)
+        own = known[rows] if known is not None else np.full(rows.shape[0], -1, dtype=np.int64)
+        score += agreement(plain, local_relations(rel, rows), own)
     labels = known if known is not None else np.empty(0, dtype=np.int64)
     return agreement_share(score, rel, labels)

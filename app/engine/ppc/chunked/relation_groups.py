@@ -45,7 +45,7 @@ class RelatedRows:
     groups: list[RelationGroup]
 
 
-def _local(rel: Relations, rows: IntArray) -> Relations:
+def local_relations(rel: Relations, rows: IntArray) -> Relations:
     """``rel`` with sample indices replaced by their positions in ``rows``."""
 
     def at(ids: IntArray) -> IntArray:
@@ -94,16 +94,17 @@ def _packed(component: IntArray, limit: int) -> list[IntArray]:
 
 def related_rows(
     rel: Relations,
-    labels: IntArray,
+    labels: IntArray | None,
     n_components: int,
     e_step: str,
     max_exact_states: int,
 ) -> RelatedRows:
-    """The rows in some relation, their graph, and their groups (``labels`` over all rows)."""
+    """The rows in some relation, their graph, and their groups (``labels`` over all rows, or
+    None: none labeled)."""
     ends = [rel.soft_i, rel.soft_j, rel.link_i, rel.link_j, rel.dnl_i, rel.dnl_j]
     rows = np.unique(np.concatenate(ends)).astype(np.int64)
-    local = _local(rel, rows)
-    own = labels[rows]
+    local = local_relations(rel, rows)
+    own = labels[rows] if labels is not None else np.full(rows.shape[0], -1, dtype=np.int64)
     graph = build_graph(local, rows.shape[0], n_components, e_step, max_exact_states, own)
     i = np.concatenate([local.soft_i, local.link_i, local.dnl_i])
     j = np.concatenate([local.soft_j, local.link_j, local.dnl_j])
