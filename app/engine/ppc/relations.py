@@ -134,11 +134,21 @@ def _hard_link_path(li: IntArray, lj: IntArray, start: int, goal: int) -> list[i
     return path[::-1]
 
 
-def check_labels(labels: ArrayLike | None, n: int, n_components: int, rel: Relations) -> IntArray:
+def check_labels(
+    labels: ArrayLike | None,
+    n: int,
+    n_components: int,
+    rel: Relations,
+    *,
+    as_int64: bool = True,
+) -> IntArray:
     """Validate ``labels`` (n,) (-1 = unlabeled, else a component) against the hard relations.
 
-    Returns the labels as int64 (all -1 when None). Errors name the samples: a label outside
-    0..M-1, two labels joined by hard links, a hard do-not-link between two samples of one label.
+    Returns the labels as int64 (all -1 when None); without ``as_int64``, integer labels as
+    they were given (no copy: 160 MB at 20M rows for a data-parallel fit). Errors name the
+    samples: a label outside 0..M-1, two labels joined by hard links, a hard do-not-link between
+    two samples of one label. Only the hard-linked samples are looked at beyond the range check,
+    so the work and memory are those of the links, not of n.
     """
     if labels is None:
         return np.full(n, -1, dtype=np.int64)
@@ -149,28 +159,54 @@ def check_labels(labels: ArrayLike | None, n: int, n_components: int, rel: Relat
         y.dtype.kind != "f" or not np.all(np.isfinite(y) & (y == np.round(y)))
     ):
         raise ValueError(f"labels must be integers (-1 = unlabeled), got dtype {y.dtype}")
-    y = y.astype(np.int64)
-    bad = np.flatnonzero((y < -1) | (y >= n_components))
-    if bad.shape[0]:
-        i = int(bad[0])
+    if y.dtype.kind == "f":
+        y = y.astype(np.int64)
+    if n and (int(y.min()) < -1 or int(y.max()) >= n_components):
+        i = int(np.flatnonzero((y < -1) | (y >= n_components))[0])
         raise ValueError(
             f"sample {i} has label {int(y[i])}; labels must be -1 (unlabeled) or a component "
             f"0..{n_components - 1} (n_components={n_components})"
         )
-    chunk = chunklets(n, rel.link_i, rel.link_j)
-    known = np.flatnonzero(y >= 0)
+    _check_linked_labels(y, rel)
+    return y.astype(np.int64) if as_int64 else y
+
+
+def _check_linked_labels(y: IntArray, rel: Relations) -> None:
+    """Two labels joined by hard links, or a hard do-not-link inside one label: ValueError
+    naming the first (samples in ascending order, as a scan of every sample would meet them)."""
+    nodes = np.unique(np.concatenate([rel.link_i, rel.link_j])).astype(np.int64)
+    component = np.empty(0, dtype=np.int64)
+    if nodes.shape[0]:
+        a, b = np.searchsorted(nodes, rel.link_i), np.searchsorted(nodes, rel.link_j)
+        graph = coo_matrix((np.ones(a.shape[0]), (a, b)), shape=(nodes.shape[0],) * 2)
+        component = connected_components(graph, directed=False)[1].astype(np.int64)
+    labeled = np.flatnonzero(y[nodes] >= 0)  # positions in nodes, ascending samples
     first: dict[int, int] = {}
-    for i in known.tolist():
-        j = first.setdefault(int(chunk[i]), i)
+    for position in labeled.tolist():
+        i = int(nodes[position])
+        j = first.setdefault(int(component[position]), i)
         if y[j] != y[i]:
             path = _hard_link_path(rel.link_i, rel.link_j, j, i)
             raise ValueError(
                 f"samples {j} and {i} have labels {int(y[j])} and {int(y[i])}, but a chain of "
                 f"hard links joins them: {' - '.join(map(str, path))}"
             )
-    chunk_label = np.full(n, -1, dtype=np.int64)
-    chunk_label[chunk[known]] = y[known]
-    li, lj = chunk_label[chunk[rel.dnl_i]], chunk_label[chunk[rel.dnl_j]]
+    if rel.dnl_i.shape[0] == 0:
+        return
+    component_label = np.full(int(component.max(initial=-1)) + 1, -1, dtype=np.int64)
+    component_label[component[labeled]] = y[nodes[labeled]]
+
+    def label_of(samples: IntArray) -> IntArray:
+        """A sample's label, or its hard-link component's."""
+        found = y[samples].astype(np.int64)
+        at = np.minimum(np.searchsorted(nodes, samples), max(nodes.shape[0] - 1, 0))
+        linked = nodes.shape[0] > 0
+        if linked:
+            inside = nodes[at] == samples
+            found[inside] = component_label[component[at[inside]]]
+        return found
+
+    li, lj = label_of(rel.dnl_i), label_of(rel.dnl_j)
     clash = np.flatnonzero((li >= 0) & (li == lj))
     if clash.shape[0]:
         r = int(clash[0])
@@ -178,4 +214,3 @@ def check_labels(labels: ArrayLike | None, n: int, n_components: int, rel: Relat
             f"({int(rel.dnl_i[r])}, {int(rel.dnl_j[r])}) is a hard do-not-link, but both "
             f"samples (or samples hard-linked to them) have label {int(li[r])}"
         )
-    return y

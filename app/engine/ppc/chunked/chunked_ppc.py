@@ -134,7 +134,7 @@ def _sample_fit(
     y = None
     if known is not None:
         assert data.sample_y is not None
-        y = np.concatenate([data.sample_y[plain], known[rows]])
+        y = np.concatenate([data.sample_y[plain], known[rows].astype(np.int64)])
     # Relations among the related rows' positions (not row ids: a dense index up to the last
     # related row was 160 MB at 20M rows, on the run's worker).
     ends = _related_ends(rel)
@@ -227,7 +227,7 @@ def fit_chunked_ppc(estimator: Any, X: Any, pairs: Any, weights: Any, labels: An
     reset_fit_warnings(estimator)
     rel = check_relations(pairs, weights, n)
     given = _labels_in_memory(labels)
-    known = None if given is None else check_labels(given, n, m, rel)
+    known = None if given is None else check_labels(given, n, m, rel, as_int64=False)
     has_relations = _related_ends(rel).shape[0] > 0
     related_plan = related_rows(rel, known, m, e_step, max_states) if has_relations else None
     graph = (
@@ -400,7 +400,11 @@ def _agreement(
     if related.rows is not None:
         rows = related.rows.rows  # sorted: the relations' ends become positions in it
         plain = MixtureRule.of(params, opts).log_scores(related.X).argmax(axis=1)
-        own = known[rows] if known is not None else np.full(rows.shape[0], -1, dtype=np.int64)
+        own = (
+            known[rows].astype(np.int64)
+            if known is not None
+            else np.full(rows.shape[0], -1, dtype=np.int64)
+        )
         score += agreement(plain, local_relations(rel, rows), own)
     labels = known if known is not None else np.empty(0, dtype=np.int64)
     return agreement_share(score, rel, labels)

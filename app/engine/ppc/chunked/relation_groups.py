@@ -104,7 +104,11 @@ def related_rows(
     ends = [rel.soft_i, rel.soft_j, rel.link_i, rel.link_j, rel.dnl_i, rel.dnl_j]
     rows = np.unique(np.concatenate(ends)).astype(np.int64)
     local = local_relations(rel, rows)
-    own = labels[rows] if labels is not None else np.full(rows.shape[0], -1, dtype=np.int64)
+    own = (
+        labels[rows].astype(np.int64)
+        if labels is not None
+        else np.full(rows.shape[0], -1, dtype=np.int64)
+    )
     graph = build_graph(local, rows.shape[0], n_components, e_step, max_exact_states, own)
     i = np.concatenate([local.soft_i, local.link_i, local.dnl_i])
     j = np.concatenate([local.soft_j, local.link_j, local.dnl_j])
