@@ -117,7 +117,11 @@ def load_inputs(
         info=thaw(session=session, run=run),
         truth=None if parallel else load_ground_truth(session=session, dataset=dataset),
         features=(
-            chunked_features(session=session, dataset=dataset, rows_per_task=_rows_per_task(params))
+            chunked_features(
+                session=session,
+                dataset=dataset,
+                rows_per_task=_rows_per_task(run.algorithm, params),
+            )
             if parallel
             else load_model_features(session=session, dataset=dataset)
         ),
@@ -142,11 +146,12 @@ def load_inputs(
     return inputs
 
 
-def _rows_per_task(params: Params) -> int:
-    """Rows a pass task reads: ROWS_PER_TASK at up to 10 clusters, fewer beyond. A task holds
-    a float64 value per row and cluster (costs, responsibilities) beside its chunk: PPC at k = 20
-    on 524,288 rows passed a 1 GiB worker's limit where 262,144 fit."""
-    count = getattr(params, "n_clusters", None) or getattr(params, "n_components", None)
+def _rows_per_task(algorithm: str, params: Params) -> int:
+    """Rows a pass task reads: ROWS_PER_TASK, but for PPC past 10 components fewer: its E-step
+    holds several float64 values per row and component (log densities, responsibilities) beside
+    the chunk, and the run's own worker runs pass tasks too. (CEC's tasks hold one cost per row
+    and cluster: at k = 20 halving their rows cost a 20M-row run a fifth of its time.)"""
+    count = getattr(params, "n_components", None) if algorithm == "ppc" else None
     return max(1, ROWS_PER_TASK * 10 // max(int(count or 10), 10))
 
 
