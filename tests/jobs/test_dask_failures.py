@@ -93,6 +93,17 @@ def test_a_run_past_its_workers_memory_fails_before_reading_anything(
     assert run["attempt"] == 1
 
 
+def _finished_run(
+    dask_app: Callable[..., TestClient], session: Session
+) -> tuple[TestClient, dict[str, str], int, Any]:
+    """A client on a fresh cluster, its headers, a CEC run it finished, and when that started."""
+    client = dask_app()
+    headers, dataset_id = _iris_dataset(client)
+    run_id = start(client, headers, dataset_id, "cec", n_clusters=3).json()["id"]
+    wait(client, headers, run_id, timeout=600)
+    return client, headers, run_id, _run(session, run_id).started_at
+
+
 def _taken_over(
     client: TestClient, session: Session, run_id: int, dead_worker: str
 ) -> tuple[Run, Any]:
@@ -117,11 +128,7 @@ def _taken_over(
 def test_a_run_whose_worker_was_restarted_for_memory_fails_at_once_when_taken_over(
     dask_app: Callable[..., TestClient], session: Session
 ) -> None:
-    client = dask_app()
-    headers, dataset_id = _iris_dataset(client)
-    run_id = start(client, headers, dataset_id, "cec", n_clusters=3).json()["id"]
-    wait(client, headers, run_id, timeout=600)
-    before = _run(session, run_id).started_at
+    client, _, run_id, before = _finished_run(dask_app, session)
     executor = client.app.state.executor  # type: ignore[attr-defined]
     # What a nanny sends the scheduler when it restarts a worker past its memory limit.
     executor.client.log_event(
@@ -139,11 +146,7 @@ def test_a_run_whose_worker_was_restarted_for_memory_fails_at_once_when_taken_ov
 def test_a_run_taken_over_after_another_death_goes_on_as_attempt_two(
     dask_app: Callable[..., TestClient], session: Session
 ) -> None:
-    client = dask_app()
-    headers, dataset_id = _iris_dataset(client)
-    run_id = start(client, headers, dataset_id, "cec", n_clusters=3).json()["id"]
-    wait(client, headers, run_id, timeout=600)
-    before = _run(session, run_id).started_at
+    client, headers, run_id, before = _finished_run(dask_app, session)
     run, started_at = _taken_over(client, session, run_id, "tcp://127.0.0.1:10")
     assert (run.status, run.error, run.attempt) == ("succeeded", None, 2)
     assert started_at == before  # the run started then, not when it was taken over
