@@ -34,6 +34,8 @@ def delete_dataset_stopping_runs(state: State, session: Session, dataset: Datase
     """Delete a dataset with what was made from it, commit, and stop its queued and running
     runs (their workers would otherwise notice only at their next progress write)."""
     active = runs.active_run_ids(session=session, dataset_id=dataset.id)
+    dataset_id, run_ids = dataset.id, runs.run_ids(session=session, dataset_id=dataset.id)
     datasets.delete_dataset(session=session, dataset=dataset)
     session.commit()
     runs_changed(state, active, stop=True)
+    datasets.remove_deleted_directories(session=session, dataset_id=dataset_id, run_ids=run_ids)

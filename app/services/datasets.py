@@ -4,6 +4,7 @@ An upload is written in short transactions of its own (`ingest/short_transaction
 dataset is invisible until it is complete, and a bad file leaves nothing behind.
 """
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,7 +36,10 @@ from app.services.job_limits import check_active_jobs
 from app.services.paging import get_or_not_found, page
 from app.services.source_reads import read_in_place
 from app.store import chunks, dataset_arrays
+from app.store.array_store import StoreUnavailable
 from app.store.dataset_arrays import ITEM_IDS
+
+log = logging.getLogger(__name__)
 
 
 def import_upload(
@@ -227,6 +231,18 @@ def delete_dataset(*, session: Session, dataset: Dataset) -> None:
     session.flush()
     if waited:  # the last image a collection's file kept waiting for: the file goes too
         release_unneeded_files(session)
+
+
+def remove_deleted_directories(*, session: Session, dataset_id: int, run_ids: list[int]) -> None:
+    """Once a dataset's deletion has committed: its and its runs' directories go from the
+    store (`chunks.remove_owners_directories`); a store that cannot be reached leaves them to
+    the next start-up's sweep."""
+    try:
+        chunks.remove_owners_directories(session=session, dataset_ids=[dataset_id], run_ids=run_ids)
+    except StoreUnavailable as exc:
+        log.warning(
+            "dataset %s: its directories are left to the start-up sweep: %s", dataset_id, exc
+        )
 
 
 def read_items(

@@ -152,6 +152,11 @@ def result_labels(*, session: Session, result: RunResult) -> np.ndarray:
     return labels
 
 
+def run_ids(*, session: Session, dataset_id: int) -> list[int]:
+    """Every run of a dataset."""
+    return list(session.scalars(select(Run.id).where(Run.dataset_id == dataset_id)))
+
+
 def active_run_ids(
     *, session: Session, dataset_id: int | None = None, project_id: int | None = None
 ) -> list[int]:

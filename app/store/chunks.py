@@ -437,6 +437,24 @@ def delete_arrays(
     session.flush()
 
 
+def remove_owners_directories(
+    *, session: Session, dataset_ids: list[int], run_ids: list[int]
+) -> None:
+    """After a deletion has committed: the datasets' and runs' directories, found by their
+    names (<id>-<token>) in the store, removed. The commit's own hook (`forget_datasets`)
+    removes them already; in CI a deletion once left all of them behind with no removal in
+    the hook's log, so the deleting request also removes them itself (a directory already gone
+    is no error)."""
+    store = store_of(session)
+    for kind, ids in (("datasets", dataset_ids), ("runs", run_ids)):
+        wanted = {str(i) for i in ids}
+        if not wanted:
+            continue
+        for name in store.children(kind):
+            if name.split("-", 1)[0] in wanted:
+                store.delete(f"{kind}/{name}")
+
+
 def forget_datasets(*, session: Session, dataset_ids: list[int]) -> None:
     """Before datasets are deleted (their rows, runs and arrays' rows go by cascade): their
     directories and their runs' go from the store once the deletion commits."""
