@@ -1,9 +1,9 @@
 """Datasets imported by reference: a table where it already lives (a Parquet file or dataset,
-an NPY file or a Zarr array under a prefix the operator opened in IMPORT_SOURCES), registered
-and read in place, never copied into the store.
+a CSV file or folder of them, an NPY file, a Zarr array or an AnnData file under a prefix the
+operator opened in IMPORT_SOURCES), registered and read in place, never copied into the store.
 
-The import reads metadata only (Parquet footers, an NPY header, a Zarr array's document) and
-answers; the dataset is then read once in the background, block by block, for what it needs of
+The import reads metadata only (Parquet footers, an NPY header, a Zarr array's document; a CSV,
+which has none, is counted once without parsing its values) and answers; the dataset is then read once in the background, block by block, for what it needs of
 the whole table (`source_reading.py`: statistics, the PCA view, a wide table's components, ids
 and classes; a label column's labels become label annotations), and is `ready` after it. Those
 derived arrays are ours; the values stay in the source, read again where needed (item pages,
@@ -11,7 +11,7 @@ runs on this machine or on Dask workers, exports).
 Each object's version (ETag or mtime) is recorded: a run or export that finds one changed is
 refused (409) naming it."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from sqlalchemy.orm import Session
@@ -26,7 +26,7 @@ from app.store.sources.allowed import SourceRefused, allowed_source
 from app.store.sources.binding import sources_of
 from app.store.sources.images import image_format
 from app.store.sources.referenced import changed_objects, referenced_table, source_record
-from app.store.sources.tables import SourceError, inspect_table
+from app.store.sources.tables import NAMED_COLUMNS, SourceError, inspect_table
 
 SourceFormat = Literal["auto", "parquet", "npy", "zarr", "h5ad", "csv", "tiff", "ome-zarr"]
 
@@ -98,11 +98,16 @@ def import_by_reference(
             allowed.protocol, allowed.path, allowed.options, request.format, request.columns
         )
         if named:
-            if table.format not in ("parquet", "h5ad"):
+            if table.format not in NAMED_COLUMNS:
                 raise InvalidInput(
-                    "id_column, ground_truth_column and label_column name Parquet columns (or "
-                    "an AnnData file's obs columns); an NPY or Zarr array has none"
+                    "id_column, ground_truth_column and label_column name Parquet or CSV "
+                    "columns (or an AnnData file's obs columns); an NPY or Zarr array has none"
                 )
+            if table.format == "csv" and request.columns is None:  # counted once, not twice
+                kept = tuple(c for c in table.columns if c not in named)
+                if not kept:
+                    raise SourceError(f"{allowed.url} has no numeric columns but those named")
+                table = replace(table, columns=kept)
             if table.format == "parquet" and request.columns is None:  # all numeric but those
                 features = [c for c in table.columns if c not in named]
                 table = inspect_table(

@@ -239,15 +239,13 @@ def test_a_dataset_whose_files_differ_is_refused_naming_the_file(tmp_path: Path)
         inspect_table("file", str(folder), {})
 
 
-def test_csv_and_unknown_formats_are_refused(tmp_path: Path) -> None:
-    csv = tmp_path / "table.csv"
-    csv.write_text("a,b\n1,2\n")
-    with pytest.raises(SourceError, match=r"CSV cannot be read by row range in place.*Parquet"):
-        inspect_table("file", str(csv), {})
-    with pytest.raises(SourceError, match="CSV cannot be read"):
-        inspect_table("file", str(tmp_path), {})  # a folder of CSV files
-    with pytest.raises(SourceError, match="CSV cannot be read"):
-        inspect_table("file", str(csv), {}, format="csv")
+def test_compressed_csv_and_unknown_formats_are_refused(tmp_path: Path) -> None:
+    packed = tmp_path / "table.csv.gz"
+    packed.write_bytes(b"not read")
+    with pytest.raises(SourceError, match=r"table\.csv\.gz is compressed.*Parquet"):
+        inspect_table("file", str(packed), {})
+    with pytest.raises(SourceError, match="is compressed"):
+        inspect_table("file", str(tmp_path), {})  # a folder of compressed CSV files only
     other = tmp_path / "table.json"
     other.write_text("{}")
     with pytest.raises(SourceError, match=r"table\.json: not a format read in place.*Parquet"):
@@ -428,7 +426,7 @@ def test_s3_errors_name_the_object_and_never_an_option(s3_server: S3Server) -> N
         f"{prefix}/t.parquet",
         _parquet_bytes(pa.table({"s": ["a"] * 12, "v": values}), 4),
     )
-    _put(s3_server, f"{prefix}/t.csv", b"a,b\n1,2\n")
+    _put(s3_server, f"{prefix}/t.csv.gz", b"a,b\n1,2\n")
 
     def refused(match: str, *args: Any, **kwargs: Any) -> SourceError:
         with pytest.raises(SourceError, match=match) as caught:
@@ -443,7 +441,7 @@ def test_s3_errors_name_the_object_and_never_an_option(s3_server: S3Server) -> N
         options,
     )
     refused(f"s3://{bucket}/{prefix}/nothing: no such", "s3", f"{bucket}/{prefix}/nothing", options)
-    refused("CSV cannot be read", "s3", f"{bucket}/{prefix}/t.csv", options)
+    refused("t.csv.gz is compressed", "s3", f"{bucket}/{prefix}/t.csv.gz", options)
     refused("'s'.*not numbers", "s3", f"{bucket}/{prefix}/t.parquet", options, columns=["s"])
     table = inspect_table("s3", f"{bucket}/{prefix}/t.parquet", options)
     _no_secret(repr(table))

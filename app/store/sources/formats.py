@@ -1,29 +1,22 @@
 """Which format a path holds, when it is not said: from a file's suffix, or from what a
-directory holds (a Zarr array's metadata document, else Parquet files). A CSV is named so that
-its refusal can say what to do instead (it cannot be read by row range in place)."""
+directory holds (a Zarr array's metadata document, else Parquet files, else CSV files)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from app.store.sources.csv_source import is_compressed_csv, is_csv
 from app.store.sources.parquet_source import PARQUET_SUFFIXES, is_parquet
 from app.store.sources.source_types import SourceError
 from app.store.sources.zarr_source import ZARR_METADATA
 
-FORMATS = ("parquet", "npy", "zarr", "h5ad")
-CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".csv.bz2", ".csv.zst", ".txt")
+FORMATS = ("parquet", "npy", "zarr", "h5ad", "csv")
 
 READ = (
-    "read in place: Parquet (a .parquet file or a directory of them), NPY (.npy), Zarr "
-    "(an array's directory, with zarr.json or .zarray) and AnnData (.h5ad)"
+    "read in place: Parquet (a .parquet file or a directory of them), CSV (.csv, .tsv: a file "
+    "or a directory of them, uncompressed), NPY (.npy), Zarr (an array's directory, with "
+    "zarr.json or .zarray) and AnnData (.h5ad)"
 )
-
-
-def csv_refusal(url: str) -> str:
-    return (
-        f"{url}: a CSV cannot be read by row range in place; convert it to Parquet, or upload it"
-        f" (formats {READ})"
-    )
 
 
 def detect(fs: Any, path: str, url: str, is_dir: bool) -> str:
@@ -35,7 +28,7 @@ def detect(fs: Any, path: str, url: str, is_dir: bool) -> str:
             return "npy"
         if name.endswith(".h5ad"):
             return "h5ad"
-        if name.endswith(CSV_SUFFIXES):
+        if is_csv(name) or is_compressed_csv(name):
             return "csv"
         raise SourceError(f"{url}: not a format read in place; formats {READ}")
     names = {str(p).rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)}
@@ -44,6 +37,6 @@ def detect(fs: Any, path: str, url: str, is_dir: bool) -> str:
     found = [str(p) for p in fs.find(path)]
     if any(is_parquet(p) for p in found):
         return "parquet"
-    if any(p.lower().endswith(CSV_SUFFIXES) for p in found):
+    if any(is_csv(p) or is_compressed_csv(p) for p in found):
         return "csv"
     raise SourceError(f"{url} holds no table read in place; formats {READ}")

@@ -23,10 +23,7 @@ def source_record(allowed: AllowedSource, table: SourceTable) -> dict[str, Any]:
         "columns": list(table.columns),
         "dtype": table.dtype,
         "n_rows": table.n_rows,
-        "files": [
-            {"url": f.url, "rows": f.rows, "size": f.size, "version": f.version}
-            for f in table.files
-        ],
+        "files": [f.record() for f in table.files],
     }
 
 
@@ -45,7 +42,7 @@ def referenced_table(session: Session, dataset: Dataset) -> SourceTable | None:
         protocol=allowed.protocol,
         options=allowed.options,
         format=record["format"],
-        files=tuple(SourceFile(**f) for f in record["files"]),
+        files=tuple(SourceFile.from_record(f) for f in record["files"]),
         columns=tuple(record["columns"]),
         dtype=record["dtype"],
         n_rows=int(record["n_rows"]),

@@ -7,6 +7,7 @@ them without importing `tables.py` back (no import circle); `tables.py` re-expor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 class SourceError(ValueError):
@@ -16,11 +17,56 @@ class SourceError(ValueError):
 
 
 @dataclass(frozen=True)
+class CsvLayout:
+    """What a CSV's inspection counted (`csv_source.py`): no metadata says where its rows are."""
+
+    header: tuple[str, ...]  # every column's name, in the file's order
+    delimiter: str
+    marks: tuple[tuple[int, int], ...]  # (row, byte offset of its line), rows ascending
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "header": list(self.header),
+            "delimiter": self.delimiter,
+            "marks": [list(m) for m in self.marks],
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> CsvLayout:
+        return cls(
+            header=tuple(record["header"]),
+            delimiter=str(record["delimiter"]),
+            marks=tuple((int(r), int(o)) for r, o in record["marks"]),
+        )
+
+
+@dataclass(frozen=True)
 class SourceFile:
     url: str  # "s3://bucket/prefix/part-0003.parquet" or "file:///abs/x.parquet"
     rows: int
     size: int
     version: str  # the ETag for S3, else the mtime (as text): how a change is seen
+    csv: CsvLayout | None = None  # a CSV's header and row index; None for other formats
+
+    def record(self) -> dict[str, Any]:
+        """What ``meta.source`` keeps of the object."""
+        kept: dict[str, Any] = {
+            "url": self.url, "rows": self.rows, "size": self.size, "version": self.version
+        }  # fmt: skip
+        if self.csv is not None:
+            kept["csv"] = self.csv.record()
+        return kept
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> SourceFile:
+        layout = record.get("csv")
+        return cls(
+            url=record["url"],
+            rows=int(record["rows"]),
+            size=int(record["size"]),
+            version=str(record["version"]),
+            csv=CsvLayout.from_record(layout) if layout else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from app.store.sources.csv_source import csv_strings, inspect_csv, read_csv
 from app.store.sources.filesystems import filesystem, normal_path, path_of, reading, version
-from app.store.sources.formats import FORMATS, READ, csv_refusal, detect
+from app.store.sources.formats import FORMATS, READ, detect
 from app.store.sources.h5ad_source import h5ad_strings, inspect_h5ad, read_h5ad
 from app.store.sources.npy_source import inspect_npy, read_npy
 from app.store.sources.parquet_source import (
@@ -41,6 +42,8 @@ from app.store.sources.values import require_finite
 from app.store.sources.zarr_source import inspect_zarr, read_zarr, zarr_chunk_rows, zarr_version
 
 __all__ = ["SourceError", "SourceFile", "SourceTable", "inspect_table"]
+
+NAMED_COLUMNS = ("parquet", "csv", "h5ad")  # formats whose columns have names (ids, classes)
 
 # A block of a source read at once holds at most this many bytes (as float64, what the sink
 # summarises in): 65,536 rows of 10,000 columns would be 4.9 GiB, so wide tables read fewer rows.
@@ -113,16 +116,18 @@ class SourceTable:
     def strings(self, column: str, start: int = 0, stop: int | None = None) -> list[str]:
         """A Parquet column's (an AnnData's `obs` column's) values as text ("" for a null) for
         rows [start, stop): ids, classes."""
-        if self.format not in ("parquet", "h5ad"):
+        if self.format not in NAMED_COLUMNS:
             raise SourceError(
                 f"{self._where()}: an {self.format.upper()} array has no named columns "
-                f"(asked for {column!r}); only a Parquet table or an AnnData file has"
+                f"(asked for {column!r}); only a Parquet or CSV table or an AnnData file has"
             )
         start, stop = self._bounds(start, stop)
         files, first = self._overlapping(start, stop)
+        fs = filesystem(self.protocol, self.options)
         if self.format == "h5ad":
-            fs = filesystem(self.protocol, self.options)
             return h5ad_strings(fs, self.protocol, self.options, files[0], column, start, stop)
+        if self.format == "csv":
+            return csv_strings(fs, self.protocol, self.options, files, first, column, start, stop)
         return parquet_strings(self.protocol, self.options, files, first, column, start, stop)
 
     def dask_array(self, rows_per_task: int) -> Any:
@@ -217,12 +222,13 @@ def inspect_table(
         info = fs.info(path)
         is_dir = info.get("type") == "directory"
         chosen = detect(fs, path, url, is_dir) if format == "auto" else format.lower()
-        if chosen == "csv":
-            raise SourceError(csv_refusal(url))
         if chosen not in FORMATS:
             raise SourceError(f"{url}: {format!r} is not a format read in place ({READ})")
         if chosen == "parquet":
             layout = inspect_parquet(fs, protocol, path, url, options, info, is_dir, columns)
+            return _table(protocol, options, chosen, layout)
+        if chosen == "csv":
+            layout = inspect_csv(fs, protocol, path, url, options, info, is_dir, columns)
             return _table(protocol, options, chosen, layout)
         if columns is not None:
             raise SourceError(
@@ -287,11 +293,13 @@ def _read_rows(
                 read_npy(fs, protocol, options, file, len(columns), a, b, dest)
             elif format == "zarr":
                 read_zarr(fs, protocol, options, file, len(columns), a, b, dest)
+            elif format == "csv":
+                read_csv(fs, protocol, options, file, columns, a, b, dest, offset, multi)
             elif format == "h5ad":
                 read_h5ad(fs, protocol, options, file, tuple(columns), a, b, dest)
             else:
                 raise SourceError(f"{file.url}: {format!r} is not a format read in place")
-            if format != "parquet":
+            if format not in ("parquet", "csv"):
                 require_finite(dest, columns, file.url, lo, a, multi)
         offset += file.rows
     return out
