@@ -154,7 +154,7 @@ def test_a_parquet_dataset_is_read_in_place_by_pages_runs_and_exports(
         ("http://169.254.169.254/latest/meta-data/", "scheme"),
         ("s3://someone-else/data.parquet", "no configured source"),
         ("file://{shared}/missing.parquet", "missing.parquet"),
-        ("file://{shared}/table.csv", "Parquet"),
+        ("file://{shared}/table.csv.gz", "compressed"),
         ("file://{shared}/text.parquet", "'label'"),
     ],
 )
@@ -163,7 +163,7 @@ def test_what_cannot_be_imported_is_refused_and_registers_nothing(
 ) -> None:
     client = file_client
     headers, project_id = admin_project(client)
-    (shared / "table.csv").write_text("a,b\n1,2\n")
+    (shared / "table.csv.gz").write_bytes(b"\x1f\x8b not read")
     pq.write_table(pa.table({"x": [1.0, 2.0], "label": ["a", "b"]}), shared / "text.parquet")
     before = row_counts(session)
     body: dict[str, Any] = {"name": "bad", "url": url.format(shared=shared)}
