@@ -3,9 +3,10 @@ a CSV file or folder of them, an NPY file, a Zarr array or an AnnData file under
 operator opened in IMPORT_SOURCES), registered and read in place, never copied into the store.
 
 The import reads metadata only (Parquet footers, an NPY header, a Zarr array's document; a CSV,
-which has none, is counted once without parsing its values) and answers; the dataset is then read once in the background, block by block, for what it needs of
-the whole table (`source_reading.py`: statistics, the PCA view, a wide table's components, ids
-and classes; a label column's labels become label annotations), and is `ready` after it. Those
+which has none, is counted once without parsing its values) and answers; the dataset is then
+read once in the background, block by block, for what it needs of the whole table
+(`source_reading.py`: statistics, the PCA view, a wide table's components, ids and classes; a
+label column's labels become label annotations), and is `ready` after it. Those
 derived arrays are ours; the values stay in the source, read again where needed (item pages,
 runs on this machine or on Dask workers, exports).
 Each object's version (ETag or mtime) is recorded: a run or export that finds one changed is

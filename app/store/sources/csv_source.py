@@ -145,7 +145,7 @@ def _header_and_sample(
     sample = rows[1 : 1 + SAMPLE_ROWS]
     for number, row in enumerate(sample):
         if len(row) != len(header):
-            raise SourceError(_ragged(url, number, len(row), len(header)))
+            raise SourceError(_ragged(at(url, number, number, False), len(row), len(header)))
     return header, sample
 
 
@@ -161,7 +161,7 @@ def _feature_columns(
         if any(numbers):
             bad = next((r for r, ok in enumerate(numbers) if not ok), None)
             if bad is not None and (columns is None or name in columns):
-                raise SourceError(_bad_cell(url, cells[bad], name, bad))
+                raise SourceError(_bad_cell(at(url, bad, bad, False), cells[bad], name))
         numeric[name] = any(numbers) or not cells
     if columns is None:
         chosen = [name for name in header if numeric[name]]
@@ -313,6 +313,8 @@ def _parse(
     kind: str,
     a: int,
     b: int,
+    offset: int = 0,
+    multi: bool = False,
 ) -> Any:
     """The file's rows [a, b) of ``columns`` as an Arrow table of ``kind`` ("double" or
     "string"; a missing number is null), parsed from the one byte range that holds them."""
@@ -336,7 +338,8 @@ def _parse(
             table = _numbers(_arrow_table(data, layout, columns, "string").slice(a - row, b - a))
             row = a
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        raise _locate(data, file, layout, columns, row, (a, b), str(exc)) from None
+        where = (offset, multi)
+        raise _locate(data, file, layout, columns, row, (a, b), where, str(exc)) from None
     if table.num_rows < b - row:
         raise changed(file.url)
     return table.slice(a - row, b - a)
@@ -391,7 +394,7 @@ def read_csv(
     multi: bool,
 ) -> None:
     """The file's rows [a, b) into ``dest``; the file starts at table row ``offset``."""
-    table = _parse(fs, protocol, options, file, columns, "double", a, b)
+    table = _parse(fs, protocol, options, file, columns, "double", a, b, offset, multi)
     for j in range(len(columns)):
         column = table.column(j)
         if column.null_count:
@@ -425,7 +428,8 @@ def csv_strings(
         lo, hi = max(start, offset), min(stop, offset + file.rows)
         if lo < hi:
             a, b = lo - offset, hi - offset
-            table = _parse(fs, protocol, options, file, [column], "string", a, b)
+            multi = len(files) > 1 or first > 0
+            table = _parse(fs, protocol, options, file, [column], "string", a, b, offset, multi)
             found.extend(table.column(0).to_pylist())
         offset += file.rows
     return found
@@ -438,6 +442,7 @@ def _locate(
     columns: Sequence[str],
     row: int,
     window: tuple[int, int],
+    where: tuple[int, bool],
     arrow_message: str,
 ) -> SourceError:
     """Arrow's refusal, with the row and column it does not name: the range read again, row by
@@ -447,25 +452,30 @@ def _locate(
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return SourceError(f"{file.url} is not UTF-8 text (bad byte near offset {exc.start})")
+    first, multi = where
+
+    def place(number: int) -> str:  # the table's row, and the file's own in a folder of files
+        return at(file.url, first + number, number, multi)
+
     positions = [layout.header.index(c) for c in columns]
     reader = csv.reader(io.StringIO(text), delimiter=layout.delimiter)
     for number, cells in enumerate((r for r in reader if r), start=row):
         if len(cells) != len(layout.header):
-            return SourceError(_ragged(file.url, number, len(cells), len(layout.header)))
+            return SourceError(_ragged(place(number), len(cells), len(layout.header)))
         for j in positions:
             if window[0] <= number < window[1] and not is_number(cells[j]):
-                return SourceError(_bad_cell(file.url, cells[j], layout.header[j], number))
+                return SourceError(_bad_cell(place(number), cells[j], layout.header[j]))
     return SourceError(f"{file.url} cannot be read as CSV: {short(arrow_message)}")
 
 
-def _ragged(url: str, row: int, fields: int, width: int) -> str:
+def _ragged(where: str, fields: int, width: int) -> str:
     return (
-        f"{url}: row {row} has {fields} fields but the header has {width}; every row needs one "
+        f"{where} has {fields} fields but the header has {width}; every row needs one "
         "value per column"
     )
 
 
-def _bad_cell(url: str, cell: str, column: str, row: int) -> str:
+def _bad_cell(where: str, cell: str, column: str) -> str:
     if cell.strip() == "":
-        return f"{url}: row {row}, column {column!r} is missing: every feature must be a number"
-    return f"{url}: row {row}, column {column!r} is {cell.strip()[:40]!r}, not a number"
+        return f"{where}, column {column!r} is missing: every feature must be a number"
+    return f"{where}, column {column!r} is {cell.strip()[:40]!r}, not a number"
