@@ -161,3 +161,38 @@ def test_import_a_folder_of_images_as_a_collection(page: Page, shared: Path) -> 
     page.get_by_role("link", name="Demo").click()
     expect(page.get_by_role("link", name="A03.ome.tif")).to_be_visible()
     expect(page.get_by_role("link", name="A02.ome.tif")).to_have_count(0)
+
+
+def test_import_a_csv_in_place_and_see_a_bad_cell_named(page: Page, shared: Path) -> None:
+    """A CSV by reference: counted at once (its items shown once read); one whose cell deep
+    in the file is not a number fails, and its page names the file, the row and the column."""
+    rng = np.random.default_rng(3)
+    lines = ["cell,size,shape"] + [
+        f"c{i},{a:.4f},{b:.4f}" for i, (a, b) in enumerate(rng.normal(size=(2_000, 2)))
+    ]
+    (shared / "cells.csv").write_text("\n".join(lines) + "\n")
+    lines[1_801] = "c1800,1.0,n/a"
+    (shared / "broken.csv").write_text("\n".join(lines) + "\n")
+
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    form = page.get_by_test_id("import-form")
+    form.locator("input[name=url]").fill(f"file://{shared}/cells.csv")
+    form.locator("input[name=import_name]").fill("Cells from a CSV")
+    form.locator("input[name=import_id_column]").fill("cell")
+    form.get_by_role("button", name="Import").click()
+    expect(page.locator("h1")).to_have_text("Cells from a CSV")
+    expect(page.get_by_test_id("n-items")).to_have_text("2,000")
+    expect(page.get_by_test_id("items")).to_contain_text("c1")
+    expect(page.get_by_test_id("status")).to_have_text("ready")
+
+    page.get_by_role("link", name="Demo").click()
+    form = page.get_by_test_id("import-form")
+    form.locator("input[name=url]").fill(f"file://{shared}/broken.csv")
+    form.locator("input[name=import_name]").fill("Broken CSV")
+    form.get_by_role("button", name="Import").click()
+    expect(page.locator("h1")).to_have_text("Broken CSV")
+    expect(page.get_by_test_id("featurization-error")).to_contain_text(
+        "broken.csv: row 1800, column 'shape' is 'n/a', not a number", timeout=30_000
+    )
+    expect(page.get_by_test_id("status")).to_have_text("failed")
