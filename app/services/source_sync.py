@@ -3,15 +3,18 @@ changed is said (new, changed and deleted objects), and the dataset's own arrays
 PCA view, a wide table's components, ids and classes) are made again from the source as it is
 now, in short write transactions as an upload is, so nobody waits on it.
 
-Items are rows: when the row count changes and the dataset has live annotations, the sync is
-refused (409) saying so, since the annotations name items by row and would silently move to
-other items; nothing is ever dropped without the user's say. Views other than PCA, made from
+Items are rows: objects added after the recorded ones (a bucket that grows) move no row, and
+annotations keep their items; when the row count changes otherwise and a live annotation names
+an item past the rows that keep their place, the sync is refused (409) naming those
+annotations, since they would silently move to other items; nothing is ever dropped without
+the user's say. Views other than PCA, made from
 the old values, are removed and counted; runs keep their results for the rows as they were
 (the dataset's revision moves on, so they read as older than the data)."""
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Annotation, Dataset, View
@@ -23,7 +26,7 @@ from app.store.dataset_arrays import MODEL_FEATURES
 from app.store.sources.allowed import SourceRefused, allowed_source
 from app.store.sources.binding import sources_of
 from app.store.sources.referenced import source_record
-from app.store.sources.tables import SourceError, SourceTable, inspect_table
+from app.store.sources.tables import SourceError, SourceFile, SourceTable, inspect_table
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,12 @@ def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> Sync
     try:
         allowed = allowed_source(record["url"], sources_of(session))
         table = inspect_table(
-            allowed.protocol, allowed.path, allowed.options, record["format"], record["columns"]
+            allowed.protocol,
+            allowed.path,
+            allowed.options,
+            record["format"],
+            record["columns"],
+            known=[SourceFile.from_record(f) for f in record["files"]],
         )
     except SourceRefused as exc:
         raise Conflict(f"dataset {dataset.id}'s source can no longer be read: {exc}") from None
@@ -68,25 +76,54 @@ def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> Sync
     if not (new or deleted or changed):
         return SyncReport([], [], [], n_before, n_before, 0)
     if table.n_rows != n_before:
-        _refuse_moving_annotations(session, dataset, table.n_rows)
+        _refuse_moving_annotations(session, dataset, table.n_rows, _rows_kept(record, table))
     views_removed = _read_again(session, dataset, table, chunk_rows)
     dataset.meta = {**dataset.meta, "source": source_record(allowed, table)}
     session.commit()
     return SyncReport(new, changed, deleted, n_before, dataset.n_items, views_removed)
 
 
-def _refuse_moving_annotations(session: Session, dataset: Dataset, n_rows: int) -> None:
-    live = session.scalar(
-        select(func.count())
-        .select_from(Annotation)
+def _rows_kept(record: dict[str, Any], table: SourceTable) -> int:
+    """How many leading rows keep their place: those of the recorded objects that are still the
+    first objects of the source, in order and unchanged. Objects added after them (a bucket
+    that grows) move no row."""
+    kept = 0
+    for was, now in zip(record["files"], table.files, strict=False):
+        if was["url"] != now.url or was["version"] != now.version or was["rows"] != now.rows:
+            break
+        kept += now.rows
+    return kept
+
+
+def _refuse_moving_annotations(
+    session: Session, dataset: Dataset, n_rows: int, rows_kept: int
+) -> None:
+    """Refuse (409) when a live annotation names an item at or after ``rows_kept`` (it would
+    name another item, or none, once the source is read again), saying which; a boundary
+    stands for every item of its view."""
+    live = session.scalars(
+        select(Annotation)
         .where(Annotation.dataset_id == dataset.id, Annotation.deleted_at.is_(None))
-    )
-    if live:
+        .order_by(Annotation.id)
+    ).all()
+    moving = [a.id for a in live if _highest_item(a) >= rows_kept]
+    if moving:
+        shown = ", ".join(str(i) for i in moving[:10]) + (" ..." if len(moving) > 10 else "")
         raise Conflict(
-            f"the source now has {n_rows:,} rows (it had {dataset.n_items:,}), and the "
-            f"dataset's {live:,} annotations name items by row: they would move to other "
-            "items. Undo or delete them first, or import the source again as a new dataset"
+            f"the source now has {n_rows:,} rows (it had {dataset.n_items:,}) and only its "
+            f"first {rows_kept:,} keep their place; {len(moving):,} of the dataset's "
+            f"annotations name items past them (annotation ids {shown}) and would move to "
+            "other items. Undo or delete them first, or import the source again as a new "
+            "dataset"
         )
+
+
+def _highest_item(annotation: Annotation) -> int:
+    payload = annotation.payload or {}
+    if "view_id" in payload:  # a boundary: every item of the view
+        return 1 << 62
+    named = [payload.get(key) or [] for key in ("items", "items_a", "items_b")]
+    return max((max(items) for items in named if items), default=-1)
 
 
 def _read_again(session: Session, dataset: Dataset, table: SourceTable, chunk_rows: int) -> int:

@@ -219,3 +219,47 @@ def test_a_csv_dataset_on_s3_is_read_in_place_and_never_shows_an_option(
     with pytest.raises(SourceError, match=r"p1\.csv changed since it was read") as caught:
         table.read(40, 50)
     assert SECRET not in str(caught.value)
+
+
+def test_a_sync_reads_only_the_objects_that_changed(tmp_path: Path) -> None:
+    """Given the earlier record, an unchanged object (same version and size in the listing)
+    keeps its count and marks; a changed or new one is counted; the result is what a fresh
+    inspection finds. Parquet footers alike (the first file's is read for the types)."""
+    rng = np.random.default_rng(4)
+    parts = [rng.normal(size=(n, 3)) for n in (20, 30, 40)]
+    for k, part in enumerate(parts):
+        (tmp_path / f"p{k}.csv").write_text(_lines(part, [f"r{k}-{i}" for i in range(len(part))]))
+    before = inspect_table("file", str(tmp_path), {})
+    parts[1] = rng.normal(size=(35, 3))
+    (tmp_path / "p1.csv").write_text(_lines(parts[1], [f"x{i}" for i in range(35)]))
+    os.utime(tmp_path / "p1.csv", (2_000_000_000, 2_000_000_000))
+    parts.append(rng.normal(size=(5, 3)))
+    (tmp_path / "p3.csv").write_text(_lines(parts[3], [f"y{i}" for i in range(5)]))
+    counted = mock.Mock(wraps=csv_source.count_records)
+    with mock.patch.object(csv_source, "count_records", counted):
+        after = inspect_table("file", str(tmp_path), {}, known=before.files)
+    assert sorted(c.args[1].rsplit("/", 1)[-1] for c in counted.call_args_list) == [
+        "p1.csv",
+        "p3.csv",
+    ]
+    assert after == inspect_table("file", str(tmp_path), {})
+    _check(after, np.vstack(parts))
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from app.store.sources import parquet_source
+
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    for k in range(3):
+        pq.write_table(pa.table({"a": rng.normal(size=10 + k)}), folder / f"p{k}.parquet")
+    recorded = inspect_table("file", str(folder), {})
+    pq.write_table(pa.table({"a": rng.normal(size=7)}), folder / "p2.parquet")
+    os.utime(folder / "p2.parquet", (2_000_000_000, 2_000_000_000))
+    opened = mock.Mock(wraps=parquet_source.parquet_open)
+    with mock.patch.object(parquet_source, "parquet_open", opened):
+        again = inspect_table("file", str(folder), {}, known=recorded.files)
+    assert opened.call_count == 2  # the first file (its schema) and the changed one
+    assert [f.rows for f in again.files] == [10, 11, 7]
+    assert again == inspect_table("file", str(folder), {})

@@ -16,14 +16,21 @@ from __future__ import annotations
 import csv
 import io
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from app.store.sources.filesystems import changed, open_checked, reading, short, version
+from app.store.sources.filesystems import (
+    changed,
+    open_checked,
+    reading,
+    short,
+    unchanged,
+    version,
+)
 from app.store.sources.source_types import CsvLayout, Layout, SourceError, SourceFile
 from app.store.sources.values import at, require_finite
 
@@ -70,7 +77,10 @@ def inspect_csv(
     info: dict[str, Any],
     is_dir: bool,
     columns: list[str] | None,
+    known: Mapping[str, SourceFile] | None = None,
 ) -> Layout:
+    """The files counted (a file of ``known``, a sync's earlier record, that the listing shows
+    unchanged keeps its count and marks: a sync reads only what changed)."""
     if is_dir:
         listing: dict[str, Any] = fs.find(path, detail=True)
         entries = sorted(
@@ -95,6 +105,9 @@ def inspect_csv(
     def scan(entry: tuple[str, Any]) -> SourceFile:
         file_path, file_info = entry
         file_url = f"{protocol}://{file_path}"
+        same = unchanged(known, file_url, file_info)
+        if same is not None and same.csv is not None and same.csv.header == header:
+            return same
         with reading(file_url, options, "read as CSV"):
             fs.invalidate_cache(file_path)
             details = fs.info(file_path)

@@ -50,6 +50,20 @@ def version(info: Mapping[str, Any]) -> str:
     return ""
 
 
+def unchanged(
+    known: Mapping[str, SourceFile] | None, url: str, entry: Mapping[str, Any]
+) -> SourceFile | None:
+    """The earlier record of ``url`` when its listing ``entry`` shows it unchanged (same version
+    and size): what a sync need not read again."""
+    recorded = (known or {}).get(url)
+    if recorded is None or not entry:
+        return None
+    size = entry.get("size")
+    if version(entry) != recorded.version or (size is not None and int(size) != recorded.size):
+        return None
+    return recorded
+
+
 def _open_plain(fs: Any, path: str) -> Any:
     # no read-ahead: Arrow reads exactly the footer and the column chunks it needs
     return fs.open(path, "rb", cache_type="none")

@@ -6,13 +6,20 @@ is refused as changed. Pyarrow is imported on use, not with the module."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from app.store.sources.filesystems import changed, filesystem, open_checked, reading, version
+from app.store.sources.filesystems import (
+    changed,
+    filesystem,
+    open_checked,
+    reading,
+    unchanged,
+    version,
+)
 from app.store.sources.source_types import Layout, SourceError, SourceFile
 from app.store.sources.values import at, require_finite
 
@@ -47,7 +54,11 @@ def inspect_parquet(
     info: dict[str, Any],
     is_dir: bool,
     columns: list[str] | None,
+    known: Mapping[str, SourceFile] | None = None,
 ) -> Layout:
+    """The dataset's files from their footers; a file of ``known`` (a sync's earlier record)
+    whose version and size the listing shows unchanged keeps its rows without a request (its
+    schema was checked when it was recorded), but for the first, whose schema gives the types."""
     import pyarrow as pa
 
     if is_dir:
@@ -62,9 +73,13 @@ def inspect_parquet(
     files: list[SourceFile] = []
     schema: Any = None
 
+    listed_entries = dict(entries)
     sizes = {file_path: entry.get("size") for file_path, entry in entries}
 
     def footer(file_path: str) -> tuple[Any, int]:
+        same = unchanged(known, f"{protocol}://{file_path}", listed_entries[file_path])
+        if same is not None and file_path != entries[0][0]:
+            return None, same.rows
         # The listing's size spares the request that would ask for it again.
         with (
             reading(f"{protocol}://{file_path}", options, "read as Parquet"),
@@ -81,7 +96,7 @@ def inspect_parquet(
         file_url = f"{protocol}://{file_path}"
         if schema is None:
             schema = file_schema
-        elif not file_schema.equals(schema):
+        elif file_schema is not None and not file_schema.equals(schema):
             raise SourceError(
                 f"{file_url} has other columns than {files[0].url} (a Parquet dataset's files "
                 "must share one schema)"

@@ -211,9 +211,12 @@ def inspect_table(
     options: dict[str, Any],
     format: str = "auto",
     columns: list[str] | None = None,
+    known: Sequence[SourceFile] = (),
 ) -> SourceTable:
     """The table at ``path`` (what fsspec takes for ``protocol``: an absolute local path, or
-    "bucket/key" for S3), from its metadata only."""
+    "bucket/key" for S3), from its metadata only. ``known``: the objects as a sync's earlier
+    record has them; those unchanged (version and size) are not read again (Parquet, CSV)."""
+    recorded = {f.url: f for f in known}
     fs = filesystem(protocol, options)
     path = normal_path(fs, path)
     url = f"{protocol}://{path}"
@@ -225,10 +228,12 @@ def inspect_table(
         if chosen not in FORMATS:
             raise SourceError(f"{url}: {format!r} is not a format read in place ({READ})")
         if chosen == "parquet":
-            layout = inspect_parquet(fs, protocol, path, url, options, info, is_dir, columns)
+            layout = inspect_parquet(
+                fs, protocol, path, url, options, info, is_dir, columns, recorded
+            )
             return _table(protocol, options, chosen, layout)
         if chosen == "csv":
-            layout = inspect_csv(fs, protocol, path, url, options, info, is_dir, columns)
+            layout = inspect_csv(fs, protocol, path, url, options, info, is_dir, columns, recorded)
             return _table(protocol, options, chosen, layout)
         if columns is not None:
             raise SourceError(
