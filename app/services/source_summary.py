@@ -15,6 +15,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, View
+from app.services.ingest.appended_rows import Earlier
 from app.services.ingest.short_transactions import writes_refused
 from app.services.ingest.table_sink import TableSink
 from app.store import chunks
@@ -51,15 +52,18 @@ def summarize_source(
     table: SourceTable,
     chunk_rows: int,
     progress: Progress | None = None,
+    earlier: Earlier | None = None,
 ) -> SourceSummary:
     """Read ``table`` once for ``dataset``'s derived arrays; ``progress(fraction)`` after each
-    block (it may raise to stop the read, which then leaves nothing behind)."""
+    block (it may raise to stop the read, which then leaves nothing behind). With ``earlier``
+    (`appended_rows.py`: the source only gained rows after those that read covered), only the
+    rows after them are read, the rest continued from it."""
     view = View(dataset_id=dataset.id, name="PCA", method="pca", params={})
     session.add(view)
     session.commit()
     try:
         with chunks.deferred_records(session), session.no_autoflush, writes_refused(session):
-            facts = _read(session, dataset, view, table, chunk_rows, progress or _silent)
+            facts = _read(session, dataset, view, table, chunk_rows, progress or _silent, earlier)
     except BaseException:
         forget_view(session, view)
         raise
@@ -73,7 +77,9 @@ def _read(
     table: SourceTable,
     chunk_rows: int,
     progress: Progress,
+    earlier: Earlier | None,
 ) -> dict[str, Any]:
+    first = earlier.n_rows if earlier is not None else 0
     with TableSink(
         session=session,
         dataset=dataset,
@@ -83,22 +89,30 @@ def _read(
         chunk_rows=chunk_rows,
         id_column=dataset.id_column,
         ground_truth_column=dataset.ground_truth_column,
-        read_back=lambda: table.blocks(chunk_rows),
+        read_back=(
+            (lambda: table.blocks(chunk_rows))
+            if first == 0
+            else (lambda: (block for _, _, block in _blocks(table, chunk_rows, first)))
+        ),
+        earlier=earlier,
     ) as sink:
-        for start, stop, features in _blocks(table, chunk_rows):
+        for start, stop, features in _blocks(table, chunk_rows, first):
             sink.add(
                 features,
                 _strings(table, dataset.id_column, start, stop),
                 _strings(table, dataset.ground_truth_column, start, stop),
             )
-            progress(stop / max(1, table.n_rows))
+            progress((stop - first) / max(1, table.n_rows - first))
         return sink.finish()
 
 
-def _blocks(table: SourceTable, chunk_rows: int) -> Iterator[tuple[int, int, np.ndarray]]:
-    """Each block's row range and values, blocks of at most `SourceTable.block_rows`."""
+def _blocks(
+    table: SourceTable, chunk_rows: int, first: int = 0
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Each block's row range and values from row ``first`` on, blocks of at most
+    `SourceTable.block_rows`."""
     rows = table.block_rows(chunk_rows)
-    for start in range(0, table.n_rows, rows):
+    for start in range(first, table.n_rows, rows):
         stop = min(start + rows, table.n_rows)
         yield start, stop, table.read(start, stop)
 

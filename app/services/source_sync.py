@@ -1,7 +1,9 @@
 """A dataset imported by reference brought up to date with its source (`POST .../sync`): what
 changed is said (new, changed and deleted objects), and the dataset's own arrays (statistics,
 PCA view, a wide table's components, ids and classes) are made again from the source as it is
-now, in short write transactions as an upload is, so nobody waits on it.
+now, in short write transactions as an upload is, so nobody waits on it. When the source only
+gained objects after those read, only their rows are read (`ingest/appended_rows.py`: the
+earlier read continued, the view's axes kept).
 
 Items are rows: objects added after the recorded ones (a bucket that grows) move no row, and
 annotations keep their items; when the row count changes otherwise and a live annotation names
@@ -20,6 +22,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Annotation, Dataset, View
 from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput
+from app.services.ingest.appended_rows import Earlier, earlier_read
 from app.services.source_summary import forget_view, summarize_source
 from app.store import chunks
 from app.store.dataset_arrays import MODEL_FEATURES
@@ -37,6 +40,7 @@ class SyncReport:
     n_items_before: int
     n_items: int
     views_removed: int
+    rows_read: int = 0  # from the source: the added rows only when nothing before them moved
 
 
 def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> SyncReport:
@@ -74,13 +78,17 @@ def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> Sync
     changed = [url for url in now if url in before and now[url] != before[url]]
     n_before = dataset.n_items
     if not (new or deleted or changed):
-        return SyncReport([], [], [], n_before, n_before, 0)
+        return SyncReport([], [], [], n_before, n_before, 0, 0)
+    kept = _rows_kept(record, table)
     if table.n_rows != n_before:
-        _refuse_moving_annotations(session, dataset, table.n_rows, _rows_kept(record, table))
-    views_removed = _read_again(session, dataset, table, chunk_rows)
+        _refuse_moving_annotations(session, dataset, table.n_rows, kept)
+    # Only rows added after those read: those alone are read (the rest continued).
+    earlier = earlier_read(session, dataset) if kept == n_before < table.n_rows else None
+    views_removed = _read_again(session, dataset, table, chunk_rows, earlier)
     dataset.meta = {**dataset.meta, "source": source_record(allowed, table)}
     session.commit()
-    return SyncReport(new, changed, deleted, n_before, dataset.n_items, views_removed)
+    rows_read = table.n_rows - (earlier.n_rows if earlier is not None else 0)
+    return SyncReport(new, changed, deleted, n_before, dataset.n_items, views_removed, rows_read)
 
 
 def _rows_kept(record: dict[str, Any], table: SourceTable) -> int:
@@ -126,13 +134,19 @@ def _highest_item(annotation: Annotation) -> int:
     return max((max(items) for items in named if items), default=-1)
 
 
-def _read_again(session: Session, dataset: Dataset, table: SourceTable, chunk_rows: int) -> int:
+def _read_again(
+    session: Session,
+    dataset: Dataset,
+    table: SourceTable,
+    chunk_rows: int,
+    earlier: Earlier | None = None,
+) -> int:
     """The dataset's derived arrays made again from ``table`` (`source_summary.py`), then
     recorded and the old views removed in one short transaction (or, on any error, the new
     view removed again). How many views other than PCA were removed."""
     old_views = list(session.scalars(select(View).where(View.dataset_id == dataset.id)))
     try:
-        summary = summarize_source(session, dataset, table, chunk_rows)
+        summary = summarize_source(session, dataset, table, chunk_rows, earlier=earlier)
     except SourceError as exc:
         raise Conflict(f"dataset {dataset.id}'s source cannot be read: {exc}") from None
     try:

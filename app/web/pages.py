@@ -367,7 +367,12 @@ def sync_dataset(
         if not found
         else f"Read again: {len(report.new)} new, {len(report.changed)} changed and "
         f"{len(report.deleted)} deleted objects; {report.n_items:,} items (were "
-        f"{report.n_items_before:,})."
+        f"{report.n_items_before:,})"
+        + (
+            f"; only the {report.rows_read:,} added rows were read, the view keeps its axes."
+            if report.rows_read < report.n_items
+            else "."
+        )
     )
     return _dataset_page(request, session, access, 0, sync_message=said)
 

@@ -104,6 +104,10 @@ class SyncRead(BaseModel):
     n_items_before: int
     n_items: int
     views_removed: int = Field(description="Views made from the old values, removed")
+    rows_read: int = Field(
+        description="Rows read from the source: only the added ones when the source only "
+        "gained objects after those read (the rest continued), else all"
+    )
 
 
 @router.post("/datasets/{dataset_id}/sync", response_model=SyncRead)
@@ -113,8 +117,10 @@ def sync_dataset(
     """Bring a dataset imported by reference up to date with its source: the objects that
     are new, changed or gone are listed, and if there are any the dataset's statistics, PCA
     view, ids and classes are made again from the source as it is now (runs and exports then
-    read it again). Refused (409) when the row count changed and the dataset has annotations,
-    which name items by row; 422 for an uploaded dataset."""
+    read it again); when the source only gained objects after those read, only their rows are
+    read and the view keeps its axes. Refused (409) when rows move (an object before others
+    changed its rows or went) and an annotation names an item past those that keep their place;
+    422 for an uploaded dataset."""
     dataset = access.require_dataset()
     report = source_sync.sync_dataset(
         session=session, dataset=dataset, chunk_rows=settings.chunk_rows
@@ -127,4 +133,5 @@ def sync_dataset(
         n_items_before=report.n_items_before,
         n_items=report.n_items,
         views_removed=report.views_removed,
+        rows_read=report.rows_read,
     )

@@ -8,6 +8,7 @@ stored features. Any refusal raises InvalidInput naming row and column; the call
 transaction then rolls back and the store forgets what was written (`app/store/transactions`).
 """
 
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -20,6 +21,13 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, View
 from app.services.errors import InvalidInput
+from app.services.ingest.appended_rows import (
+    LEVELS,
+    Earlier,
+    keep_for_appends,
+    merged_quantiles,
+    quantile_points,
+)
 from app.services.ingest.checks import class_sort_key
 from app.store import chunks
 from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, ITEM_IDS, MODEL_FEATURES
@@ -182,6 +190,7 @@ class TableSink:
         id_column: str | None = None,
         ground_truth_column: str | None = None,
         read_back: Callable[[], Iterator[NDArray[np.floating]]] | None = None,
+        earlier: Earlier | None = None,
     ) -> None:
         self._session = session
         self._dataset = dataset
@@ -196,6 +205,11 @@ class TableSink:
         # A table read in place (imported by reference) keeps its values where they are: they
         # are summarised as they pass, and read again from there for the second pass.
         self._read_back = read_back
+        # Rows added to a source after an earlier read (`appended_rows.py`): that read's arrays
+        # are copied first, its moments continued, its axes kept; only the new rows pass here.
+        self._earlier = earlier
+        self._origin: NDArray[np.float64] | None = None
+        self._quantiles = np.empty((0, len(feature_names)))  # set with the statistics
         self._features = (
             chunks.row_writer(
                 session=session,
@@ -218,6 +232,10 @@ class TableSink:
         )
         self._id_writer = self._enter(self._ids) if self._ids is not None else None
         self._id_hashes: list[NDArray[np.int64]] = []
+        if earlier is not None and self._id_writer is not None:
+            for old_ids in earlier.id_blocks():
+                self._id_hashes.append(_hashes(old_ids))
+                self._id_writer.append(old_ids)
         self._truth = (
             chunks.row_writer(
                 session=session,
@@ -232,12 +250,21 @@ class TableSink:
         )
         self._truth_writer = self._enter(self._truth) if self._truth is not None else None
         self._class_codes: dict[str, int] = {}
+        if earlier is not None and self._truth_writer is not None:
+            self._class_codes = {name: code for code, name in enumerate(earlier.classes or [])}
+            for codes in earlier.truth_blocks():
+                self._truth_writer.append(np.asarray(codes, dtype=np.int32))
         width = max(len(feature_names), 1)
-        self._moments = _Moments(full=width <= WIDE_FEATURES)
+        self._moments = _Moments(full=width <= WIDE_FEATURES and earlier is None)
+        if earlier is not None:  # continued: the axes are kept, so the diagonal is enough
+            self._moments = _Moments(
+                n=earlier.n_rows, mean=earlier.mean, scatter=earlier.scatter, low=earlier.low,
+                high=earlier.high, full=False,
+            )  # fmt: skip
         self._sample = _RowSample(
             limit=max(2, min(QUARTILE_SAMPLE_ROWS, QUARTILE_SAMPLE_BYTES // (8 * width)))
         )
-        self.n_rows = 0
+        self.n_rows = earlier.n_rows if earlier is not None else 0
 
     def _enter(self, writer: AbstractContextManager[Any]) -> Any:
         entered = writer.__enter__()
@@ -318,13 +345,27 @@ class TableSink:
             )
         # A wide table's leading components serve both: the view's are the first two.
         wide = len(self._names) > MODEL_MAX_FEATURES
-        components = self._components(MODEL_COMPONENTS if wide else 2)
+        earlier = self._earlier
+        if earlier is None:
+            self._origin = moments.mean
+            components = self._components(MODEL_COMPONENTS if wide else 2)
+        else:
+            self._origin, components = earlier.origin, earlier.axes
         self._write_pca_view(components[:, :2])
+        if wide and earlier is not None:
+            model = self._append_model_features(components, earlier)
+        else:
+            model = self._write_model_features(components) if wide else None
+        statistics = self._statistics(variance)
+        if self._read_back is not None:  # a source: what a later appended read continues
+            keep_for_appends(
+                self._session, self._dataset, self._origin, components, self._quantiles
+            )
         return {
             "n_items": self.n_rows,
             "ground_truth_classes": classes,
-            "feature_stats": self._statistics(variance),
-            "model_features": self._write_model_features(components) if wide else None,
+            "feature_stats": statistics,
+            "model_features": model,
         }
 
     def _require_unique_ids(self) -> None:
@@ -410,10 +451,13 @@ class TableSink:
     def _write_pca_view(self, components: NDArray[np.float64]) -> None:
         """The first two principal components, projected block by block from the stored
         features."""
+        blocks: Iterator[NDArray[np.float32]] = self._projected(components)
+        if self._earlier is not None:
+            blocks = itertools.chain(self._earlier.view_blocks(), blocks)
         store_view_blocks(
             session=self._session,
             view=self._pca_view,
-            blocks=self._projected(components),
+            blocks=blocks,
             chunk_rows=self._chunk_rows,
         )
 
@@ -443,9 +487,29 @@ class TableSink:
             "explained_variance": round(explained / total, 4) if total > 0 else 0.0,
         }
 
+    def _append_model_features(
+        self, components: NDArray[np.float64], earlier: Earlier
+    ) -> dict[str, Any] | None:
+        """The earlier rows' model features, then the new rows' on the same components."""
+        kept = components[:, : int((earlier.model_features or {}).get("components", 0))]
+        if kept.shape[1] == 0:
+            return earlier.model_features
+        with chunks.row_writer(
+            session=self._session,
+            dataset_id=self._dataset.id,
+            kind=MODEL_FEATURES,
+            n_columns=kept.shape[1],
+            dtype="float32",
+            chunk_rows=self._chunk_rows,
+        ) as writer:
+            for block in itertools.chain(earlier.model_blocks(), self._projected(kept)):
+                writer.append(block)
+        return earlier.model_features  # the share of the variance as measured then
+
     def _centred_blocks(self) -> Iterator[NDArray[np.float64]]:
-        """The stored features block by block, each column less its mean."""
-        mean = self._moments.mean
+        """The features block by block (a source's: only the new rows of an appended read),
+        each column less the origin of the axes (the mean)."""
+        mean = self._origin
         assert mean is not None
         blocks = (
             self._read_back()
@@ -461,7 +525,16 @@ class TableSink:
         moments = self._moments
         assert moments.mean is not None and moments.low is not None and moments.high is not None
         sample = self._sample.array(len(self._names))
-        quartiles = np.quantile(sample, [0.25, 0.5, 0.75], axis=0)
+        quarters = np.array([0.25, 0.5, 0.75])
+        earlier = self._earlier
+        if earlier is None:
+            quartiles = np.quantile(sample, quarters, axis=0)
+            self._quantiles = quantile_points(sample)
+        else:
+            new = self.n_rows - earlier.n_rows
+            both = (earlier.quantiles, earlier.n_rows, sample, new)
+            quartiles = merged_quantiles(*both, quarters)
+            self._quantiles = merged_quantiles(*both, LEVELS)
         return [
             {
                 "name": name,
