@@ -87,6 +87,15 @@ def test_import_a_parquet_dataset_see_it_change_and_sync_it(page: Page, shared: 
     expect(page.get_by_test_id("items")).to_contain_text("cell-31")
     expect(page.get_by_test_id("source-problem")).to_have_count(0)
 
+    # The folder grows: only the added rows are read, and the page says so.
+    write_part(folder / "part-2.parquet", 60, rng.normal(size=(15, 2)))
+    page.get_by_role("button", name="Sync with the source").click()
+    expect(page.get_by_test_id("sync-message")).to_contain_text(
+        "1 new, 0 changed and 0 deleted objects; 75 items (were 60); only the 15 added rows "
+        "were read"
+    )
+    expect(page.get_by_test_id("n-items")).to_have_text("75")
+
 
 def test_import_an_ome_zarr_image_see_it_at_once_and_open_its_workspace(
     page: Page, shared: Path
