@@ -16,12 +16,15 @@ has no metadata saying where its rows are, so the import reads it once to count 
 parsed) before its 201; the peer printed beside it is `pyarrow.csv.read_csv` parsing the same
 objects' bytes in this process (what reading them at all costs).
 
+With ``--sync`` one more object is then put after the others and the imported dataset synced:
+only its rows are read (the statistics continued, the view's axes kept).
+
 With ``--register-rows`` (Parquet) (e.g. 100000000) it then registers a much larger source of
 ``--register-files`` objects (one object's bytes put under every key: registration reads
 metadata only) and prints the same three registration figures.
 
     .venv/bin/python -m benchmarks.bench_import [--rows 2000000] [--cols 10] [--files 20]
-        [--format parquet|csv] [--register-rows 100000000 --register-files 100]
+        [--format parquet|csv] [--sync] [--register-rows 100000000 --register-files 100]
 """
 
 import argparse
@@ -98,6 +101,9 @@ def main() -> None:
     parser.add_argument("--cols", type=int, default=10)
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    parser.add_argument(
+        "--sync", action="store_true", help="then add one object and time the dataset's sync"
+    )
     parser.add_argument("--register-rows", type=int, default=0)
     parser.add_argument("--register-files", type=int, default=100)
     args = parser.parse_args()
@@ -166,6 +172,8 @@ def main() -> None:
                 run_s, labels = _run(client, dataset_id)
                 ari = adjusted_rand_score(y, labels)
                 rows.append((name, seconds, grown, rss, ready_s, grown_ready, run_s, ari, labels))
+            if args.sync:
+                grown_by = _sync_one_more(client, s3, dataset_id, encode, X, args)
             if args.register_rows and args.format == "parquet":
                 big = _register_at_scale(
                     client, server, s3, options, project, args.register_rows,
@@ -193,6 +201,13 @@ def main() -> None:
         f"run on the source / run on the uploaded copy: {import_run / upload_run:.2f}x "
         f"(target 1.2x); same labels: {bool(np.array_equal(upload_labels, import_labels))}"
     )
+    if args.sync:
+        sync_s, rows_read, n_items = grown_by
+        print(
+            f"one {kind} object of {rows_read:,} rows added to the source, then POST .../sync: "
+            f"{sync_s:.2f} s, {rows_read:,} rows read of {n_items:,} (the first read, 201 to "
+            f"ready: {rows[1][4]:.1f} s)"
+        )
     if args.format == "csv":
         print(
             f"pyarrow.csv.read_csv parsing the same {args.files} objects' bytes in memory (the "
@@ -208,6 +223,26 @@ def main() -> None:
             f"{grown / 2**20:.2f} MiB = {100 * grown / big_bytes:.3f}% of the source "
             "(target < 1%)"
         )
+
+
+def _sync_one_more(
+    client: httpx.Client,
+    s3: Any,
+    dataset_id: int,
+    encode: Any,
+    X: np.ndarray,
+    args: argparse.Namespace,
+) -> tuple[float, int, int]:
+    """One more object (the size of the others, rows taken again from the start) put after
+    the others; the seconds the sync takes, the rows it read and the items then."""
+    rows = args.rows // args.files
+    key = f"{PREFIX}part-{args.files:05d}.{args.format}"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=encode(X, slice(0, rows)))
+    started = time.perf_counter()
+    sync = client.post(f"/datasets/{dataset_id}/sync")
+    sync.raise_for_status()
+    seconds = time.perf_counter() - started
+    return seconds, int(sync.json()["rows_read"]), int(sync.json()["n_items"])
 
 
 def _ready(client: httpx.Client, dataset_id: int) -> float:
