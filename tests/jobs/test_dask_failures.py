@@ -36,9 +36,11 @@ def dask_app(db_engine: Engine, settings: Settings) -> Iterator[Callable[..., An
     limit and the workers expected as given)."""
     stack: list[Any] = []
 
-    def make(memory_limit: str | None = None, expected: int | None = None) -> TestClient:
+    def make(
+        memory_limit: str | None = None, expected: int | None = None, workers: int = 1
+    ) -> TestClient:
         cluster = distributed.LocalCluster(
-            n_workers=1,
+            n_workers=workers,
             threads_per_worker=1,
             processes=False,
             protocol="tcp://",
@@ -56,6 +58,7 @@ def dask_app(db_engine: Engine, settings: Settings) -> Iterator[Callable[..., An
             }
         )
         client = TestClient(create_app(app_settings))
+        client.cluster = cluster  # type: ignore[attr-defined]  # to scale it
         client.__enter__()
         stack.append(client)
         _until(lambda: client.get("/api/v1/health").json()["jobs"]["connected"])
@@ -191,3 +194,28 @@ def test_health_names_a_worker_that_cannot_import_the_app(
     finally:
         worker.terminate()
         worker.wait(timeout=60)
+
+
+def test_a_run_queued_on_a_scheduler_with_no_worker_says_so_then_starts_when_one_joins(
+    dask_app: Callable[..., TestClient],
+) -> None:
+    client = dask_app(workers=0)
+    headers, dataset_id = _iris_dataset(client)
+    run_id = start(client, headers, dataset_id, "cec", n_clusters=3).json()["id"]
+    executor = client.app.state.executor  # type: ignore[attr-defined]
+    _until(
+        lambda: (
+            client.get(f"/api/v1/runs/{run_id}", headers=headers).json()["waiting_for"]
+            == "the Dask scheduler has no worker; the run starts once one joins"
+        ),
+        timeout=60,
+    )
+    assert (
+        client.get("/api/v1/health")
+        .json()["jobs"]["detail"]
+        .startswith("the scheduler has no worker")
+    )
+    client.cluster.scale(1)  # type: ignore[attr-defined]
+    executor.reconcile()
+    run = wait(client, headers, run_id, timeout=600)
+    assert (run["status"], run["error"], run["waiting_for"]) == ("succeeded", None, None)

@@ -161,9 +161,18 @@ def test_the_app_starts_without_a_scheduler_and_runs_wait_for_one(
         jobs = health.json()["jobs"]
         assert (jobs["connected"], jobs["runs_waiting_for_scheduler"]) == (False, 1)
         assert client.get(f"/api/v1/runs/{run_id}", headers=headers).json()["status"] == "queued"
+        _until(
+            lambda: (
+                f"no Dask scheduler answers at tcp://127.0.0.1:{port}"
+                in (
+                    client.get(f"/api/v1/runs/{run_id}", headers=headers).json()["waiting_for"]
+                    or ""
+                )
+            )
+        )
         with _cluster(port) as cluster:
             run = wait(client, headers, run_id, timeout=600)
-            assert (run["status"], run["error"]) == ("succeeded", None)
+            assert (run["status"], run["error"], run["waiting_for"]) == ("succeeded", None, None)
             assert client.get("/api/v1/health").json()["jobs"]["connected"] is True
             # Connecting put the executor's worker plugin on the cluster (test_worker_heap.py).
             assert HeapForArrays.name in cluster.scheduler.worker_plugins

@@ -22,6 +22,7 @@ from app.api.schemas.common import (
     one_of_groups,
 )
 from app.jobs.algorithms import ALGORITHMS
+from app.jobs.execute import waiting
 from app.jobs.warmup import engine_state
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -85,6 +86,15 @@ class RunRead(DatasetPartRead):
         if self.progress_iteration is None and not engine_state.is_ready(self.algorithm):
             return "preparing"
         return "fitting"
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="While queued: what stops it from starting, when something does (no Dask "
+        "scheduler answering, a scheduler with no worker, no worker able to run the app's "
+        "tasks); null when it only waits its turn, and once it started"
+    )
+    @property
+    def waiting_for(self) -> str | None:
+        return waiting.reason() if self.status == "queued" else None
 
 
 class RunsPage(Page):

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.models import Run
 from app.db.session import make_engine, make_session_factory, session_scope
+from app.jobs.execute import waiting
 from app.jobs.execute.job_owners import active_jobs, featurization_owner, run_owner
 from app.jobs.featurize.featurizer import (
     TableReader,
@@ -210,6 +211,7 @@ class DaskExecutor:
         """Workers see `cancel_requested` in the database at their next progress write."""
 
     def shutdown(self) -> None:
+        waiting.set_reason(None)  # this executor's view goes with it
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
@@ -260,6 +262,22 @@ class DaskExecutor:
             status["detail"] = "the scheduler has no worker: runs wait until one joins"
         return status
 
+    def _why_runs_wait(self) -> str | None:
+        """What stops runs from starting on a connected scheduler (None: nothing)."""
+        try:
+            workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        except Exception:
+            return None  # the next round says
+        if not workers:
+            return "the Dask scheduler has no worker; the run starts once one joins"
+        unfit = [a for a in workers if a in self.unfit_workers]
+        if len(unfit) == len(workers):
+            return (
+                f"no Dask worker can run the app's tasks ({self.unfit_workers[unfit[0]]}); "
+                "the run starts once one can"
+            )
+        return None
+
     def probe_workers(self) -> None:
         """Ask every worker to import the app (`worker_probe.py`); remember those that fail
         (the supervisor does it at every reconciliation)."""
@@ -301,10 +319,15 @@ class DaskExecutor:
                     self._reconcile()
                     self._submit_featurizations()
                 self.probe_workers()
+                waiting.set_reason(self._why_runs_wait())
                 if warned:
                     log.info("Dask scheduler reached; waiting runs are submitted")
                     warned = False
             except Exception as exc:
+                waiting.set_reason(
+                    f"no Dask scheduler answers at {self.scheduler_address}; the run starts "
+                    "once one does (the operator's /health says the same)"
+                )
                 if not warned:
                     log.warning(
                         "no Dask scheduler at %s (%s); runs wait for one, retrying every %.0f s",

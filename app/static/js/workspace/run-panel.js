@@ -78,6 +78,7 @@ function showProgress(run, algorithms = []) {
     parts.push(budget ? `${percent}% · sweep ${sweep} of at most ${budget}` : `sweep ${sweep}`);
     if (run.progress_cost !== null) parts.push(`cost ${run.progress_cost.toFixed(4)}`);
   }
+  if (run.status === 'queued' && run.waiting_for) parts.push(`waiting: ${run.waiting_for}`);
   if (done) parts.push('100%'); // the sweeps it took are in the result line below
   if (run.error) parts.push(run.error);
   $('#progress-text').textContent = parts.join(' · ');
