@@ -1,9 +1,10 @@
 """A run that cannot start says why in the workspace, in a real browser: on a server whose runs
 go to a Dask scheduler that is not there, the progress line says the run waits for one (not a
 silent "queued"); once a scheduler with a worker comes up on that address, the run starts and
-the page shows it succeeded."""
+the page shows it succeeded. The same line counts a run's attempts past the first."""
 
 import io
+import sqlite3
 
 import httpx
 import numpy as np
@@ -57,7 +58,15 @@ def test_a_run_says_it_waits_for_a_scheduler_then_runs_once_one_is_up(browser: B
             f"queued · waiting: no Dask scheduler answers at tcp://127.0.0.1:{port}",
             timeout=30_000,
         )
+        # The line also counts a run's attempts past the first (a worker lost under it; here
+        # written into the row while it waits, as a takeover would count it).
+        with sqlite3.connect(server.workdir / "bench.db") as db:
+            db.execute("UPDATE runs SET attempt = 2 WHERE status = 'queued'")
+        expect(progress).to_contain_text(
+            "attempt 2: started again after a worker was lost", timeout=30_000
+        )
         with _cluster(port):
             expect(progress).to_contain_text("succeeded", timeout=300_000)
             expect(progress).not_to_contain_text("waiting")
+            expect(progress).not_to_contain_text("attempt")  # its first start on a worker
         context.close()

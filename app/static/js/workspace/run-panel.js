@@ -79,6 +79,8 @@ function showProgress(run, algorithms = []) {
     if (run.progress_cost !== null) parts.push(`cost ${run.progress_cost.toFixed(4)}`);
   }
   if (run.status === 'queued' && run.waiting_for) parts.push(`waiting: ${run.waiting_for}`);
+  // A worker died under it and another started it again from the start (Dask).
+  if (run.attempt > 1) parts.push(`attempt ${run.attempt}: started again after a worker was lost`);
   if (done) parts.push('100%'); // the sweeps it took are in the result line below
   if (run.error) parts.push(run.error);
   $('#progress-text').textContent = parts.join(' · ');
