@@ -128,6 +128,22 @@ def test_cec_ib_takes_the_expert_labels_into_a_data_parallel_fit(
     assert result["metrics"]["execution"]["execution"] == "data-parallel"
     assert adjusted_rand_score(y, result["labels"]) > 0.99
     assert result["cluster_params"]["agreement"] == 1.0
+    assert result["metrics"]["execution"]["start"] == "sample fit"
+
+    # One more label act, then a warm start: the data-parallel fit continues the earlier
+    # mixture from its first pass (no sample fit) and keeps the partition.
+    more = {"kind": "label", "items": [int(np.flatnonzero(y == 0)[99])], "label": "blob 0"}
+    added = dask_client.post(f"/api/v1/datasets/{dataset}/annotations", json=more, headers=headers)
+    assert added.status_code == 201, added.text
+    warm = start(
+        dask_client, headers, dataset, "cec-ib", n_clusters=CENTRES, random_state=0,
+        warm_start=True,
+    )  # fmt: skip
+    again = _result(dask_client, headers, warm.json()["id"])
+    assert again["metrics"]["warm_start"] == {"from_run": run.json()["id"], "continued": True}
+    assert again["metrics"]["execution"]["start"] == "continued"
+    assert again["metrics"]["execution"]["passes"] <= result["metrics"]["execution"]["passes"]
+    assert adjusted_rand_score(result["labels"], again["labels"]) == 1.0
 
 
 def test_ppc_resolves_links_across_chunks_in_a_data_parallel_fit(

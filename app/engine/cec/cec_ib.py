@@ -124,8 +124,9 @@ class CECIB(_CECBase):
         """Cluster ``X`` using labels ``y`` (integers, -1 = unlabeled; None = all unlabeled).
 
         On a ``dask.array.Array`` the fit runs data-parallel over its chunks on the current
-        Dask scheduler (``y`` chunked like X's rows; ``app/engine/cec/chunked``), always from
-        fresh starts (``warm_start`` applies to in-memory fits)."""
+        Dask scheduler (``y`` chunked like X's rows; ``app/engine/cec/chunked``), from a start
+        fitted on a sample, or from the mixture ``start_from_mixture`` gave (``warm_start``
+        and ``start_from`` apply to in-memory fits)."""
         beta = check_real("beta", self.beta, 0.0)
         auto = isinstance(self.labeled_weight, str)
         if auto and self.labeled_weight != AUTO:
@@ -194,6 +195,28 @@ class CECIB(_CECBase):
                 check_int("weight_searched_with", weight_search[1], 0),
             )
         self.warm_start = True
+        return self
+
+    def start_from_mixture(
+        self,
+        weights: ArrayLike,
+        means: ArrayLike,
+        covariances: ArrayLike,
+        labeled_weight: int | None = None,
+    ) -> CECIB:
+        """Make the next data-parallel ``fit`` (on a dask array) continue this mixture instead
+        of fitting a start on a sample: an earlier fit's ``weights_``, ``means_`` and
+        ``covariances_`` (in this estimator's covariance family) and, for ``labeled_weight=
+        'auto'``, its ``labeled_weight_``. The passes then start where it ended, which on
+        data that barely changed takes a pass or two. A mixture that does not fit the next X
+        (another width or family, more clusters than ``n_clusters``) is not continued: the fit
+        starts afresh. ``warm_started_`` says which it did."""
+        self.start_mixture_ = (
+            np.asarray(weights, dtype=np.float64),
+            np.asarray(means, dtype=np.float64),
+            np.asarray(covariances, dtype=np.float64),
+            None if labeled_weight is None else check_int("labeled_weight", labeled_weight, 1),
+        )
         return self
 
     def _previous_partition(self, n: int) -> NDArray[np.int64] | None:

@@ -177,6 +177,11 @@ def plan_cec_ib(
     warm = None
     if params.warm_start and previous is not None and previous.labels.shape == (len(_x),):
         warm = previous.labels
+    # A data-parallel fit reads no earlier labels (20M of them would weigh on the run's
+    # worker): it continues the earlier mixture instead, from its first pass.
+    mixture = None
+    if params.warm_start and previous is not None and previous.labels.size == 0:
+        mixture = previous.mixture
 
     def make(covariance: str) -> CECIB:
         estimator = CECIB(
@@ -186,6 +191,8 @@ def plan_cec_ib(
             fresh_starts="if_worse",  # only warm fits use it: the expert's loop
             **shared,
         )
+        if mixture is not None:
+            return estimator.start_from_mixture(*mixture)
         if warm is None:
             return estimator
         assert previous is not None

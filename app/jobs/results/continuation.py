@@ -55,6 +55,17 @@ class Previous:
         assert isinstance(weight, int) and isinstance(searched, int)
         return (weight, searched) if weight >= 1 and searched >= 0 else None
 
+    @property
+    def mixture(self) -> tuple[Any, Any, Any, int | None] | None:
+        """Its weights, means and covariances (and labeled weight), for a data-parallel fit to
+        continue (``CECIB.start_from_mixture``); None when the result did not keep them."""
+        found = [self.cluster_params.get(k) for k in ("weights", "means", "covariances")]
+        if any(not isinstance(v, list) or not v for v in found):
+            return None
+        weight = self.cluster_params.get("labeled_weight")
+        kept = weight if isinstance(weight, int) and not isinstance(weight, bool) else None
+        return (found[0], found[1], found[2], kept if kept and kept >= 1 else None)
+
 
 def previous_fit(session: Session, run: Run, *, with_labels: bool = True) -> Previous | None:
     """The dataset's most recently finished run of ``run``'s algorithm that fitted a model

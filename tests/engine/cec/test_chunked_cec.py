@@ -600,3 +600,36 @@ def test_worker_dies_in_the_middle_of_a_pass(
     assert scheduler_workers(client) != workers  # ... and the scheduler saw it go
     assert _rel(est.energy_, reference.energy_) <= 1e-9
     np.testing.assert_array_equal(est.labels_.compute(), reference_labels)
+
+
+def test_a_continued_mixture_starts_where_it_ended(blobs: Blobs) -> None:
+    """``start_from_mixture``: no sample fit, the passes start at the end, the same partition;
+    the mixture is taken by that fit (the next starts afresh), and one that does not fit the
+    data (another width) is not continued."""
+    params = {"n_init": N_INIT, "random_state": 0}
+    first = CECIB(K, **params).fit(blobs.dask(), blobs.dask_y())
+    labels = first.labels_.compute()
+    assert not first.warm_started_ and first.execution_["start"] == "sample fit"
+
+    again = CECIB(K, **params).start_from_mixture(
+        first.weights_, first.means_, first.covariances_, first.labeled_weight_
+    )
+    again.fit(blobs.dask(), blobs.dask_y())
+    assert again.warm_started_ and again.execution_["start"] == "continued"
+    # Its first pass is where the first fit ended (no sample fit, no pass to get there):
+    # one more to see it settled, one polishing trial.
+    assert again.energy_history_[0] == pytest.approx(first.energy_, rel=1e-12)
+    assert again.n_iter_ <= 3 and len(again.energy_history_) < len(first.energy_history_) + 1
+    np.testing.assert_array_equal(again.labels_.compute(), labels)
+    assert again.energy_ == pytest.approx(first.energy_, rel=1e-9)
+    _check_fitted(again, blobs.X, blobs.y)
+
+    again.fit(blobs.dask(), blobs.dask_y())  # taken: this one starts afresh
+    assert not again.warm_started_ and again.execution_["start"] == "sample fit"
+
+    narrow = CECIB(K, **params).start_from_mixture(
+        first.weights_, first.means_[:, :2], first.covariances_[:, :2, :2]
+    )
+    narrow.fit(blobs.dask(), blobs.dask_y())
+    assert not narrow.warm_started_
+    assert adjusted_rand_score(blobs.truth, narrow.labels_.compute()) > 0.9

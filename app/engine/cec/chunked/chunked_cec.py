@@ -11,6 +11,7 @@ chunk by chunk, and ``execution_`` says how the fit ran.
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,13 @@ from app.engine.core.cec_shell import (
     warn_unless_converged,
 )
 from app.engine.core.chunked_input import ChunkedInput, scan
-from app.engine.core.families import DIAGONAL, FAMILIES, FULL, family_covariances
+from app.engine.core.families import (
+    DENSITY_FAMILIES,
+    DIAGONAL,
+    FAMILIES,
+    FULL,
+    family_covariances,
+)
 from app.engine.core.validation import check_choice, check_int, check_real
 from app.engine.fit_warnings import reset_fit_warnings, warn_fit
 
@@ -96,7 +103,10 @@ def fit_chunked(estimator: Any, X: Any, y: Any, *, beta: float) -> None:
     reset_fit_warnings(estimator)
     rng = check_random_state(estimator.random_state)
     data = scan(X, y, estimator.n_clusters, rng)
-    start = _fit_sample(estimator, data, rng)
+    start = _mixture_start(estimator, data, family)
+    warm = start is not None
+    if start is None:
+        start = _fit_sample(estimator, data, rng)
     for message in getattr(start, "fit_warnings_", []):  # e.g. the projection: the fit's too
         warn_fit(estimator, message, UserWarning, stacklevel=3)
     settings, fraction_used = _pass_settings(estimator, start, data, family, fraction, beta)
@@ -116,9 +126,11 @@ def fit_chunked(estimator: Any, X: Any, y: Any, *, beta: float) -> None:
         "passes": fit.n_iter,
         "polished": fit.polished,
         "start_sample_rows": int(data.sample.shape[0]),
+        "start": "continued" if warm else "sample fit",
     }
     if hasattr(start, "labeled_weight_"):  # CEC-IB
         _store_labeled(estimator, fit, slots, weight)
+        estimator.warm_started_ = warm
     warn_unless_converged(
         estimator, converged=fit.converged, cancelled=fit.cancelled,
         max_iter=settings.max_iter, depth=2,
@@ -179,6 +191,41 @@ def _store_labeled(estimator: Any, fit: ChunkedFit, slots: IntArray, weight: flo
     counts = fit.totals.label_counts[slots]
     labeled = counts.sum()
     estimator.agreement_ = float(counts.max(axis=1).sum() / labeled) if labeled else 1.0
+
+
+def _mixture_start(estimator: Any, data: ChunkedInput, family: int) -> Any | None:
+    """The mixture ``start_from_mixture`` gave (taken: a later fit starts afresh), as the start
+    of the passes, with the sample's rows assigned by it; None when there is none or it does
+    not fit this data (another width, family or more clusters than ``n_clusters``)."""
+    mixture = estimator.__dict__.pop("start_mixture_", None)
+    if mixture is None:
+        return None
+    weights, means, covariances, labeled_weight = mixture
+    d = data.sample.shape[1]
+    k = means.shape[0] if means.ndim == 2 else 0
+    shapes = {FULL: (k, d, d), DIAGONAL: (k, d)}
+    if (
+        k < 1
+        or k > estimator.n_clusters
+        or means.shape != (k, d)
+        or weights.shape != (k,)
+        or covariances.shape != shapes.get(family, (k,))
+        or not (np.all(np.isfinite(means)) and np.all(np.isfinite(covariances)))
+    ):
+        return None
+    start = SimpleNamespace(
+        weights_=weights / weights.sum(),
+        means_=means,
+        covariances_=covariances,
+        projection_=None,
+        fit_warnings_=[],
+    )
+    density = DENSITY_FAMILIES[estimator.covariance]
+    start.labels_ = predict_chunk(data.sample, start.weights_, means, covariances, density)
+    if hasattr(estimator, "labeled_weight"):  # CEC-IB: the weight continued with 'auto'
+        chosen = estimator.labeled_weight
+        start.labeled_weight_ = (labeled_weight or 1) if isinstance(chosen, str) else chosen
+    return start
 
 
 def _fit_sample(estimator: Any, data: ChunkedInput, rng: np.random.RandomState) -> Any:
