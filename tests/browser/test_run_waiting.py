@@ -13,6 +13,7 @@ from playwright.sync_api import Browser, expect
 from sklearn.datasets import load_iris
 
 from benchmarks._server import PASSWORD, free_port, live_server
+from tests.browser.conftest import sign_in
 from tests.jobs.test_dask_restarts import _cluster
 
 pytestmark = pytest.mark.browser
@@ -44,10 +45,7 @@ def test_a_run_says_it_waits_for_a_scheduler_then_runs_once_one_is_up(browser: B
         origin = server.base.removesuffix("/api/v1")
         context = browser.new_context(base_url=origin, viewport={"width": 1280, "height": 900})
         page = context.new_page()
-        page.goto("/login")
-        page.fill("input[name=username]", "admin")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
+        sign_in(page, password=PASSWORD)
         page.goto(f"/datasets/{dataset_id}/workspace")
         expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=60_000)
         page.select_option("#algorithm", "cec")

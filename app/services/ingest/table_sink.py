@@ -468,18 +468,7 @@ class TableSink:
         kept = components[:, np.flatnonzero(np.abs(components).sum(axis=0))]  # within the rank
         if kept.shape[1] == 0:
             kept = components[:, :1]  # every column constant: one component of zeros
-        explained = 0.0
-        with chunks.row_writer(
-            session=self._session,
-            dataset_id=self._dataset.id,
-            kind=MODEL_FEATURES,
-            n_columns=kept.shape[1],
-            dtype="float32",
-            chunk_rows=self._chunk_rows,
-        ) as writer:
-            for block in self._projected(kept):
-                explained += float(np.square(block, dtype=np.float64).sum())
-                writer.append(block)
+        explained = self._store_model_features(self._projected(kept), kept.shape[1])
         total = float(_diagonal(self._moments).sum())
         return {
             "components": int(kept.shape[1]),
@@ -494,17 +483,25 @@ class TableSink:
         kept = components[:, : int((earlier.model_features or {}).get("components", 0))]
         if kept.shape[1] == 0:
             return earlier.model_features
+        blocks = itertools.chain(earlier.model_blocks(), self._projected(kept))
+        self._store_model_features(blocks, kept.shape[1])
+        return earlier.model_features  # the share of the variance as measured then
+
+    def _store_model_features(self, blocks: Iterator[NDArray[Any]], n_columns: int) -> float:
+        """``blocks`` stored as MODEL_FEATURES; their sum of squares (the variance kept)."""
+        explained = 0.0
         with chunks.row_writer(
             session=self._session,
             dataset_id=self._dataset.id,
             kind=MODEL_FEATURES,
-            n_columns=kept.shape[1],
+            n_columns=n_columns,
             dtype="float32",
             chunk_rows=self._chunk_rows,
         ) as writer:
-            for block in itertools.chain(earlier.model_blocks(), self._projected(kept)):
+            for block in blocks:
+                explained += float(np.square(block, dtype=np.float64).sum())
                 writer.append(block)
-        return earlier.model_features  # the share of the variance as measured then
+        return explained
 
     def _centred_blocks(self) -> Iterator[NDArray[np.float64]]:
         """The features block by block (a source's: only the new rows of an appended read),

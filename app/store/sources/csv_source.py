@@ -25,6 +25,7 @@ import numpy as np
 
 from app.store.sources.filesystems import (
     changed,
+    listed_files,
     open_checked,
     reading,
     short,
@@ -81,19 +82,13 @@ def inspect_csv(
 ) -> Layout:
     """The files counted (a file of ``known``, a sync's earlier record, that the listing shows
     unchanged keeps its count and marks: a sync reads only what changed)."""
-    if is_dir:
-        listing: dict[str, Any] = fs.find(path, detail=True)
-        entries = sorted(
-            (str(p), e) for p, e in listing.items() if is_csv(str(p)) and e["type"] == "file"
-        )
-        if not entries:
-            if any(is_compressed_csv(str(p)) for p in listing):
-                raise compressed_refusal(url)
-            raise SourceError(f"{url} holds no *.csv or *.tsv files")
-    else:
-        if is_compressed_csv(path):
+    if not is_dir and is_compressed_csv(path):
+        raise compressed_refusal(url)
+    entries = listed_files(fs, path, info, is_dir, is_csv)
+    if not entries:
+        if listed_files(fs, path, info, is_dir, is_compressed_csv):
             raise compressed_refusal(url)
-        entries = [(path, info)]
+        raise SourceError(f"{url} holds no *.csv or *.tsv files")
     delimiters = {delimiter_of(p) for p, _ in entries}
     if len(delimiters) > 1:
         raise SourceError(f"{url} holds both .csv and .tsv files: one table has one delimiter")

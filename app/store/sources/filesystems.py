@@ -50,6 +50,17 @@ def version(info: Mapping[str, Any]) -> str:
     return ""
 
 
+def listed_files(
+    fs: Any, path: str, info: dict[str, Any], is_dir: bool, accept: Callable[[str], bool]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The files a table is read from, in path order, each with its listing entry: those under
+    a directory that ``accept`` takes (all depths), or the one file itself."""
+    if not is_dir:
+        return [(path, info)]
+    listing: dict[str, Any] = fs.find(path, detail=True)
+    return sorted((str(p), e) for p, e in listing.items() if accept(str(p)) and e["type"] == "file")
+
+
 def unchanged(
     known: Mapping[str, SourceFile] | None, url: str, entry: Mapping[str, Any]
 ) -> SourceFile | None:

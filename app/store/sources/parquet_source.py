@@ -15,6 +15,7 @@ import numpy as np
 from app.store.sources.filesystems import (
     changed,
     filesystem,
+    listed_files,
     open_checked,
     reading,
     unchanged,
@@ -61,15 +62,9 @@ def inspect_parquet(
     schema was checked when it was recorded), but for the first, whose schema gives the types."""
     import pyarrow as pa
 
-    if is_dir:
-        listing: dict[str, Any] = fs.find(path, detail=True)
-        entries = sorted(
-            (str(p), e) for p, e in listing.items() if is_parquet(str(p)) and e["type"] == "file"
-        )
-        if not entries:
-            raise SourceError(f"{url} holds no *.parquet files")
-    else:
-        entries = [(path, info)]
+    entries = listed_files(fs, path, info, is_dir, is_parquet)
+    if not entries:
+        raise SourceError(f"{url} holds no *.parquet files")
     files: list[SourceFile] = []
     schema: Any = None
 
