@@ -10,6 +10,7 @@ chunk by chunk, and ``execution_`` says how the fit ran.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from types import SimpleNamespace
 from typing import Any
@@ -110,6 +111,8 @@ def fit_chunked(estimator: Any, X: Any, y: Any, *, beta: float) -> None:
     for message in getattr(start, "fit_warnings_", []):  # e.g. the projection: the fit's too
         warn_fit(estimator, message, UserWarning, stacklevel=3)
     settings, fraction_used = _pass_settings(estimator, start, data, family, fraction, beta)
+    if warm:  # the fit it continues made its polishing trial: a pass over every chunk spared
+        settings = dataclasses.replace(settings, polish=False)
     weight, n_total = settings.labeled_weight, settings.n_total
     fit = fit_passes(
         data, _start_frozen(start, data, family, beta, weight, n_total), settings,
