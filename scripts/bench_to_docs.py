@@ -7,7 +7,8 @@
 
 `run` runs the benchmark and keeps what it printed, verbatim, in
 docs/benchmark-output/<module>.md (or <name>.md with `--as <name>`, for a benchmark shown with
-several sets of arguments), headed by the command, the date and the commit; then `sync` copies
+several sets of arguments), headed by the command, the date and the commit; a file that holds
+another command's output is refused (`run --replace ...` overwrites it); then `sync` copies
 every such file into the documents between its markers:
 
     <!-- output: benchmarks.bench_fair_share -->
@@ -53,7 +54,16 @@ def synced(text: str) -> str:
     return REGION.sub(replace, text)
 
 
-def run(module: str, args: list[str], name: str | None = None) -> None:
+def run(module: str, args: list[str], name: str | None = None, replace: bool = False) -> None:
+    shown = " ".join([".venv/bin/python -m", module, shlex.join(args)]).rstrip()
+    target = output_file(name or module)
+    if target.exists() and not replace:
+        recorded = target.read_text().split("` (", 1)[0].lstrip("`")
+        if recorded != shown:  # another set of arguments: its block would be overwritten
+            sys.exit(
+                f"{target.name} holds the output of `{recorded}`, not `{shown}`: name this run "
+                "apart (run --as NAME ...) or overwrite it (run --replace ...)"
+            )
     command = [sys.executable, "-m", module, *args]
     # Unbuffered: a child the benchmark forks cannot flush a copy of half-written output.
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -61,12 +71,9 @@ def run(module: str, args: list[str], name: str | None = None) -> None:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    shown = " ".join([".venv/bin/python -m", module, shlex.join(args)]).rstrip()
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     OUTPUTS.mkdir(parents=True, exist_ok=True)
-    output_file(name or module).write_text(
-        f"`{shown}` ({stamp}, commit {commit}) printed:\n\n{done.stdout.rstrip()}\n"
-    )
+    target.write_text(f"`{shown}` ({stamp}, commit {commit}) printed:\n\n{done.stdout.rstrip()}\n")
 
 
 def sync() -> None:
@@ -77,11 +84,15 @@ def sync() -> None:
 
 
 def main() -> None:
-    if sys.argv[1:3] == ["run", "--as"] and len(sys.argv) > 4:
-        run(sys.argv[4], sys.argv[5:], name=sys.argv[3])
+    argv = sys.argv[1:]
+    replace = argv[1:2] == ["--replace"]
+    if replace:
+        argv = argv[:1] + argv[2:]
+    if argv[:2] == ["run", "--as"] and len(argv) > 3:
+        run(argv[3], argv[4:], name=argv[2], replace=replace)
         sync()
-    elif sys.argv[1:2] == ["run"] and len(sys.argv) > 2:
-        run(sys.argv[2], sys.argv[3:])
+    elif argv[:1] == ["run"] and len(argv) > 1:
+        run(argv[1], argv[2:], replace=replace)
         sync()
     elif sys.argv[1:] == ["sync"]:
         sync()
