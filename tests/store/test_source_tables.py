@@ -456,3 +456,37 @@ def test_s3_errors_name_the_object_and_never_an_option(s3_server: S3Server) -> N
         f"s3://{bucket}/{prefix}/t.parquet", "s3", f"{bucket}/{prefix}/t.parquet", closed
     )
     assert "127.0.0.1:9" not in str(error)
+
+
+def test_a_footer_is_read_from_one_request_for_the_tail_unless_it_is_larger(
+    tmp_path: Path,
+) -> None:
+    """Registering reads each file's last 64 KiB once and its metadata from them; a footer
+    larger than that (thousands of columns) is read by opening the file, as before."""
+    from unittest import mock
+
+    from app.store.sources import parquet_source
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    parts = [_table(10 + k, seed=k) for k in range(3)]
+    for k, part in enumerate(parts):
+        pq.write_table(part, folder / f"p{k}.parquet")
+    wide = tmp_path / "wide.parquet"
+    pq.write_table(pa.table({f"c{j}": np.arange(3.0) for j in range(3_000)}), wide)
+    real = parquet_source.footer_tail
+    returned: list[bytes | None] = []
+
+    def spy(*args: Any) -> bytes | None:
+        returned.append(real(*args))
+        return returned[-1]
+
+    with mock.patch.object(parquet_source, "footer_tail", spy):
+        table = inspect_table("file", str(folder), {})
+        assert [f.rows for f in table.files] == [10, 11, 12]
+        assert len(returned) == 3 and all(tail is not None for tail in returned)
+        assert inspect_table("file", str(wide), {}).n_rows == 3
+    assert len(returned) == 4 and returned[-1] is None
+    columns = ["f32", "a", "count", "b"]
+    whole = np.vstack([_whole(part, columns) for part in parts])
+    _check_reads(table, whole, [(0, 33), (9, 12)])

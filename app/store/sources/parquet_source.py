@@ -75,13 +75,16 @@ def inspect_parquet(
         same = unchanged(known, f"{protocol}://{file_path}", listed_entries[file_path])
         if same is not None and file_path != entries[0][0]:
             return None, same.rows
-        # The listing's size spares the request that would ask for it again.
-        with (
-            reading(f"{protocol}://{file_path}", options, "read as Parquet"),
-            fs.open(file_path, "rb", cache_type="none", size=sizes[file_path]) as f,
-        ):
-            parquet = parquet_open(f)
-            return parquet.schema_arrow, int(parquet.metadata.num_rows)
+        with reading(f"{protocol}://{file_path}", options, "read as Parquet"):
+            size = sizes[file_path]
+            tail = footer_tail(fs, file_path, size)
+            if tail is not None:
+                parquet = parquet_open(pa.BufferReader(tail))
+                return parquet.schema_arrow, int(parquet.metadata.num_rows)
+            # The listing's size spares the request that would ask for it again.
+            with fs.open(file_path, "rb", cache_type="none", size=size) as f:
+                parquet = parquet_open(f)
+                return parquet.schema_arrow, int(parquet.metadata.num_rows)
 
     # The footers are read FOOTER_READS at a time: a dataset of 100 objects on S3 is a round
     # trip or two per object, and registering it should take about a second, not 100 trips.
@@ -240,6 +243,22 @@ def parquet_pieces(
             row0 += n
             if row0 >= b:
                 break
+
+
+FOOTER_TAIL_BYTES = 64 * 1024
+
+
+def footer_tail(fs: Any, path: str, size: int | None) -> bytes | None:
+    """The file's last FOOTER_TAIL_BYTES in one request when they hold its whole footer (its
+    metadata is then read from them: one round trip, where opening the file costs two or
+    three); None otherwise (no size listed, or a footer larger than that)."""
+    if not size or size < 12:
+        return None
+    tail = bytes(fs.cat_file(path, start=max(0, size - FOOTER_TAIL_BYTES), end=size))
+    if len(tail) < 12 or tail[-4:] != b"PAR1":
+        return None
+    length = int.from_bytes(tail[-8:-4], "little")
+    return tail if length + 8 <= len(tail) else None
 
 
 def parquet_open(f: Any) -> Any:
