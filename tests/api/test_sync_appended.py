@@ -12,6 +12,7 @@ from unittest import mock
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from fastapi.testclient import TestClient
 from sklearn.datasets import make_blobs
 from sqlalchemy.orm import Session
@@ -22,6 +23,8 @@ from tests.api.test_runs import start, wait
 from tests.conftest import admin_project, row_counts
 
 __all__ = ["file_client", "shared"]
+
+pytestmark = pytest.mark.db
 
 
 def write_part(path: Path, X: np.ndarray, y: np.ndarray, first: int) -> None:
