@@ -9,6 +9,7 @@ one act, in the transaction that makes the dataset ready (`ingest/label_column.p
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, User
@@ -63,27 +64,38 @@ def read_imported_table(
 
 
 def read_labels(
-    table: SourceTable, column: str, progress: Callable[[float], None] | None = None
+    table: SourceTable,
+    column: str,
+    progress: Callable[[float], None] | None = None,
+    first: int = 0,
 ) -> LabelColumn:
-    """The label column of a Parquet table (as Arrow, a row group at a time) or of an AnnData
-    file's obs (as text, in blocks); ``progress(0.0)`` between parts lets a stopping server
-    stop it. A refusal names the object and the row."""
+    """The label column of a Parquet table (as Arrow, a row group at a time), or of a CSV or
+    an AnnData file's obs (as text, in blocks); ``progress(0.0)`` between parts lets a stopping
+    server stop it. A refusal names the object and the row. From row ``first`` on (a sync that
+    reads only the rows added): the rows before it have no label here."""
     if table.format == "parquet":
         labels = LabelColumn(column, numbers_in_text=False)
+        labels.add(pa.nulls(first))
         fs = filesystem(table.protocol, table.options)
         multi = len(table.files) > 1
         offset = 0
         for file in table.files:
-            pieces = parquet_pieces(fs, table.options, file, [column], 0, file.rows, strings=True)
-            for piece, local in pieces:
-                labels.add(piece.column(column), _place(file.url, offset + local, local, multi))
-                if progress is not None:
-                    progress(0.0)
+            if offset + file.rows > first:
+                a = max(0, first - offset)
+                pieces = parquet_pieces(
+                    fs, table.options, file, [column], a, file.rows, strings=True
+                )
+                for piece, local in pieces:
+                    place = _place(file.url, offset + local, local, multi)
+                    labels.add(piece.column(column), place)
+                    if progress is not None:
+                        progress(0.0)
             offset += file.rows
         return labels
     labels = LabelColumn(column, numbers_in_text=True)  # an obs column, read as text
+    labels.add(pa.nulls(first))
     url = table.files[0].url if table.files else ""
-    for start in range(0, table.n_rows, LABEL_BLOCK_ROWS):
+    for start in range(first, table.n_rows, LABEL_BLOCK_ROWS):
         stop = min(start + LABEL_BLOCK_ROWS, table.n_rows)
         labels.add(table.strings(column, start, stop), _place(url, start, start, False))
         if progress is not None:

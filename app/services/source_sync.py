@@ -19,10 +19,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db.models import Annotation, Dataset, View
+from app.db.models import Annotation, Dataset, User, View
 from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput
 from app.services.ingest.appended_rows import Earlier, earlier_read
+from app.services.ingest.label_column import record_label_annotations
+from app.services.source_reading import read_labels
 from app.services.source_summary import forget_view, summarize_source
 from app.store import chunks
 from app.store.dataset_arrays import MODEL_FEATURES
@@ -43,8 +45,12 @@ class SyncReport:
     rows_read: int = 0  # from the source: the added rows only when nothing before them moved
 
 
-def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> SyncReport:
-    """Compare the source with what was read; if anything differs, read it again."""
+def sync_dataset(
+    *, session: Session, dataset: Dataset, chunk_rows: int, user: User | None = None
+) -> SyncReport:
+    """Compare the source with what was read; if anything differs, read it again. Rows added
+    after those read bring their label column's labels as ``user``'s label annotations (one
+    act), as the import did for the first rows."""
     record = (dataset.meta or {}).get("source")
     if not record:
         raise InvalidInput(
@@ -84,7 +90,7 @@ def sync_dataset(*, session: Session, dataset: Dataset, chunk_rows: int) -> Sync
         _refuse_moving_annotations(session, dataset, table.n_rows, kept)
     # Only rows added after those read: those alone are read (the rest continued).
     earlier = earlier_read(session, dataset) if kept == n_before < table.n_rows else None
-    views_removed = _read_again(session, dataset, table, chunk_rows, earlier)
+    views_removed = _read_again(session, dataset, table, chunk_rows, earlier, user)
     dataset.meta = {**dataset.meta, "source": source_record(allowed, table)}
     session.commit()
     rows_read = table.n_rows - (earlier.n_rows if earlier is not None else 0)
@@ -140,12 +146,15 @@ def _read_again(
     table: SourceTable,
     chunk_rows: int,
     earlier: Earlier | None = None,
+    user: User | None = None,
 ) -> int:
     """The dataset's derived arrays made again from ``table`` (`source_summary.py`), then
     recorded and the old views removed in one short transaction (or, on any error, the new
     view removed again). How many views other than PCA were removed."""
     old_views = list(session.scalars(select(View).where(View.dataset_id == dataset.id)))
+    column = dataset.label_column if earlier is not None else None
     try:
+        labels = read_labels(table, column, first=earlier.n_rows) if earlier and column else None
         summary = summarize_source(session, dataset, table, chunk_rows, earlier=earlier)
     except SourceError as exc:
         raise Conflict(f"dataset {dataset.id}'s source cannot be read: {exc}") from None
@@ -158,6 +167,8 @@ def _read_again(
         for name, value in summary.dataset_fields(dataset.meta).items():
             setattr(dataset, name, value)
         dataset.revision += 1  # runs before this read older than the data
+        if labels is not None:
+            record_label_annotations(session=session, dataset=dataset, user=user, labels=labels)
     except BaseException:
         forget_view(session, summary.view)
         raise

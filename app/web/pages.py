@@ -356,7 +356,7 @@ def sync_dataset(
         return _sync_collection(request, session, settings, access, dataset)
     try:
         report = source_sync.sync_dataset(
-            session=session, dataset=dataset, chunk_rows=settings.chunk_rows
+            session=session, dataset=dataset, chunk_rows=settings.chunk_rows, user=access.user
         )
     except ServiceError as exc:
         session.rollback()

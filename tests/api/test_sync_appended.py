@@ -34,6 +34,8 @@ def write_part(path: Path, X: np.ndarray, y: np.ndarray, first: int) -> None:
                 "cell": [f"cell-{first + i}" for i in range(len(X))],
                 **{f"f{j}": X[:, j] for j in range(X.shape[1])},
                 "kind": [f"k{c}" for c in y],
+                # the expert's labels: every 10th row (table row numbers) named by its blob
+                "expert": [f"e{c}" if (first + i) % 10 == 0 else None for i, c in enumerate(y)],
             }
         ),
         path,
@@ -77,7 +79,7 @@ def test_a_source_that_only_grew_is_read_for_its_new_rows_alone(
         write_part(folder / f"part-{k}.parquet", X[a:b], y[a:b], a)
     dataset = imported(
         client, project_id, headers, name="g", url=f"file://{folder}/", id_column="cell",
-        ground_truth_column="kind",
+        ground_truth_column="kind", label_column="expert",
     )  # fmt: skip
     dataset_id = dataset["id"]
     view_before = coordinates(client, headers, dataset_id)
@@ -136,10 +138,21 @@ def test_a_source_that_only_grew_is_read_for_its_new_rows_alone(
     placed = (X[1_200:] - X[:1_200].mean(axis=0)) @ axes
     np.testing.assert_allclose(view_after[1_200:], placed, atol=1e-3)
 
+    # The label column's labels: the first rows' from the import, the added rows' from the
+    # sync (one act of the user who synced), each row labelled once; the expert's own label
+    # stays as it was.
     annotations = client.get(
-        f"/api/v1/datasets/{dataset_id}/annotations", headers=headers
+        f"/api/v1/datasets/{dataset_id}/annotations", params={"limit": 100}, headers=headers
     ).json()["items"]  # fmt: skip
-    assert [a["payload"]["items"] for a in annotations] == [[5, 1_100]]
+    mine = [a for a in annotations if a["payload"]["label"] == "seen"]
+    assert [a["payload"]["items"] for a in mine] == [[5, 1_100]]
+    from_column: dict[str, list[int]] = {}
+    for a in annotations:
+        if a["payload"]["label"] != "seen":
+            from_column.setdefault(a["payload"]["label"], []).extend(a["payload"]["items"])
+    want = {f"e{c}": sorted(np.flatnonzero((y == c) & (np.arange(1_700) % 10 == 0)).tolist())
+            for c in range(5)}  # fmt: skip
+    assert {k: sorted(v) for k, v in from_column.items()} == want
     run = start(client, headers, dataset_id, "cec", n_clusters=5, random_state=0)
     assert run.status_code in (200, 201, 202), run.text
     done = wait(client, headers, run.json()["id"])

@@ -123,7 +123,7 @@ def sync_dataset(
     422 for an uploaded dataset."""
     dataset = access.require_dataset()
     report = source_sync.sync_dataset(
-        session=session, dataset=dataset, chunk_rows=settings.chunk_rows
+        session=session, dataset=dataset, chunk_rows=settings.chunk_rows, user=access.user
     )
     return SyncRead(
         dataset=DatasetRead.model_validate(dataset),
