@@ -81,8 +81,8 @@ def _top_eigenvectors(covariance: NDArray[np.float64], k: int) -> NDArray[np.flo
 
 # The randomized subspace iteration of a wide table's PCA view (Halko, Martinsson & Tropp 2011,
 # algorithm 4.4): the components sought plus this many more, and this many power passes (each
-# one read of the stored features), which make the top two exact to many digits whenever the
-# table has any structure at all.
+# one read of the stored features; the last one's product also gives the Rayleigh-Ritz step),
+# which make the top two exact to many digits whenever the table has any structure at all.
 OVERSAMPLE = 16
 POWER_PASSES = 6
 
@@ -95,20 +95,20 @@ def _wide_components(
     (X^T X) by a d x (k + OVERSAMPLE) basis one block at a time."""
     width = min(d, k + OVERSAMPLE)
     basis = np.linalg.qr(np.random.default_rng(0).normal(size=(d, width)))[0]
-    for _ in range(POWER_PASSES):
+    for step in range(POWER_PASSES):
         product = np.zeros((d, width))
         for block in blocks():
             product += block.T @ (block @ basis)
         if not product.any():  # every column constant
             return np.zeros((d, k))
+        if step == POWER_PASSES - 1:
+            # The covariance within the basis (B^T X^T X B) from this pass's own product,
+            # decomposed exactly: its top eigenvectors, back in d (no pass of its own).
+            within = basis.T @ product
+            values, vectors = np.linalg.eigh((within + within.T) / 2)
+            return basis @ vectors[:, np.argsort(values)[::-1][:k]]
         basis = np.linalg.qr(product)[0]
-    # The covariance within the basis, decomposed exactly: its top eigenvectors, back in d.
-    within = np.zeros((width, width))
-    for block in blocks():
-        projected = block @ basis
-        within += projected.T @ projected
-    values, vectors = np.linalg.eigh(within)
-    return basis @ vectors[:, np.argsort(values)[::-1][:k]]
+    raise AssertionError("POWER_PASSES is at least 1")
 
 
 @dataclass
@@ -351,11 +351,13 @@ class TableSink:
             components = self._components(MODEL_COMPONENTS if wide else 2)
         else:
             self._origin, components = earlier.origin, earlier.axes
-        self._write_pca_view(components[:, :2])
-        if wide and earlier is not None:
-            model = self._append_model_features(components, earlier)
+        if wide and earlier is None:  # one read of the rows for both
+            model = self._write_view_and_model_features(components)
         else:
-            model = self._write_model_features(components) if wide else None
+            self._write_pca_view(components[:, :2])
+            model = None
+            if wide and earlier is not None:
+                model = self._append_model_features(components, earlier)
         statistics = self._statistics(variance)
         if self._read_back is not None:  # a source: what a later appended read continues
             keep_for_appends(
@@ -461,17 +463,42 @@ class TableSink:
             chunk_rows=self._chunk_rows,
         )
 
-    def _write_model_features(self, components: NDArray[np.float64]) -> dict[str, Any]:
+    def _write_view_and_model_features(self, components: NDArray[np.float64]) -> dict[str, Any]:
         """What runs model on a table wider than MODEL_MAX_FEATURES: its leading principal
         components (``components``, MODEL_COMPONENTS of them or the table's rank), stored as
-        MODEL_FEATURES; how many, and the share of the variance they keep."""
-        kept = components[:, np.flatnonzero(np.abs(components).sum(axis=0))]  # within the rank
-        if kept.shape[1] == 0:
-            kept = components[:, :1]  # every column constant: one component of zeros
-        explained = self._store_model_features(self._projected(kept), kept.shape[1])
+        MODEL_FEATURES, and the PCA view (the first two), from one pass over the rows; how many
+        components, and the share of the variance they keep."""
+        within = np.flatnonzero(np.abs(components).sum(axis=0))  # within the rank
+        if within.size == 0:
+            within = np.arange(1)  # every column constant: one component of zeros
+        explained = 0.0
+        with chunks.row_writer(
+            session=self._session,
+            dataset_id=self._dataset.id,
+            kind=MODEL_FEATURES,
+            n_columns=int(within.size),
+            dtype="float32",
+            chunk_rows=self._chunk_rows,
+        ) as writer:
+
+            def views() -> Iterator[NDArray[np.float32]]:
+                """Each block's view coordinates, its model features written on the way."""
+                nonlocal explained
+                for block in self._projected(components):
+                    model = block[:, within]
+                    explained += float(np.square(model, dtype=np.float64).sum())
+                    writer.append(model)
+                    yield block[:, :2]
+
+            store_view_blocks(
+                session=self._session,
+                view=self._pca_view,
+                blocks=views(),
+                chunk_rows=self._chunk_rows,
+            )
         total = float(_diagonal(self._moments).sum())
         return {
-            "components": int(kept.shape[1]),
+            "components": int(within.size),
             "of": len(self._names),
             "explained_variance": round(explained / total, 4) if total > 0 else 0.0,
         }
