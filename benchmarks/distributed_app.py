@@ -21,6 +21,7 @@ batch of 5,000 must-links (target < 2 s); a warm-started CEC-IB run after one mo
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from benchmarks._peak_memory import PeakRss
 from benchmarks._server import live_server, run_request
 from benchmarks.bench_distributed import MUST_LINKS, Blobs, must_links
 
@@ -212,12 +214,24 @@ def main(argv: list[str] | None = None) -> None:
         batch_s = time.perf_counter() - started
         print(f"{len(pairs):,} must-links through the batch route: {batch_s:.2f} s (target < 2)")
 
+        # Peak resident memory of every process a run touches: the server (with its children)
+        # and each Dask worker (its own process; the nanny apart).
+        pids = {"server": server.pid}
+        for _, pid in sorted(client.run(os.getpid).items()):
+            pids[f"worker {len(pids)}"] = int(pid)
+
+        def measured(algorithm: str, **params: Any) -> dict[str, Any]:
+            with PeakRss(pids) as peaks:
+                found = one_run(server, dataset_id, algorithm, **params)
+            found["peak_mib"] = {k: round(v / 2**20) for k, v in peaks.bytes.items()}
+            return found
+
         results = []
         for algorithm in args.methods:
             params: dict[str, Any] = {COUNT[algorithm]: args.clusters, "random_state": 0}
             if algorithm != "ppc":
                 params["n_init"] = args.n_init
-            found = one_run(server, dataset_id, algorithm, **params)
+            found = measured(algorithm, **params)
             found["engine_s"] = (
                 None if args.skip_engine else engine_fit(algorithm, blobs, zarr_store, args.n_init)
             )
@@ -235,9 +249,9 @@ def main(argv: list[str] | None = None) -> None:
                 json=label,
                 headers=server.headers,
             ).raise_for_status()
-            warm = one_run(
-                server, dataset_id, "cec-ib", n_clusters=args.clusters, random_state=0,
-                n_init=args.n_init, warm_start=True,
+            warm = measured(
+                "cec-ib", n_clusters=args.clusters, random_state=0, n_init=args.n_init,
+                warm_start=True,
             )  # fmt: skip
             print(f"warm-started CEC-IB after one more act: {warm}")
         restarts = client.get_events("worker-restart-memory")
@@ -245,9 +259,9 @@ def main(argv: list[str] | None = None) -> None:
 
     print(
         "\n| run | status | POST to succeeded s | engine fit s | ratio | ARI | attempts "
-        "| SQLite growth |"
+        "| SQLite growth | peak RSS MiB (server, each worker) |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         ratio = r["seconds"] / r["engine_s"] if r["engine_s"] else float("nan")
         ari = "" if r["ari"] is None else f"{r['ari']:.4f}"
@@ -255,7 +269,9 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"| {r['algorithm']} | {r['status']} | {r['seconds']:.1f} | {engine} | "
             f"{ratio:.2f}x (target <= 1.5) | {ari} | {r['attempt']} | "
-            f"{r['sqlite_growth'] / 1e6:.2f} MB (target < 1) |"
+            f"{r['sqlite_growth'] / 1e6:.2f} MB (target < 1) | "
+            f"{', '.join(str(v) for v in r['peak_mib'].values())} (workers' limit "
+            f"{args.worker_memory}) |"
         )
         if r["error"]:
             print(f"  error: {r['error']}")
