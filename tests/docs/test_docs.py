@@ -356,3 +356,27 @@ def test_the_check_for_pointers_outside_finds_them() -> None:
     found = _pointers_outside(page, "page.md")
     assert found == ["page.md:1: '../shared'", "page.md:2: 'issue\\n36'"]
     assert _pointers_outside("An issue of 36 pages; shared three lines.", "page.md") == []
+
+
+def test_a_benchmark_run_never_overwrites_another_commands_output(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A block that holds the output of the same module run with other arguments is kept:
+    the run is refused before the benchmark starts (`--as` names it apart)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench_to_docs
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    monkeypatch.setattr(bench_to_docs, "OUTPUTS", tmp_path)
+    kept = "`.venv/bin/python -m benchmarks.nothing --rows 5` (2026-01-01 00:00 UTC) printed:\n"
+    (tmp_path / "benchmarks.nothing.md").write_text(kept)
+    started = []
+    monkeypatch.setattr(bench_to_docs.subprocess, "run", lambda *a, **k: started.append(a))
+    try:
+        bench_to_docs.run("benchmarks.nothing", ["--app"])
+    except SystemExit as refused:
+        assert "run --as NAME" in str(refused.code)
+    else:
+        raise AssertionError("the run was not refused")
+    assert started == [] and (tmp_path / "benchmarks.nothing.md").read_text() == kept

@@ -21,6 +21,7 @@ import pyarrow.csv as pa_csv
 from app.services.errors import InvalidInput
 from app.services.ingest.checks import arrow_floats, require_label_apart, require_nonempty_shape
 from app.services.ingest.label_column import LabelColumn
+from app.store.sources.csv_source import header_names, is_number
 
 SAMPLE_ROWS = 1000  # rows used to tell numeric columns from text columns
 BLOCK_BYTES = 8 << 20  # Arrow parses this much text per block (one block per core at a time)
@@ -148,7 +149,7 @@ def _locate(stream: BinaryIO, plan: CsvPlan, rows_read: int, arrow_message: str)
         if row_number <= rows_read:
             continue
         for i in plan.feature_indices:
-            if not _is_number(row[i]):
+            if not is_number(row[i]):
                 return _bad_cell(row[i], plan.header[i], row_number)
     if "UTF8" in arrow_message or "utf" in arrow_message.lower():
         return InvalidInput("the file is not UTF-8 text; upload a CSV in UTF-8")
@@ -231,18 +232,10 @@ def _read_header(stream: BinaryIO) -> list[str]:
         text.detach()
     if header is None or not any(cell.strip() for cell in header):
         raise InvalidInput("the file is empty: expected a header row, then one row per item")
-    names = [cell.strip() for cell in header]
-    seen: dict[str, int] = {}
-    for position, name in enumerate(names, start=1):
-        if not name:
-            raise InvalidInput(f"column {position} of the header has no name")
-        if name in seen:
-            raise InvalidInput(
-                f"column name {name!r} appears twice in the header (columns {seen[name]} "
-                f"and {position})"
-            )
-        seen[name] = position
-    return names
+    try:
+        return header_names(header)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
 
 
 def _column_index(header: list[str], name: str | None, parameter: str) -> int | None:
@@ -254,14 +247,6 @@ def _column_index(header: list[str], name: str | None, parameter: str) -> int | 
             + ", ".join(repr(h) for h in header)
         )
     return header.index(name)
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return "_" not in cell  # float() accepts "1_000"; numpy does not, and it is not a number
 
 
 def _classify_columns(
@@ -276,7 +261,7 @@ def _classify_columns(
     for i, name in enumerate(header):
         if i in text_columns:
             continue
-        numeric = [_is_number(row[i]) for row in sample]
+        numeric = [is_number(row[i]) for row in sample]
         if any(numeric):
             bad_row = next((r for r, ok in enumerate(numeric) if not ok), None)
             if bad_row is not None:

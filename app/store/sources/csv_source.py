@@ -139,17 +139,10 @@ def _header_and_sample(
         raise SourceError(f"{url} is not valid CSV: {exc}") from None
     if not rows:
         raise SourceError(f"{url} is empty: expected a header row, then one row per item")
-    header = tuple(cell.strip() for cell in rows[0])
-    seen: dict[str, int] = {}
-    for position, name in enumerate(header, start=1):
-        if not name:
-            raise SourceError(f"{url}: column {position} of the header has no name")
-        if name in seen:
-            raise SourceError(
-                f"{url}: column name {name!r} appears twice in the header (columns "
-                f"{seen[name]} and {position})"
-            )
-        seen[name] = position
+    try:
+        header = tuple(header_names(rows[0]))
+    except ValueError as exc:
+        raise SourceError(f"{url}: {exc}") from None
     sample = rows[1 : 1 + SAMPLE_ROWS]
     for number, row in enumerate(sample):
         if len(row) != len(header):
@@ -189,6 +182,23 @@ def _feature_columns(
     if len(set(columns)) != len(columns):
         raise SourceError(f"{url}: a feature column is asked for twice")
     return list(columns)
+
+
+def header_names(cells: list[str]) -> list[str]:
+    """A CSV header's column names, stripped; ValueError when one is empty or repeated (an
+    upload and an import by reference refuse the same headers)."""
+    names = [cell.strip() for cell in cells]
+    seen: dict[str, int] = {}
+    for position, name in enumerate(names, start=1):
+        if not name:
+            raise ValueError(f"column {position} of the header has no name")
+        if name in seen:
+            raise ValueError(
+                f"column name {name!r} appears twice in the header (columns {seen[name]} "
+                f"and {position})"
+            )
+        seen[name] = position
+    return names
 
 
 def is_number(cell: str) -> bool:

@@ -252,8 +252,6 @@ def _fit_sample(estimator: Any, data: ChunkedInput, rng: np.random.RandomState) 
 
 def predict_chunked(estimator: Any, X: Any) -> Any:
     """The CEC rule on a dask array, chunk by chunk: a lazy dask array of cluster ids."""
-    from app.engine.core.families import DENSITY_FAMILIES
-
     check_is_fitted(estimator)
     if X.ndim != 2 or X.shape[1] != estimator.n_features_in_:
         raise ValueError(
