@@ -1,5 +1,5 @@
-"""An image dataset's page follows its featurization without a reload: progress, then
-"Open workspace"; a failed featurization shows its reason."""
+"""An image dataset's page follows its featurization without a reload: progress, the
+workspace open for painting meanwhile, then ready; a failed featurization shows its reason."""
 
 import io
 import shutil
@@ -39,17 +39,58 @@ def test_progress_then_open_workspace_without_a_reload(page: Page, tmp_path: Pat
     box = page.get_by_test_id("featurization")
     expect(box).to_have_attribute("data-status", "featurizing")
     expect(page.locator("#featurization-progress")).to_be_visible()
-    expect(page.get_by_role("link", name="Open workspace")).to_be_hidden()
+    # The picture can be painted before its features exist: the workspace opens at once.
+    expect(page.get_by_role("link", name="Open workspace and paint")).to_be_visible()
+    expect(box).to_contain_text("you can paint meanwhile")
     page.evaluate("() => { window.notReloaded = true; }")
     expect(box).to_have_attribute("data-status", "ready", timeout=120_000)
-    expect(page.get_by_role("link", name="Open workspace")).to_be_visible()
+    expect(page.get_by_role("link", name="Open workspace", exact=True)).to_be_visible()
     expect(page.locator("#featurization-progress")).to_be_hidden()
     expect(box).to_contain_text("superpixels are the items")
     expect(page.get_by_test_id("status")).to_have_text("ready")
     assert page.evaluate("() => window.notReloaded === true")
-    page.get_by_role("link", name="Open workspace").click()
+    page.get_by_role("link", name="Open workspace", exact=True).click()
     expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
     expect(page.get_by_test_id("image-canvas")).to_have_attribute("data-strokes", "0")
+
+
+def test_a_picture_is_painted_while_it_is_featurized(page: Page, tmp_path: Path) -> None:
+    """The workspace opened from the page at once: a stroke is saved while the features are
+    computed, Run waits for them and is offered when they are there."""
+    upload(page, write_png(tmp_path / "big.png", 1024, 1024), "paint early")
+    page.get_by_role("link", name="Open workspace and paint").click()
+    workspace = page.locator("#workspace")
+    expect(workspace).to_have_attribute("data-ready", "true", timeout=30_000)
+    expect(workspace).to_have_attribute("data-status", "featurizing")
+    expect(page.locator("#run")).to_be_disabled()
+    expect(page.get_by_test_id("status")).to_contain_text("paint now")
+    canvas = page.get_by_test_id("image-canvas")
+    box = canvas.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + 100, box["y"] + 100)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 200, box["y"] + 120, steps=8)
+    page.mouse.up()
+    expect(canvas).to_have_attribute("data-strokes", "1")
+    expect(canvas).to_have_attribute("data-pending", "0")
+    # The brush's radius is set on screen (6 px): the stroke holds it in image pixels.
+    zoom = float(canvas.get_attribute("data-zoom") or 0)
+    stored = page.evaluate(
+        "() => window.imageWorkspace.annotations.store.items[0].payload.strokes[0].radius"
+    )
+    assert stored == pytest.approx(6 / zoom, abs=0.01)
+    # Zoomed in 4 times, the same brush on screen is a quarter of that in the image.
+    for _ in range(4):
+        page.mouse.wheel(0, -240)
+    page.wait_for_function(
+        "z => Number(document.querySelector('[data-testid=image-canvas]').dataset.zoom) > z",
+        arg=2 * zoom,
+    )
+    zoomed = float(canvas.get_attribute("data-zoom") or 0)
+    shown = float(page.locator("#radius-image").inner_text())
+    assert shown == pytest.approx(6 / zoomed, abs=0.06)
+    expect(workspace).to_have_attribute("data-status", "ready", timeout=120_000)
+    expect(page.locator("#run")).to_be_enabled()
 
 
 def test_an_image_too_small_to_segment_is_refused_with_its_reason(

@@ -1,7 +1,8 @@
 // An image dataset's page follows its featurization without a reload: while the status is
 // `featurizing` it reads the dataset from the API every second and shows the progress (or, for
 // a collection's image still in its uploaded file, that it waits, and the picture once taken);
-// when ready it shows "Open workspace", when failed the reason. A table imported by reference
+// "Open workspace" shows as soon as the picture can be (painting does not wait for the
+// features), when failed the reason. A table imported by reference
 // is followed the same way while its source is read, and the page is shown again once ready
 // (its statistics and items are drawn by the server).
 import { api } from './workspace/api.js';
@@ -19,8 +20,9 @@ function show(dataset) {
   bar.hidden = dataset.status !== 'featurizing';
   bar.value = f.progress || 0;
   error.hidden = dataset.status !== 'failed';
-  document.querySelector('#open-workspace').hidden = dataset.status !== 'ready';
+  const open = document.querySelector('#open-workspace');
   if (box.dataset.kind === 'table') {
+    open.hidden = dataset.status !== 'ready';
     if (dataset.status === 'ready') window.location.reload();
     else if (dataset.status === 'featurizing') text.textContent = `Reading its source for the statistics and the view… ${Math.round(100 * (f.progress || 0))}%`;
     else if (dataset.status === 'failed') {
@@ -35,10 +37,13 @@ function show(dataset) {
     delete preview.dataset.src;
     preview.hidden = false;
   }
+  // An image is painted while it is featurized: its workspace opens once the picture exists.
+  open.hidden = !(dataset.status === 'ready' || (dataset.status === 'featurizing' && !f.image_pending));
+  open.textContent = dataset.status === 'ready' ? 'Open workspace' : 'Open workspace and paint';
   if (dataset.status === 'featurizing' && f.image_pending) {
     text.textContent = `Waiting for its image to be taken from ${dataset.source_filename}…`;
   } else if (dataset.status === 'featurizing') {
-    text.textContent = `Featurizing… ${Math.round(100 * (f.progress || 0))}%`;
+    text.textContent = `Featurizing… ${Math.round(100 * (f.progress || 0))}%: you can paint meanwhile; runs start once it is done.`;
   } else if (dataset.status === 'ready') {
     const items = f.superpixels ? 'superpixels' : 'pixels';
     text.textContent = `Featurized: ${dataset.n_items.toLocaleString('en')} ${items} are the items.`;

@@ -9,6 +9,7 @@
 const MAX_POINTS = 100_000; // the API's limit per stroke
 const round = (v) => Math.round(v * 100) / 100;
 
+// `radius()`: the brush's radius in image pixels (the tools set it from its size on screen).
 export function createBrush({ view, layer, cursor, radius, colour, onStroke }) {
   let erase = false;
   let current = null; // { points, radius, colour } while painting

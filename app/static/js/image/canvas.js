@@ -77,12 +77,15 @@ export function createCanvasView(canvas, { width, height }) {
     ctx.restore();
   }
 
+  const zoomListeners = [];
   function setTransform(scale, tx, ty) {
+    const before = view.scale;
     view.scale = Math.min(MAX_SCALE, Math.max(minScale, scale));
     view.tx = tx;
     view.ty = ty;
     canvas.dataset.zoom = view.scale.toFixed(3);
     invalidate();
+    if (view.scale !== before) for (const listener of zoomListeners) listener(view.scale);
   }
 
   function fit() {
@@ -232,6 +235,7 @@ export function createCanvasView(canvas, { width, height }) {
       view.mode = mode;
       updateCursor();
     },
+    onZoom(listener) { zoomListeners.push(listener); },
     get canvas() { return canvas; },
   };
 }

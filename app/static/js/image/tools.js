@@ -1,5 +1,9 @@
 // The tool panel of the image workspace: brush, eraser, link and pan, the brush radius, the
 // "same / different" choice for links, and label picking (which switches to the brush).
+//
+// The radius is set in screen pixels, so the brush looks the same at every zoom: zoomed out
+// on a slide it covers what it covers on screen (hundreds of image pixels), zoomed in it
+// paints single pixels. A stroke stores it in image pixels, at the zoom it was drawn.
 import { $ } from '../workspace/ui.js';
 import { createBrush } from './brush.js';
 import { createLinkTool } from './links.js';
@@ -7,7 +11,14 @@ import { createLinkTool } from './links.js';
 const LINK_HELP = 'Link tool (L): click one stroke, then another.';
 
 export function createTools({ view, root, canEdit, state, scribbles, linkLayer, annotations, labels }) {
-  const radius = () => Number($('#radius') ? $('#radius').value : 6);
+  const MAX_IMAGE_RADIUS = 10_000; // the API's limit
+  const onScreen = () => Number($('#radius') ? $('#radius').value : 6);
+  const inImage = () => Math.min(MAX_IMAGE_RADIUS, Math.round((onScreen() / view.view.scale) * 100) / 100);
+  const showRadius = () => {
+    if (!$('#radius-value')) return;
+    $('#radius-value').textContent = $('#radius').value;
+    $('#radius-image').textContent = inImage().toLocaleString('en', { maximumFractionDigits: inImage() < 10 ? 1 : 0 });
+  };
   let lastPointer = null; // so the brush outline follows the slider where the pointer is
   view.canvas.addEventListener('pointermove', (e) => { lastPointer = view.toImage(e); });
 
@@ -15,7 +26,7 @@ export function createTools({ view, root, canEdit, state, scribbles, linkLayer, 
     view,
     layer: scribbles,
     cursor: $('#brush-cursor'),
-    radius,
+    radius: inImage,
     colour: () => labels.colour(labels.active),
     onStroke: async (stroke, erase) => {
       const label = labels.active;
@@ -68,7 +79,7 @@ export function createTools({ view, root, canEdit, state, scribbles, linkLayer, 
     const slider = $('#radius');
     if (!slider) return;
     slider.value = String(Math.max(Number(slider.min), Math.min(Number(slider.max), value)));
-    $('#radius-value').textContent = slider.value;
+    showRadius();
     brush.refresh(lastPointer);
   }
 
@@ -83,8 +94,10 @@ export function createTools({ view, root, canEdit, state, scribbles, linkLayer, 
     // Buttons by element, not by selector: the workspace root carries data-tool too.
     for (const button of document.querySelectorAll('button[data-tool]')) button.addEventListener('click', () => setTool(button.dataset.tool));
     for (const button of document.querySelectorAll('button[data-link-kind]')) button.addEventListener('click', () => setLinkKind(button.dataset.linkKind));
-    if ($('#radius')) $('#radius').addEventListener('input', () => setRadius(radius()));
+    if ($('#radius')) $('#radius').addEventListener('input', () => setRadius(onScreen()));
+    view.onZoom(showRadius); // the same size on screen is another size in the image
+    showRadius();
   }
 
-  return { brush, linkTool, radius, setTool, setLinkKind, setRadius, pickLabel, bindControls };
+  return { brush, linkTool, radius: onScreen, setTool, setLinkKind, setRadius, pickLabel, bindControls };
 }
