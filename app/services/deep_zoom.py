@@ -233,7 +233,13 @@ def mask_tile(
     box = _tile_box(zoom, level, tile)
     slide = _on_slide(session, run)
     if slide is not None:
+        slide_masks.check_in_region(run, zoom, level, box)
         ids = slide_masks.mask_region(session, slide, run, level, zoom.max_level, box)
+        if run.region is not None:  # the items outside the region have no label: clear
+            rgba = np.empty((*ids.shape, 4), dtype=np.uint8)
+            rgba[..., :3] = coloured(np.maximum(ids, 0), palette)
+            rgba[..., 3] = np.where(ids >= 0, 255, 0)
+            return _png(rgba)
         return _png(coloured(ids, palette))
     mask = _read(session, level, box, run_id=run.id)
     if mask is None:

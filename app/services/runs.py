@@ -70,14 +70,18 @@ def start_run(
     algorithm_id: str,
     params: dict[str, Any],
     max_active: int | None = None,
+    region: dict[str, int] | None = None,
 ) -> Run:
     """Validate, compile the side information at the current revision, and queue the run.
+    ``region`` (x, y, width, height in level-0 pixels): a run on that region of a slide.
 
     A run on conflicting hard constraints that this algorithm uses is refused (409) with the
     conflict report; a user with `max_active` runs queued or running gets 429. Nothing is
     written then.
     """
     algorithm = _algorithm(algorithm_id)
+    if region is not None:
+        check_region(dataset, region)
     require_ready(dataset)
     require_unchanged(session, dataset)  # a dataset read in place: its source as imported
     valid = validate_params(algorithm, params, dataset)
@@ -102,10 +106,30 @@ def start_run(
         status="queued",
         side_information_hash=freeze(session=session, dataset_id=dataset.id, info=info),
         created_by_id=user.id,
+        region=region,
     )
     session.add(run)
     session.flush()
     return run
+
+
+def check_region(dataset: Dataset, region: dict[str, int]) -> None:
+    """A region run is on a slide, inside it: else a 422 that says why."""
+    if not is_slide(dataset):
+        kind = "a table" if dataset.kind != "image" else "a picture decoded whole"
+        raise InvalidInput(
+            f"region: dataset {dataset.id} is {kind}, not a slide; a region run segments part "
+            "of a slide (a run on anything else covers all of it: leave region out)"
+        )
+    image = dataset.meta["image"]
+    width, height = int(image["width"]), int(image["height"])
+    x, y = region["x"], region["y"]
+    if x + region["width"] > width or y + region["height"] > height:
+        raise InvalidInput(
+            f"region: x {x} .. {x + region['width'] - 1}, y {y} .. "
+            f"{y + region['height'] - 1} is not inside the slide ({width} x {height} pixels: "
+            f"x 0 .. {width - 1}, y 0 .. {height - 1})"
+        )
 
 
 def get_run(*, session: Session, run_id: int) -> Run:

@@ -124,3 +124,42 @@ class SideInformation:
             return 0
         counts = np.bincount(chunklets)
         return int(np.count_nonzero(counts >= 2))
+
+    def annotated_items(self) -> NDArray[np.int64]:
+        """Every item a label or a link names, sorted."""
+        named = [
+            np.flatnonzero(self.labels >= 0),
+            self.must_link.ravel(),
+            self.cannot_link.ravel(),
+        ]
+        return np.unique(np.concatenate(named).astype(np.int64))
+
+    def subset(self, items: NDArray[np.int64]) -> "SideInformation":
+        """The side information of ``items`` (sorted, distinct) alone, renumbered 0..len - 1 in
+        their order: labels and scores taken, links kept where both ends are among them. A fit
+        on part of a slide's items sees what the expert said of those items."""
+        items = np.asarray(items, dtype=np.int64)
+
+        def inside(pairs: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+            at = np.searchsorted(items, pairs)
+            found = (at < items.size) & (items[np.minimum(at, items.size - 1)] == pairs)
+            keep = found.all(axis=1) if pairs.size else np.zeros(0, dtype=bool)
+            return at[keep].astype(np.int64).reshape(-1, 2), keep
+
+        must, keep_must = inside(self.must_link)
+        cannot, keep_cannot = inside(self.cannot_link)
+        return SideInformation(
+            n_items=int(items.size),
+            revision=self.revision,
+            labels=self.labels[items],
+            label_names=list(self.label_names),
+            must_link=must,
+            must_link_confidence=self.must_link_confidence[keep_must],
+            cannot_link=cannot,
+            cannot_link_confidence=self.cannot_link_confidence[keep_cannot],
+            side_scores=None if self.side_scores is None else self.side_scores[items],
+            boundary_labels=self.boundary_labels,
+            boundary_annotation_id=self.boundary_annotation_id,
+            conflicts=list(self.conflicts),
+            notes=list(self.notes),
+        )

@@ -189,12 +189,17 @@ def load_item_sizes(*, session: Session, dataset: Dataset) -> NDArray[np.int64]:
     ).astype(np.int64, copy=False)
 
 
-def read_item_boxes(*, session: Session, dataset: Dataset, items: list[int]) -> NDArray[np.int32]:
-    """A slide's bounding boxes (x0, y0, x1, y1, inclusive) of ``items``."""
+def load_item_boxes(*, session: Session, dataset: Dataset) -> NDArray[np.int32]:
+    """A slide's bounding box of every item: (n, 4) rows of x0, y0, x1, y1, inclusive."""
     boxes = chunks.read_array(
         session=session, dataset_id=dataset.id, kind=ITEM_BOXES, dtype="int32", n_columns=4
     )
-    return boxes.reshape(-1, 4)[np.asarray(items, dtype=np.int64)]
+    return boxes.reshape(-1, 4)
+
+
+def read_item_boxes(*, session: Session, dataset: Dataset, items: list[int]) -> NDArray[np.int32]:
+    """A slide's bounding boxes (x0, y0, x1, y1, inclusive) of ``items``."""
+    return load_item_boxes(session=session, dataset=dataset)[np.asarray(items, dtype=np.int64)]
 
 
 def read_item_region(

@@ -84,6 +84,7 @@ def create_run(
         algorithm_id=run_in.algorithm,
         params=run_in.params,
         max_active=settings.max_active_jobs_per_user,
+        region=run_in.region.model_dump() if run_in.region else None,
     )
     return _queued(request, session, run)
 

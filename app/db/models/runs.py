@@ -40,6 +40,10 @@ class Run(PartOfDataset, Base):
     # Set when this run applies another run's fitted model to this dataset (an image session
     # segmenting more images); it then fits nothing itself.
     source_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    # A run on a slide that covers only this region ({"x", "y", "width", "height"}, level-0
+    # pixels): fitted on the scribbled items and a sample, its labels given only to the items
+    # the region touches (the others -1). None: the whole dataset.
+    region: Mapped[dict[str, int] | None] = mapped_column(JSON)
     # The side information compiled when the run was created, so later annotation edits never
     # change what a run sees: the hash of its blob in the array store, shared by runs on the
     # same annotations (app/store/run_side_information.py); None when there was no annotation.

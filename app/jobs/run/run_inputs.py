@@ -20,6 +20,7 @@ from app.jobs.results.continuation import Previous, previous_fit
 from app.jobs.run.chunked_result import ChunkedInputs, chunked_inputs
 from app.jobs.run.data_parallel import ROWS_PER_TASK, fits_data_parallel
 from app.jobs.run.image_runs import image_params, image_structure
+from app.jobs.run.region_runs import RegionPlan, plan_region
 from app.sideinfo import SideInformation, compile_side_information
 from app.store import chunks
 from app.store.dataset_arrays import (
@@ -29,6 +30,7 @@ from app.store.dataset_arrays import (
     is_slide,
     load_ground_truth,
     load_item_borders,
+    load_item_boxes,
     load_item_of_pixel,
     load_model_features,
     load_pixel_ground_truth,
@@ -67,6 +69,8 @@ class RunInputs:
     chunked: ChunkedInputs | None = None
     # A wide table's runs model its leading principal components: how many, of how many columns
     model_features: dict[str, Any] | None = None
+    # A run on a region of a slide: the items it fits on and those it labels (region_runs.py)
+    region: RegionPlan | None = None
 
     @property
     def warm_start(self) -> bool:
@@ -81,9 +85,12 @@ class RunInputs:
         return kwargs
 
     def structure(self) -> ItemStructure:
-        """The image's neighbour links (pixels or touching superpixels)."""
-        assert self.image is not None
-        return image_structure(self.image.item_of_pixel, self.image.superpixels, self.image.borders)
+        """The image's neighbour links (pixels or touching superpixels); a region run's
+        between the items it fits on."""
+        image = self.image
+        assert image is not None
+        links = image_structure(image.item_of_pixel, image.superpixels, image.borders)
+        return links if self.region is None else self.region.restricted(links)
 
     def featurize_target(self) -> None:
         """Apply runs: featurize the new image with the model image's recipe and reduction."""
@@ -134,6 +141,12 @@ def load_inputs(
         inputs.image = ImageLayout(
             None, True, None, load_item_borders(session=session, dataset=dataset)
         )
+        if run.region is not None:
+            boxes = load_item_boxes(session=session, dataset=dataset)
+            inputs.region = plan_region(inputs.info, boxes, run.region)
+            # A warm start continues a partition of every item; a region run fits a part.
+            if inputs.warm_start:
+                inputs.params = inputs.params.model_copy(update={"warm_start": False})
     elif dataset.kind == "image":
         inputs.params = image_params(params)
         inputs.image = ImageLayout(

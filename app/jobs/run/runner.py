@@ -351,7 +351,9 @@ def _fit_and_store(claim: Claim, token: CancelToken | None, data_parallel_from: 
             model=model,
             mask=mask,
         )
-        _store(claim, progress, outcome.fitted.labels, result)
+        region = loaded.inputs.region
+        labels = outcome.fitted.labels
+        _store(claim, progress, labels if region is None else region.shown(labels), result)
 
 
 def _measured_on_the_cluster(loaded: _Loaded, outcome: _Outcome) -> tuple[_Outcome, dict[str, Any]]:
@@ -412,12 +414,18 @@ def _fit(loaded: _Loaded, progress: ProgressRecorder) -> _Outcome:
         order = inputs.source_cluster_order
     else:
         assert inputs.features is not None
+        region = inputs.region  # a region of a slide: fitted on part, applied to the region
+        features = inputs.features if region is None else inputs.features[region.fitted]
+        info = inputs.info if region is None else inputs.info.subset(region.fitted)
         plan = inputs.algorithm.plan(
-            inputs.params, inputs.info, inputs.features, progress, **inputs.plan_kwargs()
+            inputs.params, info, features, progress, **inputs.plan_kwargs()
         )
         with engine_state.fitting(inputs.algorithm.id):
-            plan.estimator.fit(inputs.features, **plan.fit_kwargs)
+            plan.estimator.fit(features, **plan.fit_kwargs)
             fitted = read_fitted(plan.estimator, lazy=inputs.data_parallel)
+            if region is not None:
+                applied = fitted.model.predict(inputs.features[region.labelled])
+                fitted = replace(fitted, labels=region.labels(fitted.labels, applied))
         notes = plan.notes
         # A data-parallel fit is numbered with its measures (`_measured_on_the_cluster`).
         order = None if inputs.data_parallel else order_like(fitted.labels, loaded.reference)
@@ -442,6 +450,8 @@ def _metrics(loaded: _Loaded, outcome: _Outcome, measured: dict[str, Any]) -> di
     metrics["timings"] = {"load_s": loaded.seconds, "fit_s": outcome.seconds}
     if inputs.model_features:  # what the fit saw of a wide table
         metrics["model_features"] = inputs.model_features
+    if inputs.region is not None:  # what a region run fitted on and labelled
+        metrics["region"] = inputs.region.metrics()
     if inputs.data_parallel:  # what ran where: chunks, passes
         metrics["execution"] = fitted.execution
     if inputs.model is None:
