@@ -121,3 +121,63 @@ def test_paint_a_slide_at_two_zoom_levels_run_and_see_the_overlay_tiles(
             and near(screen_pixel(page, WIDTH // 2 + 30, 450)[:3], background)
         ),
     )
+
+
+def test_live_on_a_slide_segments_what_is_on_screen_and_follows_a_pan(
+    page: Page, api: httpx.Client
+) -> None:
+    """Zoomed in, a run segments the region on screen (seconds where the whole slide takes
+    minutes); with Live on, panning runs again for what then is on screen."""
+    data, _ = slide()
+    dataset_id = uploaded_slide(api, data)
+    sign_in(page)
+    page.goto(f"/datasets/{dataset_id}/workspace")
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+    canvas = page.get_by_test_id("image-canvas")
+    page.keyboard.press("f")
+    paint(page, [(200, 200), (400, 500)])
+    expect(canvas).to_have_attribute("data-strokes", "1")
+    page.keyboard.press("2")
+    paint(page, [(1200, 300), (1300, 600)])
+    expect_strokes_stored(canvas, 2)
+
+    zoom_in_at(page, WIDTH // 2, 450, scale=3)
+    expect(page.locator("#on-screen")).to_be_checked()
+    page.locator("#live").check()
+    run_until_overlaid(page, canvas)
+    first_run = canvas.get_attribute("data-run") or ""
+    x, y, width, height = (
+        int(v) for v in (canvas.get_attribute("data-run-region") or "").split(",")
+    )
+    assert 0 < width < WIDTH and 0 < height <= HEIGHT and x < WIDTH // 2 < x + width
+    run = api.get(f"/runs/{first_run}").json()
+    assert run["region"] == {"x": x, "y": y, "width": width, "height": height}
+    expect(page.get_by_test_id("status")).to_contain_text("the region on screen")
+    page.fill("#overlay-opacity", "100")
+    foreground = label_colour(page, "foreground")
+    background = label_colour(page, "background")
+    assert settles(
+        page,
+        lambda: (
+            near(screen_pixel(page, WIDTH // 2 - 30, 450)[:3], foreground)
+            and near(screen_pixel(page, WIDTH // 2 + 30, 450)[:3], background)
+        ),
+    )
+
+    # Pan left by 300 screen pixels (Space held, real mouse): Live segments the new view.
+    box = canvas.bounding_box()
+    assert box is not None
+    centre = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.move(*centre)
+    page.keyboard.down("Space")
+    page.mouse.down()
+    page.mouse.move(centre[0] - 300, centre[1], steps=10)
+    page.mouse.up()
+    page.keyboard.up("Space")
+    expect(canvas).not_to_have_attribute("data-run", first_run, timeout=60_000)
+    expect(page.get_by_test_id("progress")).to_have_attribute(
+        "data-status", "succeeded", timeout=120_000
+    )
+    moved = canvas.get_attribute("data-run-region") or ""
+    assert moved and int(moved.split(",")[0]) > x, (moved, x)
+    assert settles(page, lambda: near(screen_pixel(page, WIDTH // 2 + 60, 450)[:3], background))

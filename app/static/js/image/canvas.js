@@ -78,6 +78,7 @@ export function createCanvasView(canvas, { width, height }) {
   }
 
   const zoomListeners = [];
+  const moveListeners = [];
   function setTransform(scale, tx, ty) {
     const before = view.scale;
     view.scale = Math.min(MAX_SCALE, Math.max(minScale, scale));
@@ -86,6 +87,16 @@ export function createCanvasView(canvas, { width, height }) {
     canvas.dataset.zoom = view.scale.toFixed(3);
     invalidate();
     if (view.scale !== before) for (const listener of zoomListeners) listener(view.scale);
+    for (const listener of moveListeners) listener();
+  }
+
+  // The part of the image on screen: whole pixels, inside the image.
+  function visible() {
+    const x0 = Math.max(0, Math.floor(-view.tx / view.scale));
+    const y0 = Math.max(0, Math.floor(-view.ty / view.scale));
+    const x1 = Math.min(width, Math.ceil((cssWidth() - view.tx) / view.scale));
+    const y1 = Math.min(height, Math.ceil((cssHeight() - view.ty) / view.scale));
+    return x1 > x0 && y1 > y0 ? { x: x0, y: y0, width: x1 - x0, height: y1 - y0 } : null;
   }
 
   function fit() {
@@ -236,6 +247,8 @@ export function createCanvasView(canvas, { width, height }) {
       updateCursor();
     },
     onZoom(listener) { zoomListeners.push(listener); },
+    onMove(listener) { moveListeners.push(listener); }, // any pan or zoom
+    visible,
     get canvas() { return canvas; },
   };
 }

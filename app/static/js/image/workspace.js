@@ -40,6 +40,7 @@ const state = { dataset: null, algorithms: [], readParams: () => ({}), runs: [],
 // on the page's address chooses either way for any picture but a whole slide, which the
 // server never decodes whole: always tiles.
 const TILED_ABOVE = 4096 * 4096;
+const VIEW_REST_MS = 400; // a pan or zoom has ended when the view rests this long
 const slide = root.dataset.slide === 'true';
 const tilesAsked = new URLSearchParams(window.location.search).get('tiles');
 const tiled = slide || (tilesAsked === null ? width * height > TILED_ABOVE : tilesAsked === '1');
@@ -71,6 +72,7 @@ const annotations = createAnnotations(datasetId, {
       view.invalidate();
     }
     showConflicts([]); // they may be resolved now; the next run checks again
+    runPanel.annotationsChanged(); // Live: run again
   },
   onState: renderCounts,
 });
@@ -146,7 +148,7 @@ const { brush, linkTool } = tools;
 function undoRedo(which) {
   if (which === 'undo' && !annotations.store.canUndo && !annotations.store.pending) return status('Nothing to undo.');
   if (which === 'redo' && !annotations.store.canRedo) return status('Nothing to redo.');
-  return annotations.undoRedo(which).catch(report);
+  return annotations.undoRedo(which).then(() => runPanel.annotationsChanged()).catch(report);
 }
 
 // ---- results ----------------------------------------------------------------------------
@@ -165,10 +167,24 @@ function setOverlayVisible(visible) {
   view.invalidate();
 }
 
+// On a slide a run segments what is on screen (its region) unless the expert asks for the
+// whole slide: seconds instead of minutes. Zoomed out to the whole slide, it is the whole run.
+const onScreen = () => Boolean(slide && $('#on-screen') && $('#on-screen').checked);
+function runRegion() {
+  const shown = view.visible();
+  if (!onScreen() || !shown || (shown.width === width && shown.height === height)) return null;
+  return shown;
+}
+
 const runPanel = createRunPanel({
   datasetId,
   canEdit,
   state,
+  live: true,
+  runBody: () => {
+    const region = runRegion();
+    return region ? { region } : {};
+  },
   defaultAlgorithm: 'ppc',
   // PPC is the default here because it follows the scribbles closest (docs/cec-ib.md,
   // "Scribbled images"); CEC-IB fits Gaussians to the whole picture and may not.
@@ -188,10 +204,14 @@ const runPanel = createRunPanel({
     const colours = overlay.show(run.id, mask, result.cluster_labels || [], $('#overlay-colour').value, labels.colour);
     overlay.legend($('#legend'), colours, labels.display);
     canvas.dataset.run = String(run.id);
+    canvas.dataset.runRegion = run.region ? `${run.region.x},${run.region.y},${run.region.width},${run.region.height}` : '';
     for (const id of ['#export-clusters', '#export-labels']) $(id).disabled = false;
     setOverlayVisible(true);
     renderStale();
-    status(`Run #${run.id}: ${result.n_clusters} clusters shown over the image (O hides them).`);
+    const where = run.region
+      ? `the region on screen (x ${run.region.x}, y ${run.region.y}, ${run.region.width} x ${run.region.height} pixels)`
+      : 'the image';
+    status(`Run #${run.id}: ${result.n_clusters} clusters shown over ${where} (O hides them).`);
     asker?.refresh();
     collection?.show(run.id);
   },
@@ -218,6 +238,19 @@ function bindControls() {
   });
   labels.bindControls();
   runPanel.bindControls();
+  // Live on a slide: what comes on screen is segmented once the view rests (the run for the
+  // region left is cancelled by the next one).
+  let moved = null;
+  view.onMove(() => {
+    if (!onScreen() || !runPanel.isLive() || !ready()) return;
+    clearTimeout(moved);
+    moved = setTimeout(() => {
+      const shown = state.shown && state.shown.run.region;
+      const now = runRegion();
+      const same = shown && now && ['x', 'y', 'width', 'height'].every((k) => shown[k] === now[k]);
+      if (!same) runPanel.annotationsChanged();
+    }, VIEW_REST_MS);
+  });
   asker?.bind();
   collection?.bind();
   const keys = {

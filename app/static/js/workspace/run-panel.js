@@ -120,6 +120,7 @@ function showResultLine(result) {
 //               defaultAlgorithm (see followAnnotations)
 //   live        offer the "Live" switch: the page then calls annotationsChanged() after each
 //               annotation, and the panel re-runs (debounced, the previous run cancelled)
+//   runBody     () => more of the POST /runs body (a slide's page: the region on screen)
 export function createRunPanel({
   datasetId,
   canEdit,
@@ -134,6 +135,7 @@ export function createRunPanel({
   annotationKinds = () => [],
   live = false,
   algorithmNotes = {},
+  runBody = () => ({}),
 }) {
   const chosen = () => state.algorithms.find((a) => a.id === $('#algorithm').value);
   let userChose = false; // the user picked an algorithm or edited a parameter: never switch
@@ -181,7 +183,7 @@ export function createRunPanel({
       }
       const run = await api('/runs', {
         method: 'POST',
-        body: { dataset_id: datasetId, algorithm: $('#algorithm').value, params: { ...state.readParams(), ...overrides } },
+        body: { ...runBody(), dataset_id: datasetId, algorithm: $('#algorithm').value, params: { ...state.readParams(), ...overrides } },
       });
       state.activeRun = run.id;
       state.activeStatus = run.status;
@@ -319,5 +321,6 @@ export function createRunPanel({
     bind('#run-select', 'change', () => $('#run-select').value && showRun(Number($('#run-select').value)));
   }
 
-  return { state, loadAlgorithms, loadRuns, resume, showRun, start, bindControls, annotationsChanged };
+  const isLive = () => Boolean(live && canEdit && $('#live') && $('#live').checked);
+  return { state, loadAlgorithms, loadRuns, resume, showRun, start, bindControls, annotationsChanged, isLive };
 }
