@@ -139,15 +139,8 @@ class SideInformation:
         their order: labels and scores taken, links kept where both ends are among them. A fit
         on part of a slide's items sees what the expert said of those items."""
         items = np.asarray(items, dtype=np.int64)
-
-        def inside(pairs: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-            at = np.searchsorted(items, pairs)
-            found = (at < items.size) & (items[np.minimum(at, items.size - 1)] == pairs)
-            keep = found.all(axis=1) if pairs.size else np.zeros(0, dtype=bool)
-            return at[keep].astype(np.int64).reshape(-1, 2), keep
-
-        must, keep_must = inside(self.must_link)
-        cannot, keep_cannot = inside(self.cannot_link)
+        must, keep_must = pairs_within(items, self.must_link)
+        cannot, keep_cannot = pairs_within(items, self.cannot_link)
         return SideInformation(
             n_items=int(items.size),
             revision=self.revision,
@@ -163,3 +156,15 @@ class SideInformation:
             conflicts=list(self.conflicts),
             notes=list(self.notes),
         )
+
+
+def pairs_within(
+    items: NDArray[np.int64], pairs: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """The pairs (m, 2) whose both ends are among ``items`` (sorted, distinct), each end
+    renumbered to its place in ``items``; and which pairs those were."""
+    if pairs.size == 0 or items.size == 0:
+        return np.empty((0, 2), dtype=np.int64), np.zeros(pairs.shape[0], dtype=bool)
+    at = np.searchsorted(items, pairs)
+    keep = ((at < items.size) & (items[np.minimum(at, items.size - 1)] == pairs)).all(axis=1)
+    return at[keep].astype(np.int64).reshape(-1, 2), keep

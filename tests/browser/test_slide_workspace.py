@@ -164,6 +164,27 @@ def test_live_on_a_slide_segments_what_is_on_screen_and_follows_a_pan(
         ),
     )
 
+    # At 50% the overlay's tiles meet without a seam: the pixels where tile columns 2 and 3
+    # overlap (x 761, 762) are blended once, like their neighbours, not drawn twice.
+    seam = range(758, 766)
+    page.fill("#overlay-opacity", "50")
+    page.locator("#overlay-on").uncheck()
+    picture = {x: screen_pixel(page, x, 450)[:3] for x in seam}
+    page.locator("#overlay-on").check()
+
+    def blended_once() -> bool:
+        return all(
+            near(
+                screen_pixel(page, x, 450)[:3],
+                [(c + p) / 2 for c, p in zip(background, picture[x], strict=True)],
+                4,
+            )
+            for x in seam
+        )
+
+    assert settles(page, blended_once), [screen_pixel(page, x, 450)[:3] for x in seam]
+    page.fill("#overlay-opacity", "100")
+
     # Pan left by 300 screen pixels (Space held, real mouse): Live segments the new view.
     box = canvas.bounding_box()
     assert box is not None

@@ -61,12 +61,16 @@ def test_the_fit_holds_every_annotated_item_the_region_and_a_fixed_sample(
     assert part.must_link.tolist() == [[at[7], at[1_500]]]
     assert part.cannot_link.tolist() == [[at[9], at[2_000]]]
 
-    # Links between fitted items kept and renumbered; a link with an end outside dropped.
+    # Links between annotated or region items kept, renumbered as in the fit; a link with an
+    # end outside the fit, or at a sampled item, dropped (the sample stays unlinked).
     outside = int(np.setdiff1d(np.arange(3_000), plan.fitted)[0])
-    pairs = np.array([[5, 7], [5, outside], [9, 2_000]], dtype=np.int64)
-    links = plan.restricted(ItemStructure(pairs, np.array([1.0, 2.0, 3.0])))
-    assert links.pairs.tolist() == [[at[5], at[7]], [at[9], at[2_000]]]
-    assert links.weights.tolist() == [1.0, 3.0]
+    sampled = int(np.setdiff1d(plan.fitted, plan.linked)[0])
+    inside = int(plan.labelled[0])
+    pairs = np.array([[5, 7], [5, outside], [9, 2_000], [5, sampled], [inside, 9]])
+    links = plan.restricted(ItemStructure(pairs, np.array([1.0, 2.0, 3.0, 4.0, 5.0])))
+    assert links.pairs.tolist() == [[at[5], at[7]], [at[9], at[2_000]], [at[inside], at[9]]]
+    assert links.weights.tolist() == [1.0, 3.0, 5.0]
+    assert set(plan.linked.tolist()) == set(plan.labelled.tolist()) | {5, 2_900, 7, 1_500, 9, 2_000}
 
     # Stored: the region's items only; measured: the fit's labels win where both are.
     fitted = np.arange(400, dtype=np.int32) % 3

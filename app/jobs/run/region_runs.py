@@ -4,7 +4,8 @@ whole slide (millions of superpixels) takes minutes.
 The model is fitted on every item the side information names (the scribbles, wherever they
 are), the items the region touches, and a fixed-seed sample of the others up to
 ``FIT_ITEMS`` in all: the scribbles teach, the region and the sample show what else the slide
-holds. It is then applied (``predict``) to the items the region touches. Every other item's
+holds. Neighbour links (PPC's, C4S's) join the region's and the annotated items, not the
+sample. It is then applied (``predict``) to the items the region touches. Every other item's
 label is -1: the region's tiles and PNG show the result, the rest of the slide shows none.
 The run is measured on the items it labelled (the fitted ones and the region's), so a
 cluster still carries the scribble label of strokes outside the region.
@@ -18,6 +19,7 @@ from numpy.typing import NDArray
 
 from app.jobs.algorithms.base import ItemStructure
 from app.sideinfo import SideInformation
+from app.sideinfo.model import pairs_within
 
 FIT_ITEMS = 50_000  # items a region run fits on (more when the scribbles and region hold more)
 SAMPLE_SEED = 0
@@ -31,15 +33,17 @@ class RegionPlan:
     n_items: int
     fitted: NDArray[np.int64]
     labelled: NDArray[np.int64]  # the items the region touches
+    linked: NDArray[np.int64]  # the region's items and the annotated ones: whole patches
 
     def restricted(self, structure: ItemStructure) -> ItemStructure:
-        """The links between fitted items, renumbered as they are in the fit."""
-        at = np.searchsorted(self.fitted, structure.pairs)
-        found = (at < self.fitted.size) & (
-            self.fitted[np.minimum(at, self.fitted.size - 1)] == structure.pairs
-        )
-        keep = found.all(axis=1) if structure.pairs.size else np.zeros(0, dtype=bool)
-        return ItemStructure(at[keep].astype(np.int64).reshape(-1, 2), structure.weights[keep])
+        """The links between the region's and the annotated items, renumbered as they are in
+        the fit. The sampled items stay unlinked: a random part of a slide's neighbour graph
+        falls apart into thousands of small loopy pieces, each of which PPC would solve
+        exactly (by enumeration: minutes on a 129k-item slide); the region and the strokes
+        are contiguous patches, linked as in a run on the whole slide."""
+        pairs, keep = pairs_within(self.linked, structure.pairs)
+        at = np.searchsorted(self.fitted, self.linked[pairs])
+        return ItemStructure(at.astype(np.int64).reshape(-1, 2), structure.weights[keep])
 
     def labels(self, fitted: NDArray[np.integer], applied: NDArray[np.integer]) -> Any:
         """Every item's label as measured: the model's on the region's items, the fit's on
@@ -79,7 +83,7 @@ def plan_region(
 ) -> RegionPlan:
     n_items = int(boxes.shape[0])
     labelled = touched_items(boxes, region)
-    chosen = np.union1d(info.annotated_items(), labelled)
+    chosen = linked = np.union1d(info.annotated_items(), labelled)
     room = FIT_ITEMS - chosen.size
     if room > 0:
         others = np.setdiff1d(np.arange(n_items, dtype=np.int64), chosen, assume_unique=True)
@@ -87,4 +91,4 @@ def plan_region(
             rng = np.random.default_rng(SAMPLE_SEED)
             others = rng.choice(others, size=room, replace=False)
         chosen = np.union1d(chosen, others)
-    return RegionPlan(dict(region), n_items, chosen.astype(np.int64), labelled)
+    return RegionPlan(dict(region), n_items, chosen.astype(np.int64), labelled, linked)

@@ -90,8 +90,31 @@ export function createTiles({ width, height, tileSize, overlap }, tilePath, onTi
     return undefined;
   }
 
-  function draw(ctx, bitmap, r) {
-    ctx.drawImage(bitmap, r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0);
+  // The tile's own part (its overlap left out) in its bitmap and in image coordinates. Tiles
+  // are drawn without their overlap: drawn twice, a seam of a translucent layer (the overlay
+  // at 50%) showed as a darker grid line.
+  function core(level, column, row) {
+    const [w, h] = levelSize(level);
+    const k = downscale(level);
+    const x0 = column * tileSize;
+    const y0 = row * tileSize;
+    const x1 = Math.min(x0 + tileSize, w);
+    const y1 = Math.min(y0 + tileSize, h);
+    return {
+      sx: column > 0 ? overlap : 0,
+      sy: row > 0 ? overlap : 0,
+      sw: x1 - x0,
+      sh: y1 - y0,
+      x0: x0 * k,
+      y0: y0 * k,
+      x1: x1 * k,
+      y1: y1 * k,
+    };
+  }
+
+  function draw(ctx, bitmap, level, column, row) {
+    const c = core(level, column, row);
+    ctx.drawImage(bitmap, c.sx, c.sy, c.sw, c.sh, c.x0, c.y0, c.x1 - c.x0, c.y1 - c.y0);
   }
 
   // The nearest coarser tile already here, clipped to where the missing tile goes.
@@ -99,12 +122,12 @@ export function createTiles({ width, height, tileSize, overlap }, tilePath, onTi
     for (let d = 1; d <= level; d += 1) {
       const bitmap = cache.get(`${level - d}/${column >> d}/${row >> d}`);
       if (!bitmap) continue;
-      const target = rect(level, column, row);
+      const target = core(level, column, row);
       ctx.save();
       ctx.beginPath();
       ctx.rect(target.x0, target.y0, target.x1 - target.x0, target.y1 - target.y0);
       ctx.clip();
-      draw(ctx, bitmap, rect(level - d, column >> d, row >> d));
+      draw(ctx, bitmap, level - d, column >> d, row >> d);
       ctx.restore();
       return;
     }
@@ -148,7 +171,7 @@ export function createTiles({ width, height, tileSize, overlap }, tilePath, onTi
           const key = `${level}/${column}/${row}`;
           const bitmap = cached(key);
           if (bitmap) {
-            draw(ctx, bitmap, rect(level, column, row));
+            draw(ctx, bitmap, level, column, row);
             continue;
           }
           standIn(ctx, level, column, row);
