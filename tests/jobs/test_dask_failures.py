@@ -219,3 +219,75 @@ def test_a_run_queued_on_a_scheduler_with_no_worker_says_so_then_starts_when_one
     executor.reconcile()
     run = wait(client, headers, run_id, timeout=600)
     assert (run["status"], run["error"], run["waiting_for"]) == ("succeeded", None, None)
+
+
+HOLD_RUNS = """
+# Preloaded by the worker that will be killed: every run it claims stays running (claimed,
+# its worker recorded) until the process dies.
+import time
+
+from app.jobs.run import runner
+
+
+def _held(*args, **kwargs):
+    while True:
+        time.sleep(1)
+
+
+runner._fit_and_store = _held
+"""
+
+
+def test_a_worker_killed_mid_run_shows_on_health_and_the_run_goes_on_elsewhere(
+    dask_app: Callable[..., TestClient], session: Session, tmp_path: Path
+) -> None:
+    """kill -9 on the process of the worker running a run (no nanny: it stays gone, as a lost
+    machine would): /health counts one worker of the two expected, and the scheduler starts
+    the run's task again on the other worker, which takes it over as attempt 2 and stores its
+    result once."""
+    client = dask_app(expected=2)
+    executor = client.app.state.executor  # type: ignore[attr-defined]
+    (tmp_path / "hold_runs.py").write_text(HOLD_RUNS)
+    root = Path(__file__).resolve().parents[2]
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_worker", executor.scheduler_address,
+         "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1",
+         "--name", "doomed", "--preload", str(tmp_path / "hold_runs.py")],
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    release = distributed.Event("release-the-in-process-worker", client=executor.client)
+    try:
+        _until(lambda: client.get("/api/v1/health").json()["jobs"]["workers"] == 2, 120)
+        workers = executor.client.scheduler_info()["workers"]
+        doomed = next(a for a, w in workers.items() if w.get("name") == "doomed")
+        here = next(a for a in workers if a != doomed)
+        # The in-process worker's one thread is kept busy, so the run goes to the doomed one.
+        blocker = executor.client.submit(
+            release.wait, 600, workers=[here], pure=False, allow_other_workers=False
+        )
+        headers, dataset_id = _iris_dataset(client)
+        run_id = start(client, headers, dataset_id, "cec", n_clusters=3).json()["id"]
+        _until(lambda: _run(session, run_id).worker_address == doomed, 120)
+        assert _run(session, run_id).status == "running"
+
+        worker.kill()  # SIGKILL: no goodbye to the scheduler
+        worker.wait(timeout=60)
+        _until(lambda: client.get("/api/v1/health").json()["jobs"]["workers"] == 1, 60)
+        jobs = client.get("/api/v1/health").json()["jobs"]
+        assert (jobs["workers"], jobs["workers_expected"], jobs["workers_missing"]) == (1, 2, 1)
+
+        release.set()
+        blocker.result(timeout=60)
+        run = wait(client, headers, run_id, timeout=600)
+        assert (run["status"], run["error"], run["attempt"]) == ("succeeded", None, 2)
+        assert _run(session, run_id).worker_address == here
+        result = client.get(f"/api/v1/runs/{run_id}/result", headers=headers)
+        assert result.status_code == 200 and result.json()["metrics"]["n_clusters"] == 3
+        session.expire_all()
+        assert session.query(RunResult).filter(RunResult.run_id == run_id).count() == 1
+    finally:
+        release.set()
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(timeout=60)
