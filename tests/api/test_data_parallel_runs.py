@@ -1,6 +1,7 @@
-"""Runs on the Dask executor that fit data-parallel over the store's chunks (issue: fits past
-one machine): a table of at least DISTRIBUTED_MIN_ITEMS items is fitted by passes over its
-chunks on every worker, and the run's metrics say so; a smaller one fits in one task."""
+"""Runs that fit data-parallel over the store's chunks: a table of at least
+DISTRIBUTED_MIN_ITEMS items is fitted by passes over its chunks, on every worker of the Dask
+executor or on the inline executor's own threads, and the run's metrics say so; a smaller
+one fits in one task (loaded whole)."""
 
 import hashlib
 from collections.abc import Iterator
@@ -38,14 +39,31 @@ def shared(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
+@pytest.fixture(params=["dask", "inline"])
 def dask_client(
-    db_engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch, shared: Path
+    request: pytest.FixtureRequest,
+    db_engine: Engine,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    shared: Path,
 ) -> Iterator[TestClient]:
+    """An app whose large tables fit data-parallel: on a cluster of two workers (the Dask
+    executor), or on the server's own threads (the inline executor)."""
     distributed = pytest.importorskip("distributed")
     # Workers in this process (processes=False), so the test can make pass tasks small: 6
     # tasks of 1,000 rows instead of one of 524,288.
     monkeypatch.setattr(run_inputs, "ROWS_PER_TASK", 1_000)
+    if request.param == "inline":
+        inline_settings = settings.model_copy(
+            update={
+                "distributed_min_items": 5_000,
+                "chunk_rows": 500,
+                "import_sources": {f"file://{shared}/": {}},
+            }
+        )
+        with TestClient(create_app(inline_settings)) as test_client:
+            yield test_client
+        return
     with distributed.LocalCluster(
         n_workers=2,
         threads_per_worker=1,

@@ -78,8 +78,12 @@ class InlineExecutor:
         chunk_rows: int = 65_536,
         per_user: int | None = None,
         read_table: TableReader | None = None,
+        data_parallel_from: int | None = None,
     ) -> None:
+        """``data_parallel_from``: tables of at least this many items fit over the store's
+        chunks on this process's threads (run/data_parallel.py), not loaded whole."""
         self.notifies = notify is not None
+        self.data_parallel_from = data_parallel_from
         self.read_table = read_table
         self.chunk_rows = chunk_rows
         self.factory = factory
@@ -153,7 +157,14 @@ class InlineExecutor:
             self.active[run_id] = key
         try:
             if not token.is_set():
-                execute_run(self.factory, run_id, token, self.notify, key)
+                execute_run(
+                    self.factory,
+                    run_id,
+                    token,
+                    self.notify,
+                    key,
+                    data_parallel_from=self.data_parallel_from,
+                )
         except Exception:
             log.exception("run %s: the runner itself failed", run_id)
         finally:
@@ -235,4 +246,5 @@ def make_executor(
         chunk_rows=settings.chunk_rows,
         per_user=settings.inline_workers_per_user,
         read_table=read_table,
+        data_parallel_from=settings.distributed_min_items,
     )
