@@ -54,6 +54,18 @@ def _peak_during(run: Any) -> tuple[Any, float, int]:
     return answer, seconds, peak[0] - base
 
 
+def _run(client: TestClient, headers: dict[str, str], dataset: int, centres: int) -> int:
+    """A CEC run, POSTed and followed until it ends: its id."""
+    body = {"dataset_id": dataset, "algorithm": "cec", "params": {"n_clusters": centres}}
+    run_id = int(client.post("/api/v1/runs", json=body, headers=headers).json()["id"])
+    while client.get(f"/api/v1/runs/{run_id}", headers=headers).json()["status"] in (
+        "queued",
+        "running",
+    ):
+        time.sleep(0.1)
+    return run_id
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
@@ -91,28 +103,12 @@ def main() -> None:
                 files={"file": ("blobs.npy", body, "application/octet-stream")},
                 headers=headers,
             ).json()["id"]
-
-            def run() -> int:
-                body = {
-                    "dataset_id": dataset,
-                    "algorithm": "cec",
-                    "params": {"n_clusters": args.centres},
-                }
-                run_id = int(client.post("/api/v1/runs", json=body, headers=headers).json()["id"])
-                while client.get(f"/api/v1/runs/{run_id}", headers=headers).json()["status"] in (
-                    "queued",
-                    "running",
-                ):
-                    time.sleep(0.1)
-                return run_id
-
             for k in range(2):
-                run_id, seconds, grown = _peak_during(run)
-                labels = np.load(
-                    io.BytesIO(
-                        client.get(f"/api/v1/runs/{run_id}/result.npy", headers=headers).content
-                    )
+                run_id, seconds, grown = _peak_during(
+                    lambda: _run(client, headers, dataset, args.centres)  # noqa: B023 - called at once
                 )
+                answer = client.get(f"/api/v1/runs/{run_id}/result.npy", headers=headers)
+                labels = np.load(io.BytesIO(answer.content))
                 metrics = client.get(f"/api/v1/runs/{run_id}/result", headers=headers).json()
                 execution = metrics["metrics"].get("execution", {}).get("execution", "-")
                 times.setdefault(name, []).append(seconds)
