@@ -29,6 +29,13 @@ Id = Annotated[int, Field(ge=1, le=MAX_ID), BeforeValidator(_json_integer)]
 Index = Annotated[int, Field(ge=0, le=MAX_INT), BeforeValidator(_json_integer)]
 """A non-negative position or count: `offset`, an item's row position."""
 
+MAX_PIXELS_A_SIDE = 10_000_000
+Pixel = Annotated[int, Field(ge=0, le=MAX_PIXELS_A_SIDE), BeforeValidator(_json_integer)]
+"""A pixel coordinate of an image's full resolution (x or y)."""
+
+Pixels = Annotated[int, Field(ge=1, le=MAX_PIXELS_A_SIDE), BeforeValidator(_json_integer)]
+"""A length in pixels: a width or a height (at least one)."""
+
 FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 """A JSON number; NaN and infinities (which Python's JSON parser accepts) are refused."""
 

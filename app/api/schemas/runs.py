@@ -17,6 +17,8 @@ from app.api.schemas.common import (
     Groups,
     Id,
     Page,
+    Pixel,
+    Pixels,
     RequestBody,
     given_group,
     one_of_groups,
@@ -36,10 +38,10 @@ class Region(RequestBody):
     """A rectangle of a slide in level-0 pixels: columns x .. x + width - 1, rows y .. y +
     height - 1."""
 
-    x: int = Field(ge=0, le=10_000_000)
-    y: int = Field(ge=0, le=10_000_000)
-    width: int = Field(gt=0, le=10_000_000, description="Pixels; a region has an area")
-    height: int = Field(gt=0, le=10_000_000)
+    x: Pixel
+    y: Pixel
+    width: Pixels = Field(description="Pixels; a region has an area")
+    height: Pixels
 
 
 class RunCreate(RequestBody):
