@@ -13,45 +13,20 @@ the blobs' classes and how the run says it fitted.
 
 import argparse
 import io
+import os
 import tempfile
-import threading
 import time
-from typing import Any
 
 import numpy as np
-import psutil
 from fastapi.testclient import TestClient
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from app.config import Settings
 from app.main import create_app
+from benchmarks._peak_memory import with_peak_rss
 
 PASSWORD = "bench-password-123"
-
-
-def _peak_during(run: Any) -> tuple[Any, float, int]:
-    """``run()``'s answer, its seconds and this process's peak RSS growth meanwhile."""
-    process = psutil.Process()
-    base = process.memory_info().rss
-    peak = [base]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            peak[0] = max(peak[0], process.memory_info().rss)
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    started = time.perf_counter()
-    try:
-        answer = run()
-    finally:
-        seconds = time.perf_counter() - started
-        stop.set()
-        sampler.join()
-    return answer, seconds, peak[0] - base
 
 
 def _run(client: TestClient, headers: dict[str, str], dataset: int, centres: int) -> int:
@@ -104,8 +79,10 @@ def main() -> None:
                 headers=headers,
             ).json()["id"]
             for k in range(2):
-                run_id, seconds, grown = _peak_during(
-                    lambda: _run(client, headers, dataset, args.centres)  # noqa: B023 - called at once
+                run_id, seconds, grown = with_peak_rss(
+                    os.getpid(),
+                    lambda: _run(client, headers, dataset, args.centres),  # noqa: B023 - called at once
+                    every_s=0.02,
                 )
                 answer = client.get(f"/api/v1/runs/{run_id}/result.npy", headers=headers)
                 labels = np.load(io.BytesIO(answer.content))
