@@ -85,7 +85,7 @@ def test_upload_paint_run_and_apply_a_16_bit_ome_tiff(
     expect(page.locator("h1")).to_have_text("cells")
     expect(page.get_by_test_id("channel-names")).to_have_text("DAPI, GFP, RFP")
     expect(page.locator("main")).to_contain_text("3 x uint16 TIFF")
-    page.get_by_role("link", name="Open workspace").click(timeout=60_000)
+    page.get_by_role("link", name="Open workspace", exact=True).click(timeout=60_000)
     expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
 
     # The screen shows the composite the server made (a browser cannot show a TIFF).
