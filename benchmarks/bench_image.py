@@ -78,6 +78,7 @@ from benchmarks._server import LiveServer, live_server
 from benchmarks.bench_slide import run_scale
 from benchmarks.image_tasks import TASKS, Task, bundled, scribbles
 from benchmarks.run_choice import describe_choice
+from benchmarks.slide_scenes import SCENES
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 TARGETS = {
@@ -536,6 +537,9 @@ def main() -> None:
         help="scale: a whole slide end to end (bench_slide.py; not part of all)",
     )
     parser.add_argument("--side", type=int, default=20_000, help="the slide's side (--part scale)")
+    parser.add_argument(
+        "--scene", choices=sorted(SCENES), default="cells", help="the slide (--part scale)"
+    )
     parser.add_argument("--tasks", default=None, help="comma-separated task names")
     parser.add_argument(
         "--seeds",
@@ -564,7 +568,7 @@ def main() -> None:
         with live_server(
             WARM_KERNELS_ON_START="false", MAX_UPLOAD_BYTES=str(2**36), IMAGE_WHOLE_PIXELS=whole
         ) as server:
-            run_scale(Api(server), RssSampler, args.side)
+            run_scale(Api(server), RssSampler, args.side, SCENES[args.scene])
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         return
     # No start-up compilation in the background: it took a core from the featurization timed

@@ -33,7 +33,9 @@ import tifffile
 from app.engine.image.deep_zoom import DeepZoom
 from benchmarks._peak_memory import with_peak_rss
 from benchmarks._server import live_server
-from benchmarks.bench_slide import CELL, truth_of
+from benchmarks.slide_scenes import Cells
+
+CELLS = Cells()
 
 TILE = 512
 TARGET_S = 2.0
@@ -45,7 +47,7 @@ def level_tile(level: int, row: int, col: int, height: int, width: int) -> np.nd
     step = 2**level
     h, w = min(TILE, height - row), min(TILE, width - col)
     rows, cols = np.mgrid[row : row + h, col : col + w] * step
-    cell = truth_of(rows, cols).astype(np.float32)
+    cell = CELLS.truth_of(rows, cols).astype(np.float32)
     noise = np.random.default_rng(level * 1_000_003 + row * 100_003 + col).normal(
         0.0, 1.0, (h, w, 4)
     ).astype(np.float32)  # fmt: skip
@@ -144,7 +146,7 @@ def measure(side: int, upload: bool, folder: Path, path: Path) -> None:
     print(
         f"bench_image_import: {side:,} x {side:,} x 4 uint16 tiled TIFF, {levels} "
         f"levels, {size / 2**30:.2f} GiB, written in {time.perf_counter() - started:.0f} s "
-        f"(cells of {CELL} px)"
+        f"(cells of {CELLS.pitch} px)"
     )
     zoom = DeepZoom(side, side)
     sources = json.dumps({f"file://{folder}/": {}})

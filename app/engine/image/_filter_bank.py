@@ -26,6 +26,7 @@ from skimage import color, filters
 from skimage.util import img_as_float32
 
 from app.engine.image.box_filter import box_mean_down_columns
+from app.engine.image.gaussian import gaussian_blur
 
 Float32Array = NDArray[np.float32]
 
@@ -136,7 +137,7 @@ def _family(name: str) -> str:
 def _filter_group(
     plane: Float32Array, sigma: float, filter_names: tuple[str, ...], energy_window: float
 ) -> Float32Array:
-    smoothed = filters.gaussian(plane, sigma=sigma, preserve_range=False)
+    smoothed = gaussian_blur(plane, sigma)  # skimage.filters.gaussian to the bit, faster
     maps = []
     if "intensity" in filter_names:
         maps.append(smoothed)

@@ -40,6 +40,7 @@ from skimage.segmentation import slic
 from app.engine.core.daemon_pool import DaemonPool
 from app.engine.image._filter_bank import Float32Array, map_groups
 from app.engine.image._reduction import FittedReduction
+from app.engine.image.item_moments import map_moments
 from app.engine.image.seam_stitch import BlockPieces, SeamStitcher
 from app.engine.image.superpixel_count import default_superpixels
 
@@ -419,11 +420,10 @@ def _block_superpixels(
     means, stds = [], []
     for group in maps.cropped_groups(window, crop):
         for values in group:
-            mean = np.bincount(flat, weights=values, minlength=n_items) / counts
+            mean, std = map_moments(flat, values, counts)
             means.append(mean)
             if with_std:
-                spread = np.bincount(flat, weights=(values - mean[flat]) ** 2, minlength=n_items)
-                stds.append(np.sqrt(spread / counts))
+                stds.append(std)
     return BlockPieces.measure(items, np.stack(means + stds, axis=1), compared)
 
 
