@@ -8,17 +8,19 @@ created while it can still be redone; a new annotation empties the redo stack by
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Integer, String
+from sqlalchemy import Float, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, PartOfDataset, UTCDateTime, utcnow
+from app.db.packed_items import PayloadWithPackedItems
 
 
 class Annotation(PartOfDataset, Base):
     __tablename__ = "annotations"
 
     kind: Mapped[str] = mapped_column(String(32))
-    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Long item lists packed (`packed_items.py`): read back as the lists written.
+    payload: Mapped[dict[str, Any]] = mapped_column(PayloadWithPackedItems)
     confidence: Mapped[float | None] = mapped_column(Float)
     revision: Mapped[int] = mapped_column(Integer)
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
