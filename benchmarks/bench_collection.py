@@ -212,7 +212,10 @@ def main() -> None:
     first, truth = cells(args.seed, args.size)
     images = [cells(args.seed + 1 + k, args.size) for k in range(args.images)]
     _, seeds = scribbles(truth, len(CLASSES), args.seed)
-    with live_server() as server:
+    # One apply request queues a job per image; the server's per-user cap on background jobs
+    # (20 by default, MAX_ACTIVE_JOBS_PER_USER) is raised for it, as an operator applying runs
+    # to large collections would.
+    with live_server(MAX_ACTIVE_JOBS_PER_USER=str(args.images + 5)) as server:
         applied = ours(Api(server), first, truth, images, args.seed)
     peer_fit, peer_apply, peer_miou = peer(first, seeds, images)
     peer_rate = args.images / peer_apply
