@@ -166,3 +166,13 @@ def test_what_a_region_run_cannot_take_is_refused_with_the_reason(
     assert "not a slide" in refused(as_floats, int(table.json()["id"]))
     runs_after = client.get(f"/api/v1/datasets/{dataset_id}/runs", headers=headers).json()
     assert runs_after == runs_before  # nothing queued
+
+    # A slide deleted meanwhile (the viewer still open on it): its viewport's run and tiles
+    # are 404 with the reason.
+    deleted = client.delete(f"/api/v1/datasets/{dataset_id}", headers=headers)
+    assert deleted.status_code in (200, 204), deleted.text
+    body = {"dataset_id": dataset_id, "algorithm": "ppc", "region": REGION}
+    gone = client.post("/api/v1/runs", json=body, headers=headers)
+    assert gone.status_code == 404 and f"no dataset with id {dataset_id}" in gone.json()["detail"]
+    tile = client.get(f"/api/v1/datasets/{dataset_id}/image_files/0/0_0.png", headers=headers)
+    assert tile.status_code == 404, tile.text
