@@ -1,19 +1,31 @@
-"""A dataset imported by reference brought up to date with its source (`POST .../sync`): what
-changed is said (new, changed and deleted objects), and the dataset's own arrays (statistics,
-PCA view, a wide table's components, ids and classes) are made again from the source as it is
-now, in short write transactions as an upload is, so nobody waits on it. When the source only
-gained objects after those read, only their rows are read (`ingest/appended_rows.py`: the
-earlier read continued, the view's axes kept).
+"""A dataset imported by reference brought up to date with its source (`POST .../sync`).
+
+The request compares the source with what was read (each object's version: metadata only,
+as an import's 201 is) and says what changed (new, changed and deleted objects); if anything
+did, the dataset is read again **in the background**, as an import is read: it is
+`featurizing` meanwhile (runs and exports wait, as after an import), and its statistics, PCA
+view, a wide table's components, ids and classes are replaced in one short write transaction
+at the end. A 20M-row source is not read inside anyone's request. When the source only gained
+objects after those read, only their rows are read (`ingest/appended_rows.py`: the earlier
+read continued, the view's axes kept).
 
 Items are rows: objects added after the recorded ones (a bucket that grows) move no row, and
 annotations keep their items; when the row count changes otherwise and a live annotation names
 an item past the rows that keep their place, the sync is refused (409) naming those
 annotations, since they would silently move to other items; nothing is ever dropped without
-the user's say. Views other than PCA, made from
-the old values, are removed and counted; runs keep their results for the rows as they were
-(the dataset's revision moves on, so they read as older than the data)."""
+the user's say (checked again when the read ends, as an annotation could be added
+meanwhile). Views other than PCA, made from the old values, are removed and counted; runs keep
+their results for the rows as they were (the dataset's revision moves on, so they read as older
+than the data).
 
-from dataclasses import dataclass
+A background read that fails (the source changed again or went, a value became text) leaves
+the dataset as it was before the sync, `ready`, with the reason in its featurization's
+`last_sync`; the source then still reads as changed, so runs are refused until a sync
+succeeds."""
+
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -24,13 +36,13 @@ from app.services.datasets import require_ready
 from app.services.errors import Conflict, InvalidInput
 from app.services.ingest.appended_rows import Earlier, earlier_read
 from app.services.ingest.label_column import record_label_annotations
-from app.services.source_reading import read_labels
+from app.services.source_labels import read_labels
 from app.services.source_summary import forget_view, summarize_source
 from app.store import chunks
 from app.store.dataset_arrays import MODEL_FEATURES
 from app.store.sources.allowed import SourceRefused, allowed_source
 from app.store.sources.binding import sources_of
-from app.store.sources.referenced import source_record
+from app.store.sources.referenced import source_record, table_of
 from app.store.sources.tables import SourceError, SourceFile, SourceTable, inspect_table
 
 
@@ -40,17 +52,21 @@ class SyncReport:
     changed: list[str]
     deleted: list[str]
     n_items_before: int
-    n_items: int
-    views_removed: int
+    n_items: int  # the source's rows now
+    views_removed: int  # views other than PCA that the read replaces
     rows_read: int = 0  # from the source: the added rows only when nothing before them moved
 
+    @property
+    def reading(self) -> bool:
+        """Whether the dataset is read again (in the background)."""
+        return bool(self.new or self.changed or self.deleted)
 
-def sync_dataset(
-    *, session: Session, dataset: Dataset, chunk_rows: int, user: User | None = None
-) -> SyncReport:
-    """Compare the source with what was read; if anything differs, read it again. Rows added
-    after those read bring their label column's labels as ``user``'s label annotations (one
-    act), as the import did for the first rows."""
+
+def sync_dataset(*, session: Session, dataset: Dataset, user: User | None = None) -> SyncReport:
+    """Compare the source with what was read; if anything differs, queue the dataset to be
+    read again in the background (the caller commits and submits it, as after an import).
+    Rows added after those read bring their label column's labels as ``user``'s label
+    annotations (one act), as the import did for the first rows."""
     record = (dataset.meta or {}).get("source")
     if not record:
         raise InvalidInput(
@@ -89,12 +105,67 @@ def sync_dataset(
     if table.n_rows != n_before:
         _refuse_moving_annotations(session, dataset, table.n_rows, kept)
     # Only rows added after those read: those alone are read (the rest continued).
-    earlier = earlier_read(session, dataset) if kept == n_before < table.n_rows else None
-    views_removed = _read_again(session, dataset, table, chunk_rows, earlier, user)
-    dataset.meta = {**dataset.meta, "source": source_record(allowed, table)}
+    append = kept == n_before < table.n_rows and earlier_read(session, dataset) is not None
+    views = list(session.scalars(select(View).where(View.dataset_id == dataset.id)))
+    report = SyncReport(
+        new=new,
+        changed=changed,
+        deleted=deleted,
+        n_items_before=n_before,
+        n_items=table.n_rows,
+        views_removed=sum(1 for view in views if view.method != "pca"),
+        rows_read=table.n_rows - n_before if append else table.n_rows,
+    )
+    previous = dict(dataset.featurization or {})
+    previous.pop("last_sync", None)
+    dataset.status = "featurizing"
+    dataset.featurization = {
+        **previous,
+        "reads_source": True,
+        "job": uuid.uuid4().hex,
+        "progress": 0.0,
+        "requested_by": user.id if user else None,
+        "sync": {
+            "source": source_record(allowed, table),
+            "rows_kept": kept,
+            "append": append,
+            "views": [view.id for view in views],
+            "report": asdict(report),
+            "previous": previous,
+        },
+    }
+    return report
+
+
+def read_synced_table(
+    session: Session, dataset: Dataset, chunk_rows: int, progress: Callable[[float], None]
+) -> dict[str, Any]:
+    """The background half of a sync (run as the dataset's featurization): the source as the
+    sync found it read again, then recorded with the old views removed, in one short
+    transaction. The dataset's fields to set (its own are set already); the featurization's
+    `last_sync` says what was done."""
+    record = dataset.featurization or {}
+    pending = record["sync"]
+    _forget_views_of_a_cut_short_read(session, dataset, set(pending["views"]))
+    table = table_of(session, pending["source"])
+    if table.n_rows != dataset.n_items:
+        _refuse_moving_annotations(session, dataset, table.n_rows, pending["rows_kept"])
+    earlier = earlier_read(session, dataset) if pending["append"] else None
+    user_id = record.get("requested_by")
+    user = session.get(User, user_id) if user_id is not None else None
+    fields = _read_again(session, dataset, table, chunk_rows, progress, earlier, user)
+    dataset.meta = fields["meta"] = {**fields["meta"], "source": pending["source"]}
+    return fields
+
+
+def _forget_views_of_a_cut_short_read(session: Session, dataset: Dataset, old: set[int]) -> None:
+    """A view made by this sync's read before a server was killed under it goes (the views
+    the dataset had before the sync stay until the read is recorded)."""
+    for view in session.scalars(select(View).where(View.dataset_id == dataset.id)):
+        if view.id not in old:
+            chunks.delete_arrays(session=session, dataset_id=dataset.id, kinds=[view.chunk_kind])
+            session.delete(view)
     session.commit()
-    rows_read = table.n_rows - (earlier.n_rows if earlier is not None else 0)
-    return SyncReport(new, changed, deleted, n_before, dataset.n_items, views_removed, rows_read)
 
 
 def _rows_kept(record: dict[str, Any], table: SourceTable) -> int:
@@ -145,31 +216,34 @@ def _read_again(
     dataset: Dataset,
     table: SourceTable,
     chunk_rows: int,
-    earlier: Earlier | None = None,
-    user: User | None = None,
-) -> int:
+    progress: Callable[[float], None],
+    earlier: Earlier | None,
+    user: User | None,
+) -> dict[str, Any]:
     """The dataset's derived arrays made again from ``table`` (`source_summary.py`), then
-    recorded and the old views removed in one short transaction (or, on any error, the new
-    view removed again). How many views other than PCA were removed."""
+    recorded and the old views removed (not yet committed; on any error, the new view is
+    removed again). The dataset's fields as set."""
     old_views = list(session.scalars(select(View).where(View.dataset_id == dataset.id)))
     column = dataset.label_column if earlier is not None else None
-    try:
-        labels = read_labels(table, column, first=earlier.n_rows) if earlier and column else None
-        summary = summarize_source(session, dataset, table, chunk_rows, earlier=earlier)
-    except SourceError as exc:
-        raise Conflict(f"dataset {dataset.id}'s source cannot be read: {exc}") from None
+    labels = (
+        read_labels(table, column, progress, first=earlier.n_rows) if earlier and column else None
+    )
+    summary = summarize_source(session, dataset, table, chunk_rows, progress, earlier=earlier)
     try:
         for view in old_views:
             chunks.delete_arrays(session=session, dataset_id=dataset.id, kinds=[view.chunk_kind])
             session.delete(view)
         if not summary.facts["model_features"]:
             chunks.delete_arrays(session=session, dataset_id=dataset.id, kinds=[MODEL_FEATURES])
-        for name, value in summary.dataset_fields(dataset.meta).items():
+        fields = {
+            **summary.dataset_fields(dataset.meta),
+            "revision": dataset.revision + 1,  # runs before this read older than the data
+        }
+        for name, value in fields.items():
             setattr(dataset, name, value)
-        dataset.revision += 1  # runs before this read older than the data
         if labels is not None:
             record_label_annotations(session=session, dataset=dataset, user=user, labels=labels)
     except BaseException:
         forget_view(session, summary.view)
         raise
-    return sum(1 for view in old_views if view.method != "pca")
+    return fields

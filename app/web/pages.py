@@ -355,26 +355,17 @@ def sync_dataset(
     if (dataset.meta.get("source") or {}).get("collection"):
         return _sync_collection(request, session, settings, access, dataset)
     try:
-        report = source_sync.sync_dataset(
-            session=session, dataset=dataset, chunk_rows=settings.chunk_rows, user=access.user
-        )
+        report = source_sync.sync_dataset(session=session, dataset=dataset, user=access.user)
+        session.commit()
     except ServiceError as exc:
         session.rollback()
         return _dataset_page(request, session, access, 0, sync_error=exc.detail)
-    found = len(report.new) + len(report.changed) + len(report.deleted)
-    said = (
-        "The source is as it was read: nothing to do."
-        if not found
-        else f"Read again: {len(report.new)} new, {len(report.changed)} changed and "
-        f"{len(report.deleted)} deleted objects; {report.n_items:,} items (were "
-        f"{report.n_items_before:,})"
-        + (
-            f"; only the {report.rows_read:,} added rows were read, the view keeps its axes."
-            if report.rows_read < report.n_items
-            else "."
-        )
-    )
-    return _dataset_page(request, session, access, 0, sync_message=said)
+    if not report.reading:
+        said = "The source is as it was read: nothing to do."
+        return _dataset_page(request, session, access, 0, sync_message=said)
+    featurization_queued(request.app.state, dataset.id, dataset.status)
+    # The page follows the read and shows itself again when it is done (js/dataset.js).
+    return RedirectResponse(f"/datasets/{dataset.id}", status_code=303)
 
 
 def _sync_collection(

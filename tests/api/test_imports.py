@@ -69,6 +69,26 @@ def imported(
     return dataset
 
 
+def synced(
+    client: TestClient, headers: dict[str, str], dataset_id: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Sync a changed source, then wait for its background read: what the 202 said, and the
+    dataset once `ready` again."""
+    sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
+    assert sync.status_code == 202, sync.text
+    report = sync.json()
+    assert report["dataset"]["status"] == "featurizing", report
+    assert report["dataset"]["featurization"]["syncing"], report
+    dataset = wait_ready(client, headers, dataset_id)
+    assert dataset["status"] == "ready", dataset
+    last = dataset["featurization"]["last_sync"]
+    assert last["error"] is None and not dataset["featurization"]["syncing"], dataset
+    assert {k: last[k] for k in ("new", "changed", "deleted", "n_items")} == {
+        k: report[k] for k in ("new", "changed", "deleted", "n_items")
+    }
+    return report, dataset
+
+
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[S3Server]:
     """A real S3 endpoint (moto, HTTP on 127.0.0.1) with an empty bucket."""
@@ -303,9 +323,7 @@ def test_sync_says_what_changed_and_reads_the_source_again(
     target.write_bytes((shared / "next" / "part-0001.parquet").read_bytes())
     os.utime(target, (2_000_000_000, 2_000_000_000))
     assert start(client, headers, dataset_id, "cec", n_clusters=3).status_code == 409
-    sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
-    assert sync.status_code == 200, sync.text
-    report = sync.json()
+    report, _ = synced(client, headers, dataset_id)
     assert [Path(u).name for u in report["changed"]] == ["part-0001.parquet"]
     assert report["new"] == [] and report["deleted"] == [] and report["n_items"] == 1_200
     exported = client.get(f"/api/v1/datasets/{dataset_id}/features", headers=headers)
@@ -332,9 +350,7 @@ def test_sync_says_what_changed_and_reads_the_source_again(
         ),
         folder / "part-0003.parquet",
     )
-    sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
-    assert sync.status_code == 200, sync.text
-    report = sync.json()
+    report, _ = synced(client, headers, dataset_id)
     assert [Path(u).name for u in report["new"]] == ["part-0003.parquet"]
     assert report["n_items_before"] == 1_200 and report["n_items"] == 1_500
     page = client.get(
@@ -356,9 +372,78 @@ def test_sync_says_what_changed_and_reads_the_source_again(
     assert f"annotation ids {labelled.json()['id']}" in refused.text, refused.text
     undone = client.post(f"/api/v1/datasets/{dataset_id}/annotations/undo", headers=headers)
     assert undone.status_code == 200, undone.text
+    report, _ = synced(client, headers, dataset_id)
+    assert [Path(u).name for u in report["deleted"]] == ["part-0000.parquet"]
+
+
+def test_a_sync_answers_before_it_reads_and_a_failed_read_leaves_the_dataset_as_it_was(
+    file_client: TestClient, shared: Path, monkeypatch: pytest.MonkeyPatch, session: Session
+) -> None:
+    """The sync's 202 comes from the objects' versions alone; the source is read in the
+    background (runs and another sync wait, saying so). A read that fails (a NaN now in the
+    source) leaves the dataset as before the sync, ready, with the reason naming object, row
+    and column; runs stay refused until a sync reads the mended source."""
+    from app.services import source_reading
+
+    client = file_client
+    headers, project_id = admin_project(client)
+    X, y = blobs(900)
+    folder = shared / "mended"
+    write_parquet_dataset(folder, X, y)
+    before = imported(client, project_id, headers, name="m", url=f"file://{folder}/")
+    dataset_id = before["id"]
+
+    broken = X.copy()
+    broken[650, 1] = np.nan  # row 50 of part-0002
+    write_parquet_dataset(shared / "broken", broken, y)
+    target = folder / "part-0002.parquet"
+    target.write_bytes((shared / "broken" / "part-0002.parquet").read_bytes())
+    os.utime(target, (2_000_000_000, 2_000_000_000))
+    started, release = threading.Event(), threading.Event()
+    real = source_reading.read_imported_table
+
+    def held(*args: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return real(*args)
+
+    executor = client.app.state.executor  # type: ignore[attr-defined]
+    monkeypatch.setattr(executor, "read_table", held)
+    counts = row_counts(session)
     sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
-    assert sync.status_code == 200, sync.text
-    assert [Path(u).name for u in sync.json()["deleted"]] == ["part-0000.parquet"]
+    assert sync.status_code == 202, sync.text
+    assert [Path(u).name for u in sync.json()["changed"]] == ["part-0002.parquet"]
+    assert started.wait(30)
+    run = start(client, headers, dataset_id, "cec", n_clusters=3)
+    assert run.status_code == 409 and "being read" in run.text, run.text
+    again = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
+    assert again.status_code == 409 and "being read" in again.text, again.text
+    page = client.get(f"/datasets/{dataset_id}", headers=headers)
+    assert "Reading its source again after a sync" in page.text
+    release.set()
+    after = wait_ready(client, headers, dataset_id)
+    assert after["status"] == "ready", after
+    error = after["featurization"]["last_sync"]["error"]
+    assert "part-0002.parquet" in error and "'f1'" in error and "row 650" in error, error
+    for key in ("n_items", "revision", "meta", "ground_truth_classes"):
+        assert after[key] == before[key], key
+    session.expire_all()
+    assert row_counts(session) == counts  # the read's own view went with it
+    refused = start(client, headers, dataset_id, "cec", n_clusters=3)
+    assert refused.status_code == 409 and "part-0002.parquet" in refused.text, refused.text
+    page = client.get(f"/datasets/{dataset_id}", headers=headers)
+    assert "could not read the source again" in page.text and "row 650" in page.text
+
+    monkeypatch.undo()
+    write_parquet_dataset(shared / "fixed", X, y)
+    target.write_bytes((shared / "fixed" / "part-0002.parquet").read_bytes())
+    os.utime(target, (2_100_000_000, 2_100_000_000))
+    _, mended = synced(client, headers, dataset_id)
+    assert mended["revision"] == before["revision"] + 1
+    exported = client.get(f"/api/v1/datasets/{dataset_id}/features", headers=headers)
+    np.testing.assert_array_equal(np.load(io.BytesIO(exported.content)), X)
+    page = client.get(f"/datasets/{dataset_id}", headers=headers)
+    assert "Synced with the source" in page.text and "1 changed" in page.text
 
 
 def test_an_uploaded_dataset_has_nothing_to_sync(client: TestClient) -> None:

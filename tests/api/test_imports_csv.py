@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from app.store.sources import csv_source
 from tests.api.test_image_featurization import wait_ready
-from tests.api.test_imports import SECRET, file_client, post_import, s3_server, shared
+from tests.api.test_imports import SECRET, file_client, post_import, s3_server, shared, synced
 from tests.api.test_runs import start, wait
 from tests.conftest import admin_project, row_counts
 from tests.store.s3_server import S3Server
@@ -240,12 +240,10 @@ def test_a_changed_csv_is_refused_by_name_and_read_again_by_a_sync(
     assert refused.status_code == 409, refused.text
     assert "live.csv" in refused.text and "changed" in refused.text, refused.text
 
-    sync = client.post(f"/api/v1/datasets/{dataset['id']}/sync", headers=headers)
-    assert sync.status_code == 200, sync.text
-    report = sync.json()
+    report, synced_dataset = synced(client, headers, dataset["id"])
     assert report["changed"] == [url] and report["new"] == [] and report["deleted"] == []
     assert report["n_items_before"] == 1_500 and report["n_items"] == 1_200
-    assert report["dataset"]["n_items"] == 1_200
+    assert synced_dataset["n_items"] == 1_200
     np.testing.assert_array_equal(features(client, headers, dataset["id"]), X)
     assert page(client, headers, dataset["id"], 1_199, 5)[0]["id"] == "item-1199"
     run = start(client, headers, dataset["id"], "cec", n_clusters=3, random_state=0)

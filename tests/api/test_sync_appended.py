@@ -18,7 +18,8 @@ from sklearn.datasets import make_blobs
 from sqlalchemy.orm import Session
 
 from app.store.sources.tables import SourceTable
-from tests.api.test_imports import file_client, imported, shared
+from tests.api.test_image_featurization import wait_ready
+from tests.api.test_imports import file_client, imported, shared, synced
 from tests.api.test_runs import start, wait
 from tests.conftest import admin_project, row_counts
 
@@ -99,9 +100,7 @@ def test_a_source_that_only_grew_is_read_for_its_new_rows_alone(
         return read(table, start, stop)
 
     with mock.patch.object(SourceTable, "read", recorded):
-        sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
-    assert sync.status_code == 200, sync.text
-    report = sync.json()
+        report, _ = synced(client, headers, dataset_id)
     assert report["n_items_before"] == 1_200 and report["n_items"] == 1_700
     assert report["rows_read"] == 500
     assert asked and min(a for a, _ in asked) >= 1_200, asked  # nothing before was read again
@@ -110,11 +109,11 @@ def test_a_source_that_only_grew_is_read_for_its_new_rows_alone(
         client, project_id, headers, name="fresh", url=f"file://{folder}/", id_column="cell",
         ground_truth_column="kind",
     )  # fmt: skip
-    synced = client.get(f"/api/v1/datasets/{dataset_id}", headers=headers).json()
-    assert synced["ground_truth_classes"] == fresh["ground_truth_classes"]
-    assert synced["ground_truth_classes"] == ["k0", "k1", "k2", "k3", "k4"]
+    grown = client.get(f"/api/v1/datasets/{dataset_id}", headers=headers).json()
+    assert grown["ground_truth_classes"] == fresh["ground_truth_classes"]
+    assert grown["ground_truth_classes"] == ["k0", "k1", "k2", "k3", "k4"]
     for name, want in stats(fresh).items():
-        got = stats(synced)[name]
+        got = stats(grown)[name]
         for key in ("min", "max", "mean", "std"):
             np.testing.assert_allclose(got[key], want[key], rtol=1e-9, err_msg=f"{name} {key}")
         for key in ("q1", "median", "q3"):  # within the 255-point summary's resolution
@@ -162,8 +161,8 @@ def test_a_source_that_only_grew_is_read_for_its_new_rows_alone(
 
     # A second growth continues the first (the summary kept by the appended read).
     write_part(folder / "part-3.parquet", X[:100] + 0.5, y[:100], 5_000)
-    again = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
-    assert again.status_code == 200 and again.json()["rows_read"] == 100, again.text
+    again, _ = synced(client, headers, dataset_id)
+    assert again["rows_read"] == 100, again
     assert coordinates(client, headers, dataset_id).shape == (1_800, 2)
 
 
@@ -183,14 +182,22 @@ def test_an_added_object_with_an_id_seen_before_is_refused_and_changes_nothing(
     )
     write_part(folder / "part-1.parquet", X[600:], y[600:], 300)  # cell-300 again
     counts = row_counts(session)
-    refused = client.post(f"/api/v1/datasets/{dataset['id']}/sync", headers=headers)
-    assert 400 <= refused.status_code < 500, refused.text
-    assert "duplicate id 'cell-300'" in refused.text, refused.text
-    after = client.get(f"/api/v1/datasets/{dataset['id']}", headers=headers).json()
+    # Found by the background read: the dataset is left as it was before the sync, ready,
+    # saying why (the rows it read are still there: runs read them as before).
+    sync = client.post(f"/api/v1/datasets/{dataset['id']}/sync", headers=headers)
+    assert sync.status_code == 202, sync.text
+    after = wait_ready(client, headers, dataset["id"])
+    assert after["status"] == "ready", after
+    error = after["featurization"]["last_sync"]["error"]
+    assert "duplicate id 'cell-300'" in error, error
     assert after["n_items"] == 600 and after["revision"] == dataset["revision"]
+    assert after["meta"]["source"] == dataset["meta"]["source"]
+    assert after["meta"]["feature_stats"] == dataset["meta"]["feature_stats"]
     session.expire_all()
     assert row_counts(session) == counts
     assert coordinates(client, headers, dataset["id"]).shape == (600, 2)
+    page = client.get(f"/datasets/{dataset['id']}", headers=headers)
+    assert "could not read the source again" in page.text and "cell-300" in page.text
 
 
 def test_a_wide_table_grows_through_its_components_and_an_older_read_is_read_whole(
@@ -218,10 +225,9 @@ def test_a_wide_table_grows_through_its_components_and_an_older_read_is_read_who
     )  # fmt: skip
     model = dataset["meta"]["model_features"]
     write_part(folder / "part-1.parquet", X[500:600], y[500:600], 500)
-    sync = client.post(f"/api/v1/datasets/{dataset['id']}/sync", headers=headers)
-    assert sync.status_code == 200 and sync.json()["rows_read"] == 100, sync.text
-    synced = sync.json()["dataset"]
-    assert synced["meta"]["model_features"] == model
+    report, grown = synced(client, headers, dataset["id"])
+    assert report["rows_read"] == 100, report
+    assert grown["meta"]["model_features"] == model
     run = start(client, headers, dataset["id"], "cec", n_clusters=3, random_state=0)
     assert run.status_code in (200, 201, 202), run.text
     done = wait(client, headers, run.json()["id"])
@@ -236,6 +242,5 @@ def test_a_wide_table_grows_through_its_components_and_an_older_read_is_read_who
     )
     session.commit()
     write_part(folder / "part-2.parquet", X[600:], y[600:], 600)
-    whole = client.post(f"/api/v1/datasets/{dataset['id']}/sync", headers=headers)
-    assert whole.status_code == 200, whole.text
-    assert whole.json()["rows_read"] == 700 and whole.json()["n_items"] == 700
+    whole, _ = synced(client, headers, dataset["id"])
+    assert whole["rows_read"] == 700 and whole["n_items"] == 700

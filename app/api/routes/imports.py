@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import EditorAccess, SessionDep, SettingsDep
@@ -95,36 +95,51 @@ def import_dataset(
 
 
 class SyncRead(BaseModel):
-    """What a sync found and did."""
+    """What a sync found, and what its read in the background does."""
 
-    dataset: DatasetRead
+    dataset: DatasetRead = Field(
+        description="The dataset: `featurizing` while the source is read again (runs and "
+        "exports wait), then `ready`; its featurization's `last_sync` then says what was done, "
+        "or why the read failed (the dataset is then as it was before the sync)"
+    )
     new: list[str] = Field(description="Objects that appeared since the last read")
     changed: list[str] = Field(description="Objects whose version (ETag, mtime) changed")
     deleted: list[str] = Field(description="Objects that are gone")
     n_items_before: int
-    n_items: int
-    views_removed: int = Field(description="Views made from the old values, removed")
+    n_items: int = Field(description="The source's rows now: the dataset's items once read")
+    views_removed: int = Field(description="Views made from the old values, removed by the read")
     rows_read: int = Field(
-        description="Rows read from the source: only the added ones when the source only "
-        "gained objects after those read (the rest continued), else all"
+        description="Rows the read takes from the source: only the added ones when the source "
+        "only gained objects after those read (the rest continued), else all"
     )
 
 
-@router.post("/datasets/{dataset_id}/sync", response_model=SyncRead)
+@router.post(
+    "/datasets/{dataset_id}/sync",
+    response_model=SyncRead,
+    responses={202: {"model": SyncRead, "description": "Changed: read again in the background"}},
+)
 def sync_dataset(
-    dataset_id: Id, session: SessionDep, settings: SettingsDep, access: EditorAccess
+    dataset_id: Id,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    access: EditorAccess,
 ) -> SyncRead:
     """Bring a dataset imported by reference up to date with its source: the objects that
-    are new, changed or gone are listed, and if there are any the dataset's statistics, PCA
-    view, ids and classes are made again from the source as it is now (runs and exports then
-    read it again); when the source only gained objects after those read, only their rows are
-    read and the view keeps its axes. Refused (409) when rows move (an object before others
-    changed its rows or went) and an annotation names an item past those that keep their place;
-    422 for an uploaded dataset."""
+    are new, changed or gone are listed (200 when there are none: nothing to do). If there are
+    any, the answer is 202 and the dataset is read again in the background, as after an import
+    (`featurizing`, then `ready`): its statistics, PCA view, ids and classes are made again from
+    the source as it is now; when the source only gained objects after those read, only their
+    rows are read and the view keeps its axes. Refused (409) when rows move (an object before
+    others changed its rows or went) and an annotation names an item past those that keep
+    their place, or while the dataset is being read; 422 for an uploaded dataset."""
     dataset = access.require_dataset()
-    report = source_sync.sync_dataset(
-        session=session, dataset=dataset, chunk_rows=settings.chunk_rows, user=access.user
-    )
+    report = source_sync.sync_dataset(session=session, dataset=dataset, user=access.user)
+    session.commit()
+    if report.reading:
+        response.status_code = status.HTTP_202_ACCEPTED
+        featurization_queued(request.app.state, dataset.id, dataset.status)
     return SyncRead(
         dataset=DatasetRead.model_validate(dataset),
         new=report.new,

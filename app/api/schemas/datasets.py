@@ -11,6 +11,25 @@ DatasetStatus = Literal["ready", "featurizing", "failed"]
 the background), is `featurizing` until `ready` or `failed`."""
 
 
+class LastSync(BaseModel):
+    """What the last sync of a table imported by reference did once its read ended."""
+
+    at: datetime = Field(description="When its read ended")
+    new: list[str]
+    changed: list[str]
+    deleted: list[str]
+    n_items_before: int
+    n_items: int
+    views_removed: int
+    rows_read: int
+    error: str | None = Field(
+        None,
+        description="Why the source could not be read again: the dataset was left as it was "
+        "before the sync (its source still reads as changed, so runs wait for a sync that "
+        "succeeds)",
+    )
+
+
 class FeaturizationRead(BaseModel):
     """An image's featurization: the recipe, progress, and once ready the items it made; or a
     table imported by reference being read (`reads_source`)."""
@@ -35,11 +54,20 @@ class FeaturizationRead(BaseModel):
         "its picture endpoints answer 409 until it is",
     )
 
+    syncing: bool = Field(
+        False, description="A table imported by reference being read again after a sync"
+    )
+    last_sync: LastSync | None = Field(
+        None, description="The last sync that read the source again: what it did, or why not"
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _pending(cls, data: Any) -> Any:
         if isinstance(data, dict) and "source" in data:
-            return {**data, "image_pending": True}
+            data = {**data, "image_pending": True}
+        if isinstance(data, dict) and "sync" in data:
+            data = {**data, "syncing": True}
         return data
 
 

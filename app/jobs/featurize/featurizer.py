@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -226,8 +227,12 @@ def execute_featurization(
                 else:
                     log.exception("featurization of dataset %s failed", dataset_id)
                     reason = f"{type(exc).__name__}: {exc}"
-                owned.dataset.status = "failed"
-                owned.dataset.featurization = {**owned.record, "error": reason}
+                if owned.record.get("sync"):  # the dataset stays as it was before the sync
+                    owned.dataset.status = "ready"
+                    owned.dataset.featurization = _sync_ended(owned.record, reason)
+                else:
+                    owned.dataset.status = "failed"
+                    owned.dataset.featurization = {**owned.record, "error": reason}
         except Superseded:  # deleted meanwhile: its arrays went while they were being read
             log.info("featurization of dataset %s was superseded or deleted", dataset_id)
 
@@ -253,13 +258,24 @@ def _read_source(
         for name, value in fields.items():
             setattr(owned.dataset, name, value)
         owned.dataset.status = "ready"
+        synced = owned.record.get("sync")
         owned.dataset.featurization = {
-            **owned.record,
+            **(_sync_ended(owned.record) if synced else owned.record),
             "progress": 1.0,
             "n_items": owned.dataset.n_items,
             "seconds": round(time.perf_counter() - started, 2),
             "version": int(owned.record.get("version", 0)) + 1,
         }
+
+
+def _sync_ended(record: dict[str, Any], error: str | None = None) -> dict[str, Any]:
+    """The featurization record once a sync's read ended (`services/source_sync.py`): the one
+    before the sync, with what the sync did (or why it failed, nothing done) as `last_sync`."""
+    pending = record["sync"]
+    outcome = {**pending["report"], "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    if error is not None:
+        outcome = {**outcome, "error": error, "views_removed": 0, "rows_read": 0}
+    return {**pending["previous"], "job": record["job"], "last_sync": outcome}
 
 
 def _featurize_slide(

@@ -23,8 +23,13 @@ function show(dataset) {
   const open = document.querySelector('#open-workspace');
   if (box.dataset.kind === 'table') {
     open.hidden = dataset.status !== 'ready';
-    if (dataset.status === 'ready') window.location.reload();
-    else if (dataset.status === 'featurizing') text.textContent = `Reading its source for the statistics and the view… ${Math.round(100 * (f.progress || 0))}%`;
+    // Not reload(): after the sync form's redirect a reload is a GET of this page anyway,
+    // but the page may also have been answered to a POST.
+    if (dataset.status === 'ready') window.location.assign(`/datasets/${dataset.id}`);
+    else if (dataset.status === 'featurizing') {
+      const what = f.syncing ? 'Reading its source again after a sync' : 'Reading its source for the statistics and the view';
+      text.textContent = `${what}… ${Math.round(100 * (f.progress || 0))}%`;
+    }
     else if (dataset.status === 'failed') {
       text.textContent = 'Reading the source failed.';
       error.textContent = f.error || 'unknown reason';

@@ -37,6 +37,12 @@ def referenced_table(session: Session, dataset: Dataset) -> SourceTable | None:
     record = (dataset.meta or {}).get("source")
     if not record or record.get("format") in IMAGE_FORMATS:
         return None
+    return table_of(session, record)
+
+
+def table_of(session: Session, record: dict[str, Any]) -> SourceTable:
+    """The table a ``meta.source`` record describes (a sync's, before it is the dataset's).
+    Raises SourceRefused when the operator no longer allows its prefix."""
     allowed = allowed_source(record["url"], sources_of(session))
     return SourceTable(
         protocol=allowed.protocol,
