@@ -89,6 +89,25 @@ def synced(
     return report, dataset
 
 
+def hold_reads(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> tuple[threading.Event, threading.Event]:
+    """Background reads of sources wait, once started (`started` set), until `release` is."""
+    from app.services import source_reading
+
+    started, release = threading.Event(), threading.Event()
+    real = source_reading.read_imported_table
+
+    def held(*args: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return real(*args)
+
+    executor = client.app.state.executor  # type: ignore[attr-defined]
+    monkeypatch.setattr(executor, "read_table", held)
+    return started, release
+
+
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[S3Server]:
     """A real S3 endpoint (moto, HTTP on 127.0.0.1) with an empty bucket."""
@@ -383,8 +402,6 @@ def test_a_sync_answers_before_it_reads_and_a_failed_read_leaves_the_dataset_as_
     background (runs and another sync wait, saying so). A read that fails (a NaN now in the
     source) leaves the dataset as before the sync, ready, with the reason naming object, row
     and column; runs stay refused until a sync reads the mended source."""
-    from app.services import source_reading
-
     client = file_client
     headers, project_id = admin_project(client)
     X, y = blobs(900)
@@ -399,16 +416,7 @@ def test_a_sync_answers_before_it_reads_and_a_failed_read_leaves_the_dataset_as_
     target = folder / "part-0002.parquet"
     target.write_bytes((shared / "broken" / "part-0002.parquet").read_bytes())
     os.utime(target, (2_000_000_000, 2_000_000_000))
-    started, release = threading.Event(), threading.Event()
-    real = source_reading.read_imported_table
-
-    def held(*args: Any) -> Any:
-        started.set()
-        release.wait(30)
-        return real(*args)
-
-    executor = client.app.state.executor  # type: ignore[attr-defined]
-    monkeypatch.setattr(executor, "read_table", held)
+    started, release = hold_reads(client, monkeypatch)
     counts = row_counts(session)
     sync = client.post(f"/api/v1/datasets/{dataset_id}/sync", headers=headers)
     assert sync.status_code == 202, sync.text
@@ -484,23 +492,11 @@ def test_a_dataset_being_read_says_so_and_is_not_synced_or_run_meanwhile(
 ) -> None:
     """While the background read has not run, the dataset is `featurizing`: runs and syncs
     are refused with 409 saying it is being read; its 201 came from the metadata alone."""
-    from app.services import source_reading
-
     client = file_client
     headers, project_id = admin_project(client)
     X, _ = blobs(600)
     np.save(shared / "later.npy", X)
-    started = threading.Event()
-    release = threading.Event()
-    real = source_reading.read_imported_table
-
-    def held(*args: Any) -> Any:
-        started.set()
-        release.wait(30)
-        return real(*args)
-
-    executor = client.app.state.executor  # type: ignore[attr-defined]
-    monkeypatch.setattr(executor, "read_table", held)
+    started, release = hold_reads(client, monkeypatch)
     made = post_import(client, project_id, headers, name="l", url=f"file://{shared}/later.npy")
     assert made.status_code == 201, made.text
     dataset_id = made.json()["id"]
