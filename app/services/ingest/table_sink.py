@@ -29,6 +29,7 @@ from app.services.ingest.appended_rows import (
     quantile_points,
 )
 from app.services.ingest.checks import class_sort_key
+from app.services.ingest.wide_pca import OVERSAMPLE, FirstProduct, two_pass_pca
 from app.store import chunks
 from app.store.dataset_arrays import FEATURES, GROUND_TRUTH, ITEM_IDS, MODEL_FEATURES
 from app.store.views import store_view_blocks
@@ -40,12 +41,12 @@ from app.store.views import store_view_blocks
 QUARTILE_SAMPLE_ROWS = 1 << 17
 QUARTILE_SAMPLE_BYTES = 64 * 1024**2
 # Above this many columns the covariance (8 * d^2 bytes: 800 MB at 10,000 columns, 20 GB at
-# 50,000) is never formed: the PCA view comes from a randomized subspace iteration over the
-# stored features (`_wide_components`), whose memory is a few vectors per column.
+# 50,000) is never formed: the PCA view comes from a randomized decomposition in two reads of
+# the rows (`wide_pca.py`), whose memory is a few vectors per column.
 WIDE_FEATURES = 1024
 # A wide table this small (rows x columns x 8 bytes) is decomposed exactly, from its rows, when
 # that costs at most WIDE_EXACT_FLOPS (min(n, d)^2 x max(n, d)): 20 x 10,000 exactly, at once;
-# 5,000 x 2,000 (2e10, 20 s on the server's one BLAS thread) by the randomized iteration (3 s).
+# 5,000 x 2,000 (2e10, 20 s on the server's one BLAS thread) by the randomized decomposition.
 WIDE_EXACT_BYTES = 256 * 1024**2
 WIDE_EXACT_FLOPS = 2e9
 # Runs model a table of more columns than this through its MODEL_COMPONENTS leading principal
@@ -77,38 +78,6 @@ def _top_eigenvectors(covariance: NDArray[np.float64], k: int) -> NDArray[np.flo
     start = np.random.default_rng(0).normal(size=d)  # fixed: the same table, the same view
     values, vectors = eigsh(covariance, k=k, which="LA", v0=start)
     return vectors[:, np.argsort(values)[::-1]]
-
-
-# The randomized subspace iteration of a wide table's PCA view (Halko, Martinsson & Tropp 2011,
-# algorithm 4.4): the components sought plus this many more, and this many power passes (each
-# one read of the stored features; the last one's product also gives the Rayleigh-Ritz step),
-# which make the top two exact to many digits whenever the table has any structure at all.
-OVERSAMPLE = 16
-POWER_PASSES = 6
-
-
-def _wide_components(
-    blocks: Callable[[], Iterator[NDArray[np.float64]]], d: int, k: int
-) -> NDArray[np.float64]:
-    """The ``k`` leading principal axes (columns) of the centred rows that ``blocks()`` yields
-    afresh at each call, without the d x d covariance: each pass multiplies the covariance
-    (X^T X) by a d x (k + OVERSAMPLE) basis one block at a time."""
-    width = min(d, k + OVERSAMPLE)
-    basis = np.linalg.qr(np.random.default_rng(0).normal(size=(d, width)))[0]
-    for step in range(POWER_PASSES):
-        product = np.zeros((d, width))
-        for block in blocks():
-            product += block.T @ (block @ basis)
-        if not product.any():  # every column constant
-            return np.zeros((d, k))
-        if step == POWER_PASSES - 1:
-            # The covariance within the basis (B^T X^T X B) from this pass's own product,
-            # decomposed exactly: its top eigenvectors, back in d (no pass of its own).
-            within = basis.T @ product
-            values, vectors = np.linalg.eigh((within + within.T) / 2)
-            return basis @ vectors[:, np.argsort(values)[::-1][:k]]
-        basis = np.linalg.qr(product)[0]
-    raise AssertionError("POWER_PASSES is at least 1")
 
 
 @dataclass
@@ -261,6 +230,14 @@ class TableSink:
                 n=earlier.n_rows, mean=earlier.mean, scatter=earlier.scatter, low=earlier.low,
                 high=earlier.high, full=False,
             )  # fmt: skip
+        # A wide table's first randomized product is taken as its rows pass (`wide_pca.py`),
+        # and the scores of the second read kept for the view and model features.
+        self._first_product = (
+            FirstProduct(width, MODEL_COMPONENTS + OVERSAMPLE)
+            if width > WIDE_FEATURES and earlier is None
+            else None
+        )
+        self._kept_scores: tuple[NDArray[np.float64], list[NDArray[np.float32]]] | None = None
         self._sample = _RowSample(
             limit=max(2, min(QUARTILE_SAMPLE_ROWS, QUARTILE_SAMPLE_BYTES // (8 * width)))
         )
@@ -294,6 +271,8 @@ class TableSink:
         _require_finite_block(values, self._names, first)
         as_float = np.asarray(values, dtype=np.float64)
         self._moments.add(as_float)
+        if self._first_product is not None:
+            self._first_product.add(as_float)
         self._sample.add(as_float, first)
         if self._feature_writer is not None:
             self._feature_writer.append(values)
@@ -426,7 +405,8 @@ class TableSink:
         """The ``k`` leading principal axes (d x k; zeros past the table's rank), signs as
         scikit-learn's PCA gives them (each axis's largest loading positive): from the exact
         covariance; for a wide table from its rows decomposed exactly when they fit in
-        WIDE_EXACT_BYTES, else from a randomized subspace iteration over the stored rows."""
+        WIDE_EXACT_BYTES, else from a randomized decomposition (`wide_pca.py`), its scores kept
+        for `_projected` when they are small enough."""
         moments = self._moments
         assert moments.scatter is not None and moments.mean is not None
         d = moments.mean.shape[0]
@@ -440,13 +420,21 @@ class TableSink:
             centred = np.concatenate(list(self._centred_blocks()))
             top = np.linalg.svd(centred, full_matrices=False)[2][:k].T
         else:
-            top = _wide_components(self._centred_blocks, d, k)
+            assert self._first_product is not None
+            wide = two_pass_pca(self._first_product, self._centred_blocks, components.shape[1])
+            if wide.scores is not None:
+                self._kept_scores = (wide.components, wide.scores)
+            return wide.components
         signs = np.sign(top[np.argmax(np.abs(top), axis=0), np.arange(top.shape[1])])
         components[:, : top.shape[1]] = top * np.where(signs == 0, 1.0, signs)
         return components
 
     def _projected(self, components: NDArray[np.float64]) -> Iterator[NDArray[np.float32]]:
-        """The stored rows projected on ``components``, block by block."""
+        """The stored rows projected on ``components``, block by block (a wide table's
+        scores from its decomposition, when kept: no read of the rows)."""
+        if self._kept_scores is not None and self._kept_scores[0] is components:
+            yield from self._kept_scores[1]
+            return
         for block in self._centred_blocks():
             yield (block @ components).astype(np.float32)
 
