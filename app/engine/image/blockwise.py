@@ -50,6 +50,8 @@ T = TypeVar("T")
 BLOCK = 2048
 LOCAL_THREADS = max(1, min(4, os.cpu_count() or 1))  # blocks at once on this machine
 GAUSSIAN_TRUNCATE = 4.0  # skimage.filters.gaussian's default: its kernel's radius is 4 sigma
+# SLIC's own Gaussian pre-smoothing (pixels): on a noisy image, unsmoothed SLIC fragments every
+# superpixel and its connectivity step then merges the fragments into one region per image.
 SLIC_SMOOTHING = 1.0
 
 

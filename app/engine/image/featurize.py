@@ -61,6 +61,7 @@ from app.engine.image._filter_bank import (
 from app.engine.image._reduction import FittedReduction, fit_pca, standardiser
 from app.engine.image.blockwise import (
     BLOCK,
+    SLIC_SMOOTHING,
     Blocks,
     MapRecipe,
     SlicInput,
@@ -397,11 +398,6 @@ def _whole_pixels(
         fitted,
         fitted.project_groups(meter.counted(_maps(picture, recipe)), n_pixels),
     )
-
-
-# SLIC's own Gaussian pre-smoothing (pixels): on a noisy image, unsmoothed SLIC fragments every
-# superpixel and its connectivity step then merges the fragments into one region per image.
-SLIC_SMOOTHING = 1.0
 
 
 def _slic(colour: Float32Array, recipe: Recipe, photo: bool) -> tuple[Int32Array, int]:

@@ -22,6 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage as ndi
 
+from app.engine.core.jit_mode import JIT_OFF
+
 TRUNCATE = 4.0  # skimage's and scipy's default: the kernel reaches 4 sigma
 
 
@@ -48,8 +50,7 @@ def _add_pair_rows(
     acc += (a.astype(np.float64) + b) * weight
 
 
-_JIT_OFF = bool(getattr(numba.config, "DISABLE_JIT", False))
-_add_pair = _add_pair_rows if _JIT_OFF else _add_pair_loop
+_add_pair = _add_pair_rows if JIT_OFF else _add_pair_loop
 
 
 @numba.njit(nogil=True, cache=True)
@@ -97,7 +98,7 @@ def gaussian_blur(plane: NDArray[np.floating], sigma: float) -> NDArray[np.float
         raise ValueError(f"a map to blur is float32 or float64, got {plane.dtype}")
     if not sigma > 0:
         raise ValueError(f"sigma must be positive, got {sigma!r}")
-    if _JIT_OFF:
+    if JIT_OFF:
         return np.asarray(
             ndi.gaussian_filter(plane, sigma, mode="nearest", truncate=TRUNCATE),
             dtype=plane.dtype,

@@ -15,6 +15,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from app.engine.core.jit_mode import JIT_OFF
+
 Float64Array = NDArray[np.float64]
 
 
@@ -44,7 +46,7 @@ def _sums_rows(
     return means, squares.astype(np.float64, copy=False)  # float64 with weights already
 
 
-_sums = _sums_rows if getattr(numba.config, "DISABLE_JIT", False) else _sums_loop
+_sums = _sums_rows if JIT_OFF else _sums_loop
 
 
 def map_moments(
