@@ -100,7 +100,9 @@ class _Moments:
         with np.errstate(over="ignore", invalid="ignore"):
             block_mean = block.mean(axis=0)
             centred = block - block_mean
-            block_scatter = centred.T @ centred if self.full else (centred * centred).sum(axis=0)
+            block_scatter = (
+                centred.T @ centred if self.full else np.einsum("ij,ij->j", centred, centred)
+            )
             if self.mean is None or self.scatter is None or self.low is None or self.high is None:
                 self.n, self.mean, self.scatter = m, block_mean, block_scatter
                 self.low, self.high = block.min(axis=0), block.max(axis=0)
