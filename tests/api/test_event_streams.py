@@ -8,11 +8,13 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import httpx
 import numpy as np
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from sklearn.datasets import make_blobs
 from sqlalchemy import Engine
 
@@ -26,11 +28,12 @@ STREAMS = 200
 
 
 @pytest.fixture
-def server(db_engine: Engine, settings: Settings) -> Iterator[str]:
+def server(db_engine: Engine, settings: Settings) -> Iterator[tuple[str, FastAPI]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    app = create_app(settings)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     instance = uvicorn.Server(config)
     thread = threading.Thread(target=instance.run, daemon=True)
     thread.start()
@@ -38,7 +41,7 @@ def server(db_engine: Engine, settings: Settings) -> Iterator[str]:
     while not instance.started:
         assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{port}", app
     instance.should_exit = True
     thread.join(30)
     _empty_tables(db_engine)
@@ -50,17 +53,30 @@ def _csv(x: np.ndarray) -> bytes:
     return "\n".join(lines).encode()
 
 
-async def _follow(client: httpx.AsyncClient, run_id: int, headers: dict[str, str]) -> list[dict]:  # type: ignore[type-arg]
+async def _follow(
+    client: httpx.AsyncClient, run_id: int, headers: dict[str, str], heard: asyncio.Semaphore
+) -> list[dict]:  # type: ignore[type-arg]
+    """The stream's events; ``heard`` released at the first (the stream is then waiting)."""
     events = []
     async with client.stream("GET", f"/api/v1/runs/{run_id}/events", headers=headers) as stream:
         assert stream.status_code == 200
         async for line in stream.aiter_lines():
             if line.startswith("data: "):
                 events.append(json.loads(line.removeprefix("data: ")))
+                if len(events) == 1:
+                    heard.release()
     return events
 
 
-async def _scenario(url: str) -> tuple[list[float], list[list[dict]], dict]:  # type: ignore[type-arg]
+@dataclass
+class _Waiting:
+    """What the server held while every stream was open and waiting, sampled five times."""
+
+    health: list[int] = field(default_factory=list)  # /health's status codes
+    connections: list[int] = field(default_factory=list)  # database connections checked out
+
+
+async def _scenario(url: str, app: FastAPI) -> tuple[_Waiting, list[list[dict]], dict]:  # type: ignore[type-arg]
     # No connection is reused: a pooled connection idle for uvicorn's keep-alive timeout (5 s;
     # the upload takes that long on a busy machine) can be closed by the server just as the
     # client sends on it ("Server disconnected without sending a response"), a race of HTTP
@@ -92,25 +108,34 @@ async def _scenario(url: str) -> tuple[list[float], list[list[dict]], dict]:  # 
         )
         assert run.status_code == 202, run.text
         run_id = run.json()["id"]
-        followers = [asyncio.create_task(_follow(client, run_id, headers)) for _ in range(STREAMS)]
-        await asyncio.sleep(1.0)  # every stream is open and waiting
-        latencies = []
+        heard = asyncio.Semaphore(0)
+        followers = [
+            asyncio.create_task(_follow(client, run_id, headers, heard)) for _ in range(STREAMS)
+        ]
+        for _ in range(STREAMS):  # every stream is open, has said the run's state, and waits
+            await heard.acquire()
+        waiting = _Waiting()
+        pool = app.state.engine.pool
         for _ in range(5):
-            started = time.perf_counter()
-            health = await client.get("/api/v1/health")
-            latencies.append(time.perf_counter() - started)
-            assert health.status_code == 200
+            waiting.health.append((await client.get("/api/v1/health")).status_code)
+            waiting.connections.append(pool.checkedout() if hasattr(pool, "checkedout") else 0)
             await asyncio.sleep(0.2)
         await client.post(f"/api/v1/runs/{run_id}/cancel", headers=headers)
         streams = await asyncio.gather(*followers)
         final = (await client.get(f"/api/v1/runs/{run_id}", headers=headers)).json()
-        return latencies, streams, final
+        return waiting, streams, final
 
 
-def test_two_hundred_open_streams_leave_the_server_responsive(server: str) -> None:
-    latencies, streams, final = asyncio.run(_scenario(server))
-    # A loose bound (shared CI machines); benchmarks/bench_load.py prints the real figure.
-    assert max(latencies) < 5.0, latencies
+def test_two_hundred_open_streams_leave_the_server_responsive(
+    server: tuple[str, FastAPI],
+) -> None:
+    """What the streams hold is counted, not timed (benchmarks/bench_load.py prints the
+    server's latency beside them): a stream holding a database connection while it waits would
+    show as about 200 of them (and past the pool's 20, /health would wait for one)."""
+    url, app = server
+    waiting, streams, final = asyncio.run(_scenario(url, app))
+    assert waiting.health == [200] * 5, waiting
+    assert max(waiting.connections) <= 4, waiting  # the run's own writes, /health's check
     assert final["status"] in {"cancelled", "succeeded"}, final
     assert len(streams) == STREAMS
     for events in streams:
