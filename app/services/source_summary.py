@@ -19,6 +19,7 @@ from app.services.ingest.appended_rows import Earlier
 from app.services.ingest.short_transactions import writes_refused
 from app.services.ingest.table_sink import TableSink
 from app.store import chunks
+from app.store.sources.read_ahead import read_ahead
 from app.store.sources.tables import SourceTable
 
 Progress = Callable[[float], None]
@@ -90,13 +91,13 @@ def _read(
         id_column=dataset.id_column,
         ground_truth_column=dataset.ground_truth_column,
         read_back=(
-            (lambda: table.blocks(chunk_rows))
+            (lambda: read_ahead(table.blocks(chunk_rows)))
             if first == 0
-            else (lambda: (block for _, _, block in _blocks(table, chunk_rows, first)))
+            else (lambda: (block for _, _, block in read_ahead(_blocks(table, chunk_rows, first))))
         ),
         earlier=earlier,
     ) as sink:
-        for start, stop, features in _blocks(table, chunk_rows, first):
+        for start, stop, features in read_ahead(_blocks(table, chunk_rows, first)):
             sink.add(
                 features,
                 _strings(table, dataset.id_column, start, stop),
