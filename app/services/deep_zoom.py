@@ -19,11 +19,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Run, RunResult
-from app.engine.image.channels import composite
 from app.engine.image.deep_zoom import DeepZoom, coloured, levels
+from app.engine.image.display import ChannelDisplay, default_display, render
 from app.engine.image.image_file import ImageFileError, decode
 from app.engine.image.masks import decode_index_png
-from app.services import slide_masks
+from app.services import channel_tiles, picture_display, slide_masks
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.image_rows import check_image_taken
 from app.store import chunks, pyramids
@@ -113,24 +113,42 @@ def _ensure_picture_pyramid(session: Session, dataset: Dataset) -> None:
 def picture_descriptor(*, session: Session, dataset: Dataset) -> str:
     check_image_taken(dataset)
     zoom = picture_zoom(dataset)
-    if _source_image(session, dataset) is None:  # one read in place has the source's levels
+    if _source_image(session, dataset) is not None:  # one read in place has its own levels
+        return zoom.descriptor()
+    if pyramids.has_levels(session=session, dataset_id=dataset.id):
+        pass
+    elif channel_tiles.shown_from_channels(dataset):
+        channel_tiles.ensure_channel_pyramid(session, dataset)
+    else:
         _ensure_picture_pyramid(session, dataset)
     return zoom.descriptor()
 
 
-def picture_tile(*, session: Session, dataset: Dataset, level: int, tile: str) -> bytes:
-    """One tile of the picture as PNG; 404 for a tile the pyramid does not have."""
+def picture_tile(
+    *,
+    session: Session,
+    dataset: Dataset,
+    level: int,
+    tile: str,
+    display: Sequence[ChannelDisplay] | None = None,
+) -> bytes:
+    """One tile of the picture as PNG, as shown by default or, for measured channels, with
+    ``display``; 404 for a tile the pyramid does not have."""
     check_image_taken(dataset)
     zoom = picture_zoom(dataset)
     box = _tile_box(zoom, level, tile)
     source = _source_image(session, dataset)
     if source is not None:
-        return _png(source_tile(source, dataset.meta["image"], zoom, level, box))
-    pixels = _read(session, level, box, dataset_id=dataset.id)
-    if pixels is None:  # read first, build on a miss: one query per tile once built
-        _ensure_picture_pyramid(session, dataset)
-        pixels = _region(session, level, box, dataset_id=dataset.id)
-    return _png(pixels)
+        return _png(source_tile(source, dataset.meta["image"], zoom, level, box, display))
+    if display is None:
+        pixels = _read(session, level, box, dataset_id=dataset.id)
+        if pixels is not None:  # read first, build on a miss: one query per tile once built
+            return _png(pixels)
+        if not channel_tiles.shown_from_channels(dataset):
+            _ensure_picture_pyramid(session, dataset)
+            return _png(_region(session, level, box, dataset_id=dataset.id))
+        display = picture_display.defaults(session, dataset)
+    return _png(channel_tiles.channel_tile(session, dataset, zoom, level, box, display))
 
 
 def _source_image(session: Session, dataset: Dataset) -> SourceImage | None:
@@ -146,10 +164,12 @@ def source_tile(
     zoom: DeepZoom,
     level: int,
     box: tuple[int, int, int, int],
+    display: Sequence[ChannelDisplay] | None = None,
 ) -> NDArray[np.uint8]:
     """A Deep Zoom tile made from the source's own resolution level nearest above it (the
     finest level no finer than the tile needs), read as a window and scaled down: a pyramidal
-    source serves every tile from a window of about a tile's size."""
+    source serves every tile from a window of about a tile's size. Measured channels are
+    drawn with ``display`` (their default one when None)."""
     scale = 2 ** (zoom.max_level - level)  # full-resolution pixels per tile pixel
     x0, y0, x1, y1 = box
     chosen, factor = 0, 1.0
@@ -174,7 +194,8 @@ def source_tile(
     if image.get("photo"):
         shown = window[:, :, :3].astype(np.uint8)
     else:
-        shown = composite(np.moveaxis(window, 2, 0), np.asarray(image["ranges"], dtype=np.float64))
+        ranges = np.asarray(image["ranges"], dtype=np.float64)
+        shown = render(np.moveaxis(window, 2, 0), display or default_display(ranges))
     size = (x1 - x0, y1 - y0)
     if (shown.shape[1], shown.shape[0]) != size:
         shown = np.asarray(Image.fromarray(shown).resize(size, Image.Resampling.BOX))

@@ -76,7 +76,7 @@ def mask_region(
             rows=(y0, y1),
             columns=(x0, x1),
             dataset_id=dataset.id,
-            items=True,
+            layer=pyramids.ITEMS,
         )
     if items is None:
         raise NotFound(f"dataset {dataset.id}'s items are missing from the array store")

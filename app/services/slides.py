@@ -5,11 +5,11 @@ At upload, in the caller's transaction: the file is checked without decoding it 
 every strip or tile inside the file), then read band by band into a tiled array of its pixels
 in the array store (`SLIDE_PIXELS`, the file's own dtype), which featurization reads block by
 block; the percentile sample and each channel's extremes are taken on the way. A second pass
-over the stored pixels writes the picture's Deep Zoom pyramid (the composite of measured
-channels, or the photo). The file itself is kept, streamed. All of it is written before the
-dataset's row is inserted (`chunks.Staging`), so the minutes a large slide takes hold no
-database lock. Memory follows a band, not the slide: a refused file (damaged half-way, NaN at
-row 9,000) rolls back with nothing stored.
+over the stored pixels writes the Deep Zoom pyramid a viewer reads (a photo's picture, or the
+measured channels below the full level, drawn with each viewer's display). The file itself is
+kept, streamed. All of it is written before the dataset's row is inserted (`chunks.Staging`),
+so the minutes a large slide takes hold no database lock. Memory follows a band, not the slide:
+a refused file (damaged half-way, NaN at row 9,000) rolls back with nothing stored.
 """
 
 from collections.abc import Callable
@@ -21,8 +21,9 @@ from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
 from app.db.models import Dataset, Project, User
-from app.engine.image.channels import composite, robust_range, sample_step
+from app.engine.image.channels import robust_range, sample_step
 from app.engine.image.deep_zoom import halve_picture
+from app.engine.image.display import halve_channels
 from app.engine.image.image_file import ImageFileError, ImageHeader
 from app.engine.image.tiff_bands import open_bands
 from app.services.errors import InvalidInput
@@ -121,7 +122,7 @@ def create_slide_dataset(
         image["ranges"] = ranges.tolist()
     stream.seek(0)
     staging.write_blob_stream(IMAGE, stream)
-    _write_picture_pyramid(session, staging, pixels.read, header, ranges)
+    _write_picture_pyramid(session, staging, pixels.read, header, ranges is not None)
     before_insert()
     dataset = image_dataset_row(
         project=project, user=user, name=name, source_filename=filename, image=image
@@ -151,15 +152,27 @@ def _write_picture_pyramid(
     staging: chunks.Staging,
     pixels: Callable[[int, int], NDArray[Any]],
     header: ImageHeader,
-    ranges: NDArray[np.float64] | None,
+    measured: bool,
 ) -> None:
-    """The picture's Deep Zoom pyramid from the stored pixels (``pixels(start, stop)``: whole
-    rows): the composite of measured channels, or the photo."""
+    """The Deep Zoom pyramid a viewer reads, from the stored pixels (``pixels(start, stop)``:
+    whole rows): of a photo, its picture; of measured channels, the channels themselves below
+    the full level (which is the stored pixels), so that each tile is drawn with the display
+    its viewer asks for (``channel_tiles.py``), the default one included."""
+    if measured:
+        pyramids.write_levels_in_bands(
+            session=session,
+            width=header.width,
+            height=header.height,
+            full=pixels,
+            halve=halve_channels,
+            layer=pyramids.CHANNELS,
+            full_stored=True,
+            staging=staging,
+        )
+        return
 
     def shown(start: int, stop: int) -> NDArray[np.integer]:
         band = pixels(start, stop)
-        if ranges is not None:
-            return composite(np.moveaxis(band, 2, 0), ranges)
         return band[:, :, 0] if band.shape[2] == 1 else band
 
     pyramids.write_levels_in_bands(

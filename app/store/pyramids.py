@@ -1,6 +1,7 @@
-"""Deep Zoom pyramids in the array store: every level of an image's picture (RGB, uint8) and
-of a run's cluster mask (int32), each in square chunks of `CHUNK` pixels, so a viewer's tile
-reads at most four chunks of one level (`app/engine/image/deep_zoom.py` has the levels)."""
+"""Deep Zoom pyramids in the array store: every level of an image's picture (RGB, uint8), of
+its measured channels (as measured, so a viewer can colour and stretch each one), and of a
+run's cluster mask (int32), each in square chunks of `CHUNK` pixels, so a viewer's tile reads
+at most four chunks of one level (`app/engine/image/deep_zoom.py` has the levels)."""
 
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -20,26 +21,32 @@ MASK = "mask_level_"  # + level: a run's cluster mask
 # + level: a slide's item of every pixel (int32), kept at every level so that a run's mask
 # tile is its labels looked up there, with no mask stored per run.
 ITEMS = "items_level_"
+# + level: an image's measured channels (h, w, C) in their own dtype, halved by averaging. A
+# slide's full level is its stored pixels, not a copy.
+CHANNELS = "channels_level_"
 
 
-def _kind(owner_is_run: bool, level: int, items: bool = False) -> str:
-    return f"{ITEMS if items else MASK if owner_is_run else PICTURE}{level}"
+def _kind(owner_is_run: bool, level: int, layer: str = PICTURE) -> str:
+    """``layer``: a dataset's pyramid (PICTURE, ITEMS, CHANNELS); a run has only its MASK."""
+    return f"{MASK if owner_is_run else layer}{level}"
 
 
 def write_levels(
     *,
     session: Session,
-    levels: Iterable[tuple[int, NDArray[np.integer]]],
+    levels: Iterable[tuple[int, NDArray[np.generic]]],
     dataset_id: int | None = None,
     run_id: int | None = None,
+    layer: str = PICTURE,
 ) -> None:
-    """Every (level, pixels) of a dataset's picture, or of a run's mask when ``run_id``."""
+    """Every (level, pixels) of a dataset's pyramid (``layer``: its picture's unless said), or
+    of a run's mask when ``run_id``."""
     for level, pixels in levels:
         chunks.write_tiled(
             session=session,
             dataset_id=dataset_id,
             run_id=run_id,
-            kind=_kind(run_id is not None, level),
+            kind=_kind(run_id is not None, level, layer),
             image=pixels,
             tile=CHUNK,
         )
@@ -54,15 +61,15 @@ def level_writer(
     dtype: str | np.dtype,
     dataset_id: int | None = None,
     run_id: int | None = None,
-    items: bool = False,
+    layer: str = PICTURE,
 ) -> Iterator[TiledWriter]:
     """One level of a pyramid too large to hold, written band by band; level 0 last.
-    ``items``: of a slide's items pyramid, not its picture's."""
+    ``layer``: which of a dataset's pyramids (its picture's unless said)."""
     with chunks.tiled_writer(
         session=session,
         dataset_id=dataset_id,
         run_id=run_id,
-        kind=_kind(run_id is not None, level, items),
+        kind=_kind(run_id is not None, level, layer),
         shape=shape,
         dtype=dtype,
         tile=CHUNK,
@@ -75,10 +82,10 @@ def has_levels(
     session: Session,
     dataset_id: int | None = None,
     run_id: int | None = None,
-    items: bool = False,
+    layer: str = PICTURE,
 ) -> bool:
     """Whether the pyramid is stored (its level 0, written last, is there)."""
-    kind = _kind(run_id is not None, 0, items)
+    kind = _kind(run_id is not None, 0, layer)
     return chunks.stored(session, dataset_id, kind, run_id) is not None
 
 
@@ -90,14 +97,14 @@ def read_level_region(
     columns: tuple[int, int],
     dataset_id: int | None = None,
     run_id: int | None = None,
-    items: bool = False,
+    layer: str = PICTURE,
 ) -> NDArray[np.integer] | None:
     """A region of one level, or None when that level is not stored."""
     return chunks.read_region(
         session=session,
         dataset_id=dataset_id,
         run_id=run_id,
-        kind=_kind(run_id is not None, level, items),
+        kind=_kind(run_id is not None, level, layer),
         rows=rows,
         columns=columns,
     )
@@ -116,19 +123,20 @@ def write_levels_in_bands(
     width: int,
     height: int,
     full: Bands,
-    halve: Callable[[Any], NDArray[np.integer]],
+    halve: Callable[[Any], NDArray[Any]],
     dataset_id: int | None = None,
-    items: bool = False,
+    layer: str = PICTURE,
     full_stored: bool = False,
     staging: chunks.Staging | None = None,
 ) -> None:
-    """A pyramid too large to hold (a slide's picture, or its items), band by band: ``full(start,
-    stop)`` gives rows [start, stop) of the full image; each level below is ``halve``d from the
-    one above it as written, ``BAND`` rows at a time (as ``halve`` would halve the whole).
-    ``full_stored``: the full level is stored already under another kind (a slide's map of
-    items), so it is read, not copied. ``staging``: written there, for a dataset not yet
-    inserted (a slide's upload). Deep Zoom's levels: the full image is level
-    ceil(log2(max side)), each level below halves the sides, rounding up, down to 1 x 1."""
+    """A pyramid too large to hold (a slide's picture, channels or items), band by band:
+    ``full(start, stop)`` gives rows [start, stop) of the full image; each level below is
+    ``halve``d from the one above it as written, ``BAND`` rows at a time (as ``halve`` would
+    halve the whole). ``full_stored``: the full level is stored already under another kind (a
+    slide's map of items, or its pixels), so it is read, not copied. ``staging``: written
+    there, for a dataset not yet inserted (a slide's upload). Deep Zoom's levels: the full
+    image is level ceil(log2(max side)), each level below halves the sides, rounding up, down
+    to 1 x 1."""
     top = max(0, math.ceil(math.log2(max(width, height))))
     read: Bands = full
     for level in range(top, -1, -1):
@@ -141,7 +149,7 @@ def write_levels_in_bands(
         shape = (level_height, level_width, *first.shape[2:])
         writing = (
             staging.tiled_writer(
-                _kind(False, level, items), shape=shape, dtype=first.dtype, tile=CHUNK
+                _kind(False, level, layer), shape=shape, dtype=first.dtype, tile=CHUNK
             )
             if staging is not None
             else level_writer(
@@ -150,7 +158,7 @@ def write_levels_in_bands(
                 shape=shape,
                 dtype=first.dtype,
                 dataset_id=dataset_id,
-                items=items,
+                layer=layer,
             )
         )
         with writing as writer:
@@ -160,7 +168,7 @@ def write_levels_in_bands(
         read = _halving(writer.read, level_height, halve)
 
 
-def _halving(above: Bands, height: int, halve: Callable[[Any], NDArray[np.integer]]) -> Bands:
+def _halving(above: Bands, height: int, halve: Callable[[Any], NDArray[Any]]) -> Bands:
     """Rows [start, stop) of the level below the one of ``height`` rows that ``above`` reads."""
 
     def rows(start: int, stop: int) -> NDArray[np.integer]:

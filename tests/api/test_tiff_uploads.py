@@ -82,6 +82,7 @@ def test_a_16_bit_ome_tiff_is_shown_featurized_and_segmented(
     planes, truth = cells()
     data = ome_tiff(planes, NAMES)
     created = upload_tiff(client, project_id, admin_headers, data, truth)
+    flat = planes.reshape(4, -1)
     assert created["meta"]["image"] == {
         "format": "TIFF",
         "width": WIDTH,
@@ -90,6 +91,8 @@ def test_a_16_bit_ome_tiff_is_shown_featurized_and_segmented(
         "dtype": "uint16",
         "channels": NAMES,
         "bytes": len(data),
+        "ranges": Multichannel.of(planes).ranges().tolist(),
+        "extremes": np.stack([flat.min(axis=1), flat.max(axis=1)], axis=1).tolist(),
     }
     dataset_id = created["id"]
     shown = client.get(f"/api/v1/datasets/{dataset_id}/image", headers=admin_headers)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Response
 from app.api.deps import SessionDep, ViewerAccess
 from app.api.file_responses import file_response
 from app.api.schemas.common import ERROR_RESPONSES, Id
-from app.services import deep_zoom
+from app.services import deep_zoom, picture_display
 
 router = APIRouter(tags=["images"], responses=ERROR_RESPONSES)
 
@@ -47,13 +47,36 @@ def read_image_dzi(dataset_id: Id, session: SessionDep, access: ViewerAccess) ->
     return _xml(deep_zoom.picture_descriptor(session=session, dataset=dataset))
 
 
+Display = Annotated[
+    str | None,
+    Query(
+        max_length=64 * 16,
+        description="measured channels only: how each channel is drawn, comma-separated in "
+        "the image's order, `RRGGBB:low:high` (its colour, the values drawn black and full) "
+        "or `off`; `GET /datasets/{id}/display` gives yours as `tile_query`. Left out: the "
+        "default display",
+    ),
+]
+
+
 @router.get("/datasets/{dataset_id}/image_files/{level}/{tile}", **file_response("image/png"))
 def read_image_tile(
-    dataset_id: Id, level: Level, tile: Tile, session: SessionDep, access: ViewerAccess
+    dataset_id: Id,
+    level: Level,
+    tile: Tile,
+    session: SessionDep,
+    access: ViewerAccess,
+    display: Display = None,
 ) -> Response:
-    """One tile of the image as the browser shows it (`GET /datasets/{id}/image`)."""
+    """One tile of the image as the browser shows it (`GET /datasets/{id}/image`), or drawn
+    with the `display` of its channels."""
     dataset = access.require_dataset()
-    return _png(deep_zoom.picture_tile(session=session, dataset=dataset, level=level, tile=tile))
+    shown = picture_display.parse_query(dataset, display) if display is not None else None
+    return _png(
+        deep_zoom.picture_tile(
+            session=session, dataset=dataset, level=level, tile=tile, display=shown
+        )
+    )
 
 
 @router.get("/runs/{run_id}/result.dzi", **file_response("application/xml"))

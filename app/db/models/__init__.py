@@ -3,6 +3,7 @@
 from app.db.models.accounts import ApiToken, LoginThrottle, User
 from app.db.models.annotations import Annotation
 from app.db.models.datasets import Dataset
+from app.db.models.display_settings import DisplaySetting
 from app.db.models.projects import Membership, Project, Role
 from app.db.models.runs import Run, RunResult
 from app.db.models.stored_arrays import StoredArray
@@ -12,6 +13,7 @@ __all__ = [
     "Annotation",
     "ApiToken",
     "Dataset",
+    "DisplaySetting",
     "LoginThrottle",
     "Membership",
     "Project",

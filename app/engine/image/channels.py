@@ -9,12 +9,14 @@ channel is therefore mapped by its own robust range: the ``LOW`` and ``HIGH`` pe
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from app.engine.image.display import default_display, render
+from app.engine.image.float32_safe import within_float32
 
 Float32Array = NDArray[np.float32]
 
@@ -23,23 +25,6 @@ LOW, HIGH = 0.5, 99.5  # percentiles mapped to 0 and 1
 # Percentiles come from a regular subsample of at most this many pixels per channel: exact
 # enough for a range, and the same on every call (no random state).
 PERCENTILE_SAMPLE = 2**20
-
-# Display colours of channels 1, 2, 3, ... in a composite (additive, as microscopy viewers
-# show them): one channel is grey; two are green and magenta (readable by colour-blind users).
-_PALETTES = {
-    1: [(1.0, 1.0, 1.0)],
-    2: [(0.0, 1.0, 0.0), (1.0, 0.0, 1.0)],
-}
-_MANY = [
-    (0.0, 0.0, 1.0),
-    (0.0, 1.0, 0.0),
-    (1.0, 0.0, 0.0),
-    (1.0, 0.0, 1.0),
-    (0.0, 1.0, 1.0),
-    (1.0, 1.0, 0.0),
-    (1.0, 0.5, 0.0),
-    (0.5, 0.0, 1.0),
-]
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,9 +95,6 @@ class Multichannel:
         return composite(self.planes, self.ranges())
 
 
-COMPOSITE_ROWS = 128  # rows of a composite made at once
-
-
 def sample_step(n_pixels: int) -> int:
     """Every how many pixels (raster order) the percentile sample takes one."""
     return max(1, n_pixels // PERCENTILE_SAMPLE)
@@ -130,43 +112,8 @@ def robust_range(
     return np.array([low, high if high > low else low + 1.0])
 
 
-# Channels whose values reach beyond this are scaled by a power of two before they are mapped to
-# 0..1 in float32: float32 ends at 3.4e38, and a range like -1e308..1e308 (float64) or
-# -3e38..3e38 (float32) made its span infinite, every scaled value NaN and the featurization's
-# PCA fail ("Eigenvalues did not converge").
-FLOAT32_SAFE = 1e30
-
-
-def within_float32(
-    values: NDArray[np.generic], low: float, high: float
-) -> tuple[NDArray[np.generic], float, float]:
-    """``values`` and their range as they are, or, for values beyond ``FLOAT32_SAFE``, all
-    three multiplied by the same power of two (exact: only the exponent changes), so that
-    ``(values - low) / (high - low)`` is finite in float32 and means the same."""
-    reach = max(abs(low), abs(high))
-    if reach <= FLOAT32_SAFE:
-        return values, low, high
-    factor = 2.0 ** -(math.frexp(reach)[1])  # reach * factor in [0.5, 1)
-    return np.asarray(values, dtype=np.float64) * factor, low * factor, high * factor
-
-
 def composite(planes: NDArray[np.generic], ranges: NDArray[np.float64]) -> NDArray[np.uint8]:
-    """(h, w, 3) uint8 for display of (C, h, w) ``planes``: each channel clipped to its robust
-    range, coloured and added (a whole image, or one band of a slide's). Made ``COMPOSITE_ROWS``
-    rows at a time: the float temporaries of a whole band at once (a slide's 2,048 x 20,000 x 4
-    channels) took 1.7 GB beside the 123 MB the result needs."""
-    palette = _PALETTES.get(planes.shape[0], _MANY)
-    height = planes.shape[1]
-    out = np.empty((*planes.shape[1:], 3), dtype=np.uint8)
-    for start in range(0, height, COMPOSITE_ROWS):
-        rows = slice(start, min(start + COMPOSITE_ROWS, height))
-        rgb = np.zeros((*planes[:, rows].shape[1:], 3), dtype=np.float32)
-        for k, (low, high) in enumerate(ranges):
-            values, low, high = within_float32(planes[k, rows], low, high)
-            level = np.clip((values.astype(np.float32) - low) / (high - low), 0, 1)
-            colour = palette[k % len(palette)]
-            for c in range(3):
-                if colour[c]:
-                    rgb[:, :, c] += np.float32(colour[c]) * level
-        out[rows] = np.round(np.clip(rgb, 0, 1) * 255)
-    return out
+    """(h, w, 3) uint8 for display of (C, h, w) ``planes`` as shown by default: each channel
+    in its default colour over its robust range, the channels added (``display.render``; a
+    whole image, or one band of a slide's)."""
+    return render(planes, default_display(ranges))

@@ -15,8 +15,9 @@ quantity, and an average of two ids is neither.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -105,16 +106,20 @@ def halve_mask(mask: NDArray[np.integer]) -> NDArray[np.integer]:
 
 
 def levels(
-    full: NDArray[np.integer], *, mask: bool = False
-) -> Iterator[tuple[int, NDArray[np.integer]]]:
-    """(level, pixels) from the full image (``max_level``) down to level 0."""
+    full: NDArray[np.generic],
+    *,
+    mask: bool = False,
+    halve: Callable[[Any], NDArray[np.generic]] | None = None,
+) -> Iterator[tuple[int, NDArray[np.generic]]]:
+    """(level, pixels) from the full image (``max_level``) down to level 0; each halved by
+    ``halve`` (a picture's or a mask's halving unless given)."""
     zoom = DeepZoom(full.shape[1], full.shape[0])
-    halve = halve_mask if mask else halve_picture
+    halving: Callable[[Any], NDArray[Any]] = halve or (halve_mask if mask else halve_picture)
     current = full
     for level in range(zoom.max_level, -1, -1):
         yield level, current
         if level:
-            current = halve(current)  # type: ignore[arg-type]
+            current = halving(current)
 
 
 def coloured(mask: NDArray[np.integer], colours: NDArray[np.uint8]) -> NDArray[np.uint8]:

@@ -36,6 +36,9 @@ class ParsedImage:
     # What the browser shows, decoded (H x W or H x W x 3 uint8): the tiled viewer's pyramid
     # is made from it at upload. None: decoded again from the stored file when needed.
     shown: NDArray[np.uint8] | None = field(default=None, repr=False, compare=False)
+    # Measured channels: each one's robust range and extremes (C x 2), for their display.
+    ranges: list[list[float]] | None = None
+    extremes: list[list[float]] | None = None
 
     def meta(self) -> dict[str, Any]:
         """What a dataset's ``meta.image`` says of it."""
@@ -47,6 +50,7 @@ class ParsedImage:
             "dtype": self.dtype,
             "channels": self.channel_names,
             "bytes": len(self.data),
+            **({"ranges": self.ranges, "extremes": self.extremes} if self.ranges else {}),
         }
 
 
@@ -66,7 +70,16 @@ def whole_image(data: bytes, header: ImageHeader | None = None) -> ParsedImage:
         channel_names=list(header.channel_names),
         display=display,
         shown=shown,
+        **_channel_ranges(pixels),
     )
+
+
+def _channel_ranges(pixels: Pixels) -> dict[str, list[list[float]]]:
+    if not isinstance(pixels, Multichannel):
+        return {}
+    flat = pixels.planes.reshape(pixels.planes.shape[0], -1)
+    extremes = np.stack([flat.min(axis=1), flat.max(axis=1)], axis=1).astype(np.float64)
+    return {"ranges": pixels.ranges().tolist(), "extremes": extremes.tolist()}
 
 
 def file_images(data: bytes, single: bool) -> Iterator[tuple[str, ParsedImage]]:
@@ -110,6 +123,7 @@ def plane_image(pixels: Pixels) -> ParsedImage:
             channel_names=list(pixels.names),
             display=png(shown),
             shown=shown,
+            **_channel_ranges(pixels),
         )
     height, width = pixels.shape[:2]
     return ParsedImage(

@@ -45,13 +45,13 @@ from app.engine.image.blockwise import (
     _block_superpixels,
     _Crop,
 )
-from app.engine.image.channels import within_float32
 from app.engine.image.featurize import (
     PCA_SAMPLE,
     Recipe,
     _block_side,
     _pca_sample,
 )
+from app.engine.image.float32_safe import within_float32
 from app.engine.image.seam_stitch import BlockPieces, SeamStitcher
 from app.engine.progress import ShareDone
 

@@ -97,7 +97,7 @@ def featurize_stored_slide(
             full=items.read,
             halve=halve_mask,
             dataset_id=dataset.id,
-            items=True,
+            layer=pyramids.ITEMS,
             full_stored=True,
         )
     return result

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from skimage.segmentation import slic
 
-from app.engine.image import channels
+from app.engine.image import channels, display
 from app.engine.image.channels import HIGH, LOW, Multichannel
 from app.engine.image.featurize import Recipe, apply_featurization, featurize
 
@@ -80,7 +80,7 @@ def test_a_composite_made_in_strips_of_rows_is_each_pixels_own(
     rng = np.random.default_rng(n_channels)
     planes = (rng.random((n_channels, 61, 23)) * 60_000).astype(np.uint16)
     ranges = np.sort(rng.uniform(0, 60_000, size=(n_channels, 2)), axis=1)
-    monkeypatch.setattr(channels, "COMPOSITE_ROWS", 7)  # 61 rows: 8 strips, the last of 5
+    monkeypatch.setattr(display, "RENDER_ROWS", 7)  # 61 rows: 8 strips, the last of 5
     strips = channels.composite(planes, ranges)
     pixel_by_pixel = np.concatenate(
         [
