@@ -6,6 +6,7 @@ their progress and their masks downloaded as a ZIP."""
 import io
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -164,3 +165,81 @@ def test_a_stack_and_a_photo_upload_as_one_collection(page: Page, tmp_path: Path
     page.wait_for_function("el => el.complete && el.naturalWidth > 0", arg=image.element_handle())
     assert page.evaluate("el => el.naturalWidth", image.element_handle()) == SIZE
     expect(page.get_by_test_id("status")).to_have_text("ready", timeout=60_000)
+
+
+def _drawn(planes: np.ndarray, shown: list[tuple[int, tuple[int, int, int], float, float]]):  # type: ignore[no-untyped-def]
+    """Each (channel, RGB, low, high) stretched, coloured and added, by hand: (H, W, 3)."""
+    rgb = np.zeros((*planes.shape[1:], 3))
+    for k, colour, low, high in shown:
+        level = np.clip((planes[k].astype(np.float64) - low) / (high - low), 0, 1)
+        for c in range(3):
+            rgb[:, :, c] += colour[c] / 255 * level
+    return np.round(np.clip(rgb, 0, 1) * 255).astype(int)
+
+
+def _eventually(page: Page, check: Callable[[], bool], seconds: float = 10) -> None:
+    for _ in range(int(seconds / 0.2)):
+        if check():
+            return
+        page.wait_for_timeout(200)
+    assert check()
+
+
+def test_channels_are_shown_in_the_colour_and_range_the_expert_sets_and_kept(
+    page: Page, live_server: str
+) -> None:
+    upload_more(live_server, ["halves"])  # dataset 4 or later: the demo has three
+    planes = np.roll(two_halves(), 3, axis=1)
+    sign_in(page)
+    page.get_by_role("link", name="Demo").click()
+    page.get_by_role("link", name="halves.ome.tif").click()
+    page.get_by_role("link", name="Open workspace", exact=True).click(timeout=60_000)
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+    panel = page.get_by_test_id("channels")
+    expect(panel.locator(".channel")).to_have_count(3)
+    composite = Multichannel.of(planes).composite()
+    assert near(screen_pixel(page, 70, 40)[:3], [int(v) for v in composite[40, 70]], 3)
+
+    # GFP and RFP hidden with the mouse; DAPI stretched over 250..650 typed with the keys.
+    page.get_by_label("show GFP").click()
+    page.get_by_label("show RFP").click()
+    for end, value in (("shown black at", "250"), ("shown full at", "650")):
+        box = page.get_by_label(f"DAPI {end}")
+        box.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(value)
+    expect(panel).to_have_attribute("data-saved", "true", timeout=10_000)
+    dapi = page.evaluate(
+        "() => document.querySelector('[data-channel=DAPI] input[type=color]').value"
+    )
+    colour = tuple(int(dapi[i : i + 2], 16) for i in (1, 3, 5))
+    want = _drawn(planes, [(0, colour, 250, 650)])
+
+    def shows(x: int, y: int) -> bool:
+        return near(screen_pixel(page, x, y)[:3], want[y, x].tolist(), 3)
+
+    # The tiles of the new display replace the old ones as they arrive.
+    _eventually(page, lambda: shows(20, 40) and shows(80, 40))
+    assert want[40, 20].max() > want[40, 80].max()  # DAPI marks the left half
+
+    # Kept: the same display after a reload; a wrong range says why and changes nothing.
+    page.reload()
+    expect(page.locator("#workspace")).to_have_attribute("data-ready", "true", timeout=30_000)
+    expect(page.get_by_label("show GFP")).not_to_be_checked()
+    expect(page.get_by_label("DAPI shown full at")).to_have_value("650")
+    _eventually(page, lambda: shows(20, 40) and shows(80, 40))
+    box = page.get_by_label("DAPI shown full at")
+    box.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("100")
+    expect(page.locator("#channels-help")).to_contain_text("must be above")
+    page.wait_for_timeout(800)
+    assert shows(20, 40)
+
+    # The default display again, for this user.
+    page.get_by_role("button", name="Default display").click()
+    expect(panel).to_have_attribute("data-saved", "true", timeout=10_000)
+    expect(page.get_by_label("show GFP")).to_be_checked()
+    _eventually(
+        page, lambda: near(screen_pixel(page, 70, 40)[:3], [int(v) for v in composite[40, 70]], 3)
+    )

@@ -30,7 +30,10 @@ export async function readDescriptor(path) {
 // arrived, redraw that image rectangle.
 export function createTiles({ width, height, tileSize, overlap }, tilePath, onTile) {
   const maxLevel = Math.ceil(Math.log2(Math.max(width, height)));
-  const cache = new Map(); // "level/column/row" -> ImageBitmap, oldest use first
+  let cache = new Map(); // "level/column/row" -> ImageBitmap, oldest use first
+  // The tiles of the path before (another display of the channels, a mask in other colours):
+  // each is drawn until its successor arrives, so a change redraws without a blank.
+  let stale = new Map();
   const loading = new Set();
   const failed = new Set();
   let pathOf = tilePath;
@@ -61,6 +64,11 @@ export function createTiles({ width, height, tileSize, overlap }, tilePath, onTi
   }
 
   function keep(key, bitmap) {
+    const old = stale.get(key);
+    if (old) {
+      stale.delete(key);
+      old.close();
+    }
     cache.set(key, bitmap);
     while (cache.size > CACHE_TILES) {
       const [oldest, old] = cache.entries().next().value;
@@ -174,17 +182,21 @@ export function createTiles({ width, height, tileSize, overlap }, tilePath, onTi
             draw(ctx, bitmap, level, column, row);
             continue;
           }
-          standIn(ctx, level, column, row);
+          const old = stale.get(key);
+          if (old) draw(ctx, old, level, column, row);
+          else standIn(ctx, level, column, row);
           if (!loading.has(key) && !failed.has(key)) fetchTile(level, column, row, key).catch(() => {});
         }
       }
     },
-    // Tiles from now on come from another path (a mask in other colours): forget the old ones.
+    // Tiles from now on come from another path (a mask in other colours, another display of
+    // the channels): the old ones stand in until theirs arrive.
     setPath(next) {
       pathOf = next;
       generation += 1;
-      for (const bitmap of cache.values()) bitmap.close();
-      cache.clear();
+      for (const bitmap of stale.values()) bitmap.close();
+      stale = cache;
+      cache = new Map();
       failed.clear();
     },
   };

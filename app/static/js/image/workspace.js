@@ -10,6 +10,7 @@
 //   ask.js          "Ask me": the engine's questions ringed on the picture, answered as strokes
 //   collection.js   "Apply to other images": the run shown segments a collection, masks as a ZIP
 //   tiles.js        a large picture (and its overlay) drawn from Deep Zoom tiles
+//   channels.js     measured channels: each one's visibility, colour and range, kept per user
 // and from the scatterplot workspace the page-independent run panel, palette, keys and ui.
 import { api, apiBinary } from '../workspace/api.js';
 import { bindKeys } from '../workspace/keyboard.js';
@@ -18,6 +19,7 @@ import { $, bind, report, status } from '../workspace/ui.js';
 import { createAnnotations } from './annotations.js';
 import { createImageAsker } from './ask.js';
 import { createCanvasView } from './canvas.js';
+import { createChannelPanel } from './channels.js';
 import { createCollectionPanel } from './collection.js';
 import { createLabels } from './labels.js';
 import { createLinkLayer, strokeLinks } from './links.js';
@@ -45,6 +47,10 @@ const slide = root.dataset.slide === 'true';
 const tilesAsked = new URLSearchParams(window.location.search).get('tiles');
 const tiled = slide || (tilesAsked === null ? width * height > TILED_ABOVE : tilesAsked === '1');
 canvas.dataset.tiled = String(tiled);
+// Measured channels are drawn by the server with the expert's display of them: from tiles at
+// every size (a small picture's tiles are few), the overlay as `tiled` says.
+const measured = root.dataset.measured === 'true';
+const channels = measured ? createChannelPanel({ datasetId, onDisplay: (query) => showChannels(query) }) : null;
 
 const view = createCanvasView(canvas, { width, height });
 const picture = view.addLayer({
@@ -253,6 +259,7 @@ function bindControls() {
   });
   asker?.bind();
   collection?.bind();
+  channels?.bind();
   const keys = {
     f: () => view.fit(),
     h: () => tools.setTool('pan'),
@@ -304,15 +311,22 @@ async function followFeaturization() {
   }
 }
 
+const picturePath = (query) => (level, column, row) => `/datasets/${datasetId}/image_files/${level}/${column}_${row}.png${query ? `?display=${query}` : ''}`;
+
 async function showPicture() {
-  if (!tiled) {
+  if (!tiled && !measured) {
     picture.image = await rawPicture(await apiBinary(`/datasets/${datasetId}/image`), width, height);
     return;
   }
-  const descriptor = await readDescriptor(`/datasets/${datasetId}/image.dzi`);
+  const [descriptor, query] = await Promise.all([readDescriptor(`/datasets/${datasetId}/image.dzi`), channels ? channels.load() : '']);
   const redraw = (r) => view.invalidate(r);
-  picture.tiles = createTiles(descriptor, (level, column, row) => `/datasets/${datasetId}/image_files/${level}/${column}_${row}.png`, redraw);
-  overlay.useTiles(descriptor, redraw);
+  picture.tiles = createTiles(descriptor, picturePath(query), redraw);
+  if (tiled) overlay.useTiles(descriptor, redraw);
+}
+
+function showChannels(query) {
+  picture.tiles.setPath(picturePath(query));
+  view.invalidate();
 }
 
 async function main() {
