@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Annotation, Dataset, Project, User, View
+from app.engine.image.featurize import chosen_channels
 from app.jobs.featurize.collection_images import release_unneeded_files, waiting_source
 from app.jobs.featurize.featurizer import queue_featurization
 from app.jobs.featurize.free_memory import release_free_memory
@@ -337,8 +338,10 @@ def refeaturize(
     items by index would point at the wrong ones, so they must be undone first."""
     if dataset.kind != "image":
         raise InvalidInput(f"dataset {dataset.id} is a table; only images are featurized")
+    image = dataset.meta["image"]
     try:
         engine_recipe = recipe.recipe()
+        chosen_channels(engine_recipe, () if image.get("photo") else image.get("channels") or ())
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
     if dataset_arrays.is_slide(dataset) and engine_recipe.superpixels == "never":

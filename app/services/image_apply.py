@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.db.models import Dataset
-from app.engine.image.featurize import Recipe
+from app.engine.image.featurize import Recipe, chosen_channels
 from app.services.errors import InvalidInput
 from app.store.dataset_arrays import is_slide
 
@@ -32,6 +32,13 @@ def check_applicable(source: Dataset, target: Dataset) -> None:
             "images decoded whole; fit a run on the slide itself"
         )
     recipe = Recipe.from_dict((source.featurization or {}).get("recipe") or {})
+    if recipe.channels:  # the model saw these channels only: the target needs them, not more
+        try:
+            chosen_channels(recipe, tuple(target.meta["image"].get("channels") or ()))
+        except ValueError as exc:
+            raise InvalidInput(f"dataset {target.id}: {exc} (the model's channels)") from None
+        _check_items(source, target, recipe)
+        return
     fitted_on, given = _channels(source.meta, recipe), _channels(target.meta, recipe)
     if fitted_on.measured != given.measured or len(fitted_on.names) != len(given.names):
         raise InvalidInput(
@@ -43,6 +50,10 @@ def check_applicable(source: Dataset, target: Dataset) -> None:
             f"the model was fitted on channels {list(fitted_on.names)}; dataset {target.id} "
             f"has {list(given.names)}: the channels must be the same, in the same order"
         )
+    _check_items(source, target, recipe)
+
+
+def _check_items(source: Dataset, target: Dataset, recipe: Recipe) -> None:
     # Superpixels get each map's spread besides its mean: twice the raw features of pixels.
     image, fitted_image = target.meta["image"], source.meta["image"]
     was = recipe.uses_superpixels(fitted_image["height"], fitted_image["width"])

@@ -15,8 +15,9 @@ from sqlalchemy.orm import Session
 from app.db.models import DisplaySetting, Role, StoredArray
 from app.engine.image.channels import Multichannel
 from app.engine.image.deep_zoom import DeepZoom
+from app.engine.image.featurize import Recipe, featurize
 from benchmarks.ome import ome_tiff
-from tests.api.test_image_featurization import upload_image
+from tests.api.test_image_featurization import upload_image, wait_ready
 from tests.api.test_slides import NAMES, slide_client, slide_file, slide_planes  # noqa: F401
 from tests.api.test_tiff_uploads import cells, upload_tiff
 from tests.conftest import admin_project, row_counts
@@ -195,3 +196,46 @@ def test_a_slide_is_drawn_from_its_channels_and_its_stored_pixels(
         session.commit()
     got = _tile(client, headers, f"{base}/image_files/{top - 1}/0_1.png?display={gfp}")
     np.testing.assert_allclose(got, want, atol=1)
+
+
+def test_the_features_can_use_only_the_channels_the_expert_picks(
+    client: TestClient, project_id: int, admin_headers: dict[str, str], session: Session
+) -> None:
+    planes, truth = cells()
+    created = upload_tiff(client, project_id, admin_headers, ome_tiff(planes, NAMES), truth)
+    dataset_id = created["id"]
+    wait_ready(client, admin_headers, dataset_id)
+    url = f"/api/v1/datasets/{dataset_id}/featurize"
+
+    # A channel the image lacks, or a choice out of order: refused, nothing queued.
+    for channels, reason in ((["GFP", "YFP"], "no channel 'YFP'"), (["GFP", "DAPI"], "order")):
+        response = client.post(url, json={"channels": channels}, headers=admin_headers)
+        assert response.status_code == 422 and reason in response.text, response.text
+    assert (
+        client.get(f"/api/v1/datasets/{dataset_id}", headers=admin_headers).json()["status"]
+        == "ready"
+    )
+
+    response = client.post(url, json={"channels": ["DAPI", "GFP"]}, headers=admin_headers)
+    assert response.status_code == 202, response.text
+    dataset = wait_ready(client, admin_headers, dataset_id)
+    assert dataset["status"] == "ready" and dataset["featurization"]["recipe"]["channels"] == [
+        "DAPI",
+        "GFP",
+    ]
+    features = client.get(f"/api/v1/datasets/{dataset_id}/features", headers=admin_headers)
+    got = np.load(io.BytesIO(features.content))
+    alone = featurize(Multichannel(planes[:2], ("DAPI", "GFP")), Recipe())
+    np.testing.assert_allclose(np.abs(got), np.abs(alone.features), atol=1e-4)
+
+
+def test_a_photo_s_channels_are_chosen_by_colour_not_by_name(
+    client: TestClient, project_id: int, admin_headers: dict[str, str]
+) -> None:
+    picture = np.random.default_rng(0).integers(0, 256, size=(40, 50, 3), dtype=np.uint8)
+    photo = upload_image(client, project_id, admin_headers, picture).json()["id"]
+    wait_ready(client, admin_headers, photo)
+    response = client.post(
+        f"/api/v1/datasets/{photo}/featurize", json={"channels": ["red"]}, headers=admin_headers
+    )
+    assert response.status_code == 422 and "chosen by colour" in response.text, response.text

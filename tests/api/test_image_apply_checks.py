@@ -58,3 +58,23 @@ def test_pixels_against_superpixels_are_refused() -> None:
     message = refusal(image(), image(600, 600))
     assert "items are pixels" in message and "would get superpixels" in message
     check_applicable(image(superpixels="always"), image(600, 600, superpixels="always"))
+
+
+def test_a_model_of_chosen_channels_needs_those_channels_only() -> None:
+    source = Dataset(
+        id=3,
+        kind="image",
+        meta={
+            "image": {
+                "width": 100,
+                "height": 80,
+                "mode": "3 x uint16",
+                "channels": ["DAPI", "GFP", "RFP"],
+            }
+        },
+        featurization={"recipe": Recipe(channels=("GFP",)).to_dict()},
+    )
+    # Any image with a GFP channel will do, whatever else it has.
+    check_applicable(source, image(channels=["GFP", "Cy5"]))
+    assert "no channel 'GFP'" in refusal(source, image(channels=["DAPI", "RFP"]))
+    assert "chosen by colour" in refusal(source, image())

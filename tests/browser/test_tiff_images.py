@@ -236,6 +236,13 @@ def test_channels_are_shown_in_the_colour_and_range_the_expert_sets_and_kept(
     page.wait_for_timeout(800)
     assert shows(20, 40)
 
+    # Auto: DAPI over its 0.5th..99.5th percentile.
+    page.locator("[data-channel=DAPI]").get_by_role("button", name="Auto").click()
+    low, high = Multichannel.of(planes).ranges()[0]
+    assert float(page.get_by_label("DAPI shown full at").input_value()) == pytest.approx(high)
+    assert float(page.get_by_label("DAPI shown black at").input_value()) == pytest.approx(low)
+    expect(page.locator("#channels-help")).to_have_text("")
+
     # The default display again, for this user.
     page.get_by_role("button", name="Default display").click()
     expect(panel).to_have_attribute("data-saved", "true", timeout=10_000)
@@ -243,3 +250,13 @@ def test_channels_are_shown_in_the_colour_and_range_the_expert_sets_and_kept(
     _eventually(
         page, lambda: near(screen_pixel(page, 70, 40)[:3], [int(v) for v in composite[40, 70]], 3)
     )
+
+    # The features from DAPI and GFP only: featurized again, the workspace follows it.
+    expect(page.get_by_role("button", name="Featurize again with these")).to_be_disabled()
+    page.get_by_label("features from RFP").click()
+    page.get_by_role("button", name="Featurize again with these").click()
+    expect(page.get_by_test_id("status")).to_contain_text("featurized", timeout=60_000)
+    expect(page.locator("#workspace")).to_have_attribute("data-status", "ready")
+    recipe = page.evaluate("() => window.imageWorkspace.state.dataset.featurization.recipe")
+    assert recipe["channels"] == ["DAPI", "GFP"]
+    expect(page.get_by_role("button", name="Featurize again with these")).to_be_disabled()

@@ -37,7 +37,7 @@ not with the number of raw maps.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -120,6 +120,9 @@ class Recipe:
       n maps is divided by (n / n_smallest) ** (p / 2). 0: plain standardisation, where the 45
       edge and texture maps of a colour image outvote its 15 intensities; 1: every family
       carries the same total variance.
+    * ``channels``: the measured channels featurized, by name and in the image's order (empty:
+      every channel). A channel that only adds noise (autofluorescence, an unused stain) can
+      be left out; a photo's channels are chosen by ``colour``.
     """
 
     colour: str = "lab"
@@ -133,6 +136,7 @@ class Recipe:
     compactness: float = 10.0
     superpixel_std: bool = True
     family_balance: float = 1.0
+    channels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_choice("Recipe.colour", self.colour, list(COLOUR_SPACES))
@@ -161,12 +165,14 @@ class Recipe:
             raise ValueError(
                 f"Recipe.superpixel_std must be true or false, got {self.superpixel_std!r}"
             )
+        object.__setattr__(self, "channels", _check_channels(self.channels))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: tuples become lists."""
         out = asdict(self)
         out["filters"] = list(self.filters)
         out["sigmas"] = list(self.sigmas)
+        out["channels"] = list(self.channels)
         return out
 
     @classmethod
@@ -179,7 +185,7 @@ class Recipe:
         if unknown:
             raise ValueError(f"unknown recipe fields {unknown}; known fields: {sorted(known)}")
         values = dict(data)
-        for name in ("filters", "sigmas"):
+        for name in ("filters", "sigmas", "channels"):
             if name in values and isinstance(values[name], list):
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -198,6 +204,39 @@ def _check_filters(value: object) -> tuple[str, ...]:
     if len(set(value)) != len(value):
         raise ValueError(f"Recipe.filters repeats a filter: {list(value)}")
     return tuple(f for f in FILTERS if f in value)
+
+
+def _check_channels(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        raise ValueError(f"Recipe.channels must be a list of channel names, got {value!r}")
+    if not all(isinstance(name, str) and name.strip() for name in value):
+        raise ValueError(f"Recipe.channels must name channels, got {list(value)!r}")
+    if len(set(value)) != len(value):
+        raise ValueError(f"Recipe.channels repeats a channel: {list(value)}")
+    return tuple(value)
+
+
+def chosen_channels(recipe: Recipe, names: Sequence[str]) -> list[int]:
+    """Where the recipe's channels are among an image's ``names`` (every one when it names
+    none); ValueError naming what the image lacks, or a choice made for a photo."""
+    if not recipe.channels:
+        return list(range(len(names)))
+    if not names:
+        raise ValueError(
+            "Recipe.channels names measured channels; a photo's channels are chosen by colour"
+        )
+    missing = [name for name in recipe.channels if name not in names]
+    if missing:
+        raise ValueError(
+            f"Recipe.channels: the image has no channel {', '.join(map(repr, missing))}; its "
+            f"channels are {', '.join(map(repr, names))}"
+        )
+    order = [k for k, name in enumerate(names) if name in recipe.channels]
+    if [names[k] for k in order] != list(recipe.channels):
+        raise ValueError(
+            f"Recipe.channels must keep the image's order: {[names[k] for k in order]}"
+        )
+    return order
 
 
 def _check_sigmas(value: object, needed: bool) -> tuple[float, ...]:
@@ -316,9 +355,13 @@ def _picture(image: ArrayLike | Multichannel, recipe: Recipe) -> _Picture:
     """The image's channels (a photo's in the recipe's colour space, a ``Multichannel`` image's
     as measured) and the names of the raw features the recipe gives for them."""
     if isinstance(image, Multichannel):
+        kept = chosen_channels(recipe, image.names)
+        if len(kept) < len(image.names):
+            image = Multichannel(image.planes[kept], tuple(image.names[k] for k in kept))
         colour = channels = image.scaled()
         channel_names = image.names
     else:
+        chosen_channels(recipe, ())
         colour = image_channels(image)
         channels = in_colour_space(colour, recipe.colour)
         channel_names = ()

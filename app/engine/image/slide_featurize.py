@@ -50,6 +50,7 @@ from app.engine.image.featurize import (
     Recipe,
     _block_side,
     _pca_sample,
+    chosen_channels,
 )
 from app.engine.image.float32_safe import within_float32
 from app.engine.image.seam_stitch import BlockPieces, SeamStitcher
@@ -101,6 +102,24 @@ class StoredPicture:
             np.subtract(plane, low, out=out[k], casting="unsafe")
             out[k] /= np.float32(high - low)
         return out
+
+    def chosen(self, kept: list[int]) -> StoredPicture:
+        """The same slide with only the channels ``kept`` (indices, in order)."""
+        if len(kept) == len(self.channel_names):
+            return self
+        read = self.read
+
+        def channels(rows: slice, cols: slice) -> NDArray[np.generic]:
+            return read(rows, cols)[:, :, kept]
+
+        return StoredPicture(
+            shape=self.shape,
+            read=channels,
+            photo=self.photo,
+            channel_names=tuple(self.channel_names[k] for k in kept),
+            extremes=self.extremes[kept],
+            ranges=None if self.ranges is None else self.ranges[kept],
+        )
 
     def colour_range(self) -> tuple[float, float]:
         """The least and greatest value of ``colour`` over the slide (clipped to 0..1 for
@@ -188,6 +207,9 @@ def featurize_slide(
             "a slide's items are superpixels: superpixels='never' would make one item per "
             "pixel; use 'auto' or 'always'"
         )
+    picture = picture.chosen(
+        chosen_channels(recipe, () if picture.photo else picture.channel_names)
+    )
     names = _raw_names(picture, recipe)
     blocks = _slide_blocks(picture, recipe, block_size)
     slic_input = _slic_input(picture, recipe)

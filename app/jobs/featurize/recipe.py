@@ -31,7 +31,7 @@ class RecipeParams(BaseModel):
         description="Gaussian scales of the filters, pixels",
     )
 
-    @field_validator("filters", "sigmas")
+    @field_validator("filters", "sigmas", "channels")
     @classmethod
     def _no_repeats(cls, value: list[Any]) -> list[Any]:
         # The schema says uniqueItems; a repeat is refused here, with the field named.
@@ -74,6 +74,14 @@ class RecipeParams(BaseModel):
         description="Before the PCA, each standardised map of a family (intensity; edges and "
         "texture; window) with n maps is divided by (n / n_smallest) ** (p / 2): 0 plain "
         "standardisation, 1 every family weighs the same",
+    )
+
+    channels: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        [],
+        max_length=16,
+        json_schema_extra={"uniqueItems": True},
+        description="Measured channels featurized, by name in the image's order; empty: every "
+        "channel (a photo's channels are chosen by `colour`)",
     )
 
     def recipe(self) -> Recipe:

@@ -177,3 +177,48 @@ def test_a_spilled_row_replaced_is_read_back_in_its_place(monkeypatch: pytest.Mo
         assert np.array_equal(np.concatenate(list(spill.blocks())), expected)  # twice alike
     finally:
         spill.close()
+
+
+def test_the_channels_a_recipe_names_are_the_only_ones_featurized() -> None:
+    """A slide and a picture featurized with ``channels`` equal the same image holding only
+    those channels, featurized whole."""
+    pixels = _measured(1)
+    picture, image = _stored(pixels, False)
+    chosen = Recipe(superpixels="always", sigmas=(1.0, 2.0), channels=("channel 1", "channel 3"))
+    alone = Multichannel(np.moveaxis(pixels[:, :, [0, 2]], 2, 0), ("channel 1", "channel 3"))
+    expected = featurize(alone, Recipe(superpixels="always", sigmas=(1.0, 2.0)), block_size=64)
+    assert expected.raw_feature_names == featurize(image, chosen, block_size=64).raw_feature_names  # type: ignore[arg-type]
+    got = featurize_slide(picture, chosen, lambda *_: None, block_size=64)
+    assert got.raw_feature_names == expected.raw_feature_names
+    assert not any("channel 2" in name for name in got.raw_feature_names)
+    scale = np.abs(expected.features).max()
+    assert np.abs(got.features - expected.features).max() <= 1e-5 * scale
+
+
+@pytest.mark.parametrize(
+    ("channels", "reason"),
+    [
+        (("GFP",), "no channel 'GFP'"),
+        (("channel 3", "channel 1"), "keep the image's order"),
+    ],
+)
+def test_a_recipe_naming_channels_the_image_lacks_is_refused(
+    channels: tuple[str, ...], reason: str
+) -> None:
+    picture, image = _stored(_measured(2)[:80, :80], False)
+    recipe = Recipe(superpixels="always", channels=channels)
+    with pytest.raises(ValueError, match=reason):
+        featurize(image, recipe)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=reason):
+        featurize_slide(picture, recipe, lambda *_: None)
+    with pytest.raises(ValueError, match="chosen by colour"):
+        featurize(data.camera()[:64, :64], Recipe(channels=("channel 1",)))
+
+
+@pytest.mark.parametrize(
+    "channels", [("a", "a"), ("",), "GFP", (3,)], ids=["repeat", "blank", "string", "number"]
+)
+def test_a_recipe_s_channels_are_names(channels: object) -> None:
+    with pytest.raises(ValueError, match=r"Recipe\.channels"):
+        Recipe(channels=channels)  # type: ignore[arg-type]
+    assert Recipe.from_dict(Recipe(channels=("DAPI", "GFP")).to_dict()).channels == ("DAPI", "GFP")

@@ -11,7 +11,9 @@ const REDRAW_MS = 150; // typing a value redraws once the keys rest this long
 const SAVE_MS = 600;
 
 // `onDisplay(query)`: draw the picture's tiles with this display query ('' = the default).
-export function createChannelPanel({ datasetId, onDisplay }) {
+// `onFeaturize(dataset)`: an editor asked for features from other channels; the dataset is
+// featurizing again.
+export function createChannelPanel({ datasetId, onDisplay, onFeaturize = () => {} }) {
   const box = $('#channels');
   let display = null; // the GET /display answer: channels, defaults, ranges
   let redrawTimer = null;
@@ -106,7 +108,50 @@ export function createChannelPanel({ datasetId, onDisplay }) {
     }
   }
 
+  // Which channels the features use (the recipe's `channels`, empty: all), and the button that
+  // featurizes again with the ticked ones (editors only: the list is not on a viewer's page).
+  let recipe = null;
+  function showFeatures(dataset) {
+    const list = $('#feature-channels');
+    if (!list || !dataset.featurization || !display) return;
+    const next = dataset.featurization.recipe || {};
+    if (recipe && JSON.stringify(next) === JSON.stringify(recipe)) return; // the expert's ticks stay
+    recipe = next;
+    const used = recipe.channels && recipe.channels.length ? recipe.channels : display.channels.map((c) => c.name);
+    if (list.childElementCount !== display.channels.length) {
+      list.replaceChildren(...display.channels.map((c) => {
+        const label = document.createElement('label');
+        label.className = 'inline-check';
+        const box = document.createElement('input');
+        box.type = 'checkbox';
+        box.value = c.name;
+        box.setAttribute('aria-label', `features from ${c.name}`);
+        box.addEventListener('change', ticked);
+        label.append(box, document.createTextNode(` ${c.name}`));
+        return label;
+      }));
+    }
+    for (const box of list.querySelectorAll('input')) box.checked = used.includes(box.value);
+    ticked();
+  }
+  const chosen = () => [...$('#feature-channels').querySelectorAll('input')].filter((b) => b.checked).map((b) => b.value);
+  function ticked() {
+    const names = chosen();
+    const used = recipe.channels && recipe.channels.length ? recipe.channels : display.channels.map((c) => c.name);
+    $('#refeaturize').disabled = !names.length || names.join('\n') === used.join('\n');
+    $('#channels-help').textContent = names.length ? '' : 'The features need at least one channel.';
+  }
+  async function featurizeAgain() {
+    const names = chosen();
+    const all = names.length === display.channels.length;
+    $('#refeaturize').disabled = true;
+    const dataset = await api(`/datasets/${datasetId}/featurize`, { method: 'POST', body: { ...recipe, channels: all ? [] : names } });
+    recipe = dataset.featurization.recipe;
+    onFeaturize(dataset);
+  }
+
   return {
+    showFeatures,
     // The saved display (or the default): the query the picture's first tiles are drawn with.
     async load() {
       display = await api(`/datasets/${datasetId}/display`);
@@ -115,6 +160,8 @@ export function createChannelPanel({ datasetId, onDisplay }) {
       return box.dataset.display;
     },
     bind() {
+      const again = $('#refeaturize');
+      if (again) again.addEventListener('click', () => featurizeAgain().catch((error) => { report(error); ticked(); }));
       $('#channels-reset').addEventListener('click', () => {
         display.channels = display.defaults.map((c) => ({ ...c }));
         render();

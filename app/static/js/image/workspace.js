@@ -50,7 +50,14 @@ canvas.dataset.tiled = String(tiled);
 // Measured channels are drawn by the server with the expert's display of them: from tiles at
 // every size (a small picture's tiles are few), the overlay as `tiled` says.
 const measured = root.dataset.measured === 'true';
-const channels = measured ? createChannelPanel({ datasetId, onDisplay: (query) => showChannels(query) }) : null;
+const channels = measured ? createChannelPanel({
+  datasetId,
+  onDisplay: (query) => showChannels(query),
+  onFeaturize: (dataset) => {
+    showDataset(dataset);
+    followFeaturization().catch(report);
+  },
+}) : null;
 
 const view = createCanvasView(canvas, { width, height });
 const picture = view.addLayer({
@@ -294,11 +301,23 @@ function showDataset(dataset) {
   state.dataset = dataset;
   root.dataset.status = dataset.status;
   if (canEdit) $('#run').disabled = !ready();
+  channels?.showFeatures(dataset);
 }
 
 // An image that is still being featurized can be painted (the API takes scribbles meanwhile);
 // runs need the features, so the status line follows the featurization until it ends.
+let following = false;
 async function followFeaturization() {
+  if (following) return;
+  following = true;
+  try {
+    await followUntilDone();
+  } finally {
+    following = false;
+  }
+}
+
+async function followUntilDone() {
   while (state.dataset.status === 'featurizing') {
     const f = state.dataset.featurization || {};
     status(`Featurizing the image (${Math.round(100 * (f.progress || 0))}%): paint now; runs can start once it is ready.`);
