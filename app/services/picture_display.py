@@ -108,6 +108,30 @@ def reset(session: Session, dataset: Dataset, user: User) -> None:
     )
 
 
+def described(session: Session, dataset: Dataset, user: User) -> dict[str, Any]:
+    """The user's display (the default until they save one), the default, each channel's
+    extremes and automatic range, and the tile query of the user's display."""
+    image = require_measured(dataset)
+    names = [str(name) for name in image["channels"]]
+    ranges, extremes = channel_ranges(session, dataset)
+    mine = saved(session, dataset, user)
+    defaults = default_display(ranges)
+    return {
+        "saved": mine is not None,
+        "channels": _named(names, mine or defaults),
+        "defaults": _named(names, defaults),
+        "ranges": [
+            {"name": name, "minimum": lo, "maximum": hi, "low": d.low, "high": d.high}
+            for name, (lo, hi), d in zip(names, extremes.tolist(), defaults, strict=True)
+        ],
+        "tile_query": tile_query(mine or defaults),
+    }
+
+
+def _named(names: list[str], display: Sequence[ChannelDisplay]) -> list[dict[str, Any]]:
+    return [{"name": name, **row} for name, row in zip(names, as_json(display), strict=True)]
+
+
 def as_json(display: Sequence[ChannelDisplay]) -> list[dict[str, Any]]:
     return [
         {

@@ -6,9 +6,8 @@ from fastapi import APIRouter, status
 
 from app.api.deps import SessionDep, ViewerAccess
 from app.api.schemas.common import ERROR_RESPONSES, Id
-from app.api.schemas.display import ChannelDisplayRead, ChannelRange, DisplayRead, DisplayUpdate
+from app.api.schemas.display import DisplayRead, DisplayUpdate
 from app.db.models import Dataset, User
-from app.engine.image.display import ChannelDisplay, default_display
 from app.services import picture_display
 from app.services.image_rows import check_image_taken
 
@@ -52,27 +51,4 @@ def reset_display(dataset_id: Id, session: SessionDep, access: ViewerAccess) -> 
 
 
 def _read(session: SessionDep, dataset: Dataset, user: User) -> DisplayRead:
-    image = picture_display.require_measured(dataset)
-    names = [str(name) for name in image["channels"]]
-    saved = picture_display.saved(session, dataset, user)
-    ranges, extremes = picture_display.channel_ranges(session, dataset)
-    defaults = default_display(ranges)
-    current = saved or defaults
-    return DisplayRead(
-        dataset_id=dataset.id,
-        saved=saved is not None,
-        channels=_named(names, current),
-        defaults=_named(names, defaults),
-        ranges=[
-            ChannelRange(name=name, minimum=lo, maximum=hi, low=d.low, high=d.high)
-            for name, (lo, hi), d in zip(names, extremes.tolist(), defaults, strict=True)
-        ],
-        tile_query=picture_display.tile_query(current),
-    )
-
-
-def _named(names: list[str], display: tuple[ChannelDisplay, ...]) -> list[ChannelDisplayRead]:
-    return [
-        ChannelDisplayRead(name=name, **row)
-        for name, row in zip(names, picture_display.as_json(display), strict=True)
-    ]
+    return DisplayRead(dataset_id=dataset.id, **picture_display.described(session, dataset, user))
