@@ -21,12 +21,12 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset, Run, RunResult
 from app.engine.image.deep_zoom import DeepZoom, coloured, levels
 from app.engine.image.display import ChannelDisplay, default_display, render
-from app.engine.image.image_file import ImageFileError, decode
 from app.engine.image.masks import decode_index_png
 from app.services import channel_tiles, picture_display, slide_masks
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.image_rows import check_image_taken
-from app.store import chunks, pyramids
+from app.services.stored_image import decoded
+from app.store import pyramids
 from app.store.dataset_arrays import DISPLAY_IMAGE, IMAGE, is_slide
 from app.store.sources.allowed import SourceRefused
 from app.store.sources.images import SourceImage
@@ -64,15 +64,7 @@ def picture_zoom(dataset: Dataset) -> DeepZoom:
 
 def _shown_pixels(session: Session, dataset: Dataset) -> NDArray[np.uint8]:
     """What a browser shows of the image (`GET /datasets/{id}/image`), decoded."""
-    data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=DISPLAY_IMAGE)
-    if data is None:
-        data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=IMAGE)
-    if data is None:
-        raise NotFound(f"dataset {dataset.id}'s image is missing from the array store")
-    try:
-        pixels = decode(data)
-    except ImageFileError as exc:  # stored at upload after a full decode: not expected
-        raise InvalidInput(f"dataset {dataset.id}'s image cannot be read: {exc}") from None
+    pixels = decoded(session, dataset, DISPLAY_IMAGE, IMAGE)
     if not isinstance(pixels, np.ndarray):  # measured channels have a display PNG
         pixels = pixels.composite()
     return pixels

@@ -17,9 +17,8 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset, DisplaySetting, User
 from app.engine.image.channels import Multichannel
 from app.engine.image.display import ChannelDisplay, default_display
-from app.engine.image.image_file import ImageFileError, decode
-from app.services.errors import InvalidInput, NotFound
-from app.store import chunks
+from app.services.errors import InvalidInput
+from app.services.stored_image import decoded
 from app.store.dataset_arrays import IMAGE
 
 OFF = "off"  # a channel hidden, in a tile query
@@ -65,13 +64,7 @@ def channel_ranges(
 
 def picture_planes(session: Session, dataset: Dataset) -> Multichannel:
     """A picture's measured channels, decoded from its stored file (never a slide's)."""
-    data = chunks.read_blob(session=session, dataset_id=dataset.id, kind=IMAGE)
-    if data is None:
-        raise NotFound(f"dataset {dataset.id}'s image is missing from the array store")
-    try:
-        pixels = decode(data)
-    except ImageFileError as exc:  # stored at upload after a full decode: not expected
-        raise InvalidInput(f"dataset {dataset.id}'s image cannot be read: {exc}") from None
+    pixels = decoded(session, dataset, IMAGE)
     if not isinstance(pixels, Multichannel):
         raise InvalidInput(f"dataset {dataset.id} is a photo: it has no measured channels")
     return pixels
