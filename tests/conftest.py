@@ -36,6 +36,8 @@ os.environ["WARM_KERNELS_ON_START"] = "false"
 # Apps made from Settings() without an array store write it under a throwaway directory, never
 # the checkout's var/arrays (the `settings` fixture gives each test its own).
 os.environ.setdefault("ARRAY_STORE", tempfile.mkdtemp(prefix="workbench-test-arrays-"))
+# ... and keep the blocks runs read from sources there too, not in the machine's shared /tmp.
+os.environ.setdefault("SOURCE_CACHE_DIR", tempfile.mkdtemp(prefix="workbench-test-blocks-"))
 
 # Property tests are reproducible: examples come from a fixed seed per test, and no example
 # database (.hypothesis/) makes a run depend on an earlier one. Failures print a reproduce

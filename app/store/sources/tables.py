@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from app.store.sources import block_cache
 from app.store.sources.csv_source import csv_strings, inspect_csv, read_csv
 from app.store.sources.filesystems import filesystem, normal_path, path_of, reading, version
 from app.store.sources.formats import FORMATS, READ, detect
@@ -133,7 +134,9 @@ class SourceTable:
     def dask_array(self, rows_per_task: int) -> Any:
         """A lazy ``dask.array`` of shape (n_rows, d): each task reads its own rows (about
         ``rows_per_task``) from the source by calling `_read_rows` with the protocol, options,
-        format, the files it overlaps, the columns and its row range: nothing open is sent."""
+        format, the files it overlaps, the columns and its row range: nothing open is sent. A
+        fit reads it once per pass: the rows a task read are kept on its machine's disk for the
+        next pass (``block_cache.py``)."""
         import dask
         import dask.array as da
 
@@ -142,7 +145,7 @@ class SourceTable:
         d = len(self.columns)
         if self.n_rows == 0:
             return da.zeros((0, d), dtype=self.dtype)
-        read = dask.delayed(_read_rows, pure=True)
+        read = dask.delayed(_read_block, pure=True)
         parts = []
         for lo in range(0, self.n_rows, rows_per_task):
             hi = min(lo + rows_per_task, self.n_rows)
@@ -266,6 +269,25 @@ def _table(protocol: str, options: dict[str, Any], format: str, layout: Layout) 
 
 
 # -- reading (module level: what a Dask task calls) -------------------------------------------
+
+
+def _read_block(
+    protocol: str,
+    options: dict[str, Any],
+    format: str,
+    files: Sequence[SourceFile],
+    columns: Sequence[str],
+    dtype: str,
+    start: int,
+    stop: int,
+    first: int,
+) -> np.ndarray:
+    """`_read_rows`, kept for the next pass of the same fit (or the next run)."""
+    name = block_cache.block_name(format, files, columns, dtype, start, stop, first)
+    return block_cache.cached(
+        name,
+        lambda: _read_rows(protocol, options, format, files, columns, dtype, start, stop, first),
+    )
 
 
 def _read_rows(
