@@ -10,6 +10,10 @@ what the store grew by then; then a CEC run on each (POST to succeeded) with its
 the blobs' classes, and whether both runs gave the same labels. Targets: the import answers
 in under 1 s, its server RSS grows by under 100 MiB and the store by under 1% of the source;
 the run on the source takes within 1.2x the run on the uploaded copy, with the same labels.
+Both runs are timed after one unmeasured run on the uploaded copy (the data-parallel kernels
+compile on a fit's first use: no one table's cost), the source's with the server's block cache
+empty (its own directory): the source read over the network on the first pass. A second run
+on the source shows what the next run (Live, a re-run) costs once its blocks are kept.
 
 With ``--format csv`` the source is a prefix of CSV objects and the upload one CSV file: a CSV
 has no metadata saying where its rows are, so the import reads it once to count them (no value
@@ -32,6 +36,7 @@ import io
 import json
 import logging
 import multiprocessing
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
@@ -140,7 +145,8 @@ def main() -> None:
         f"{args.files} {kind} objects, {source_bytes / 2**20:.0f} MiB, on a local S3 server"
     )
     try:
-        with live_server(IMPORT_SOURCES=sources) as server:
+        blocks = tempfile.mkdtemp(prefix="bench-import-blocks-")
+        with live_server(IMPORT_SOURCES=sources, SOURCE_CACHE_DIR=blocks) as server:
             client = httpx.Client(base_url=server.base, headers=server.headers, timeout=3600)
             project = client.post("/projects", json={"name": "import"}).json()["id"]
             # Once, unmeasured: the engine's kernels compile on the first run, which is no
@@ -154,6 +160,8 @@ def main() -> None:
             small.raise_for_status()
             _run(client, int(small.json()["id"]))
             rows: list[tuple[str, float, int, int, float, int, float, float, np.ndarray]] = []
+            measured: list[tuple[str, float, int, int, float, int]] = []
+            dataset_ids: list[int] = []
             for name, send in (
                 (f"uploaded (one {kind} file)", lambda: client.post(
                     f"/projects/{project}/datasets",
@@ -171,9 +179,16 @@ def main() -> None:
                 dataset_id = int(response.json()["id"])
                 ready_s = _ready(client, dataset_id)
                 grown_ready = _store_bytes(server) - store_before
+                dataset_ids.append(dataset_id)
+                measured.append((name, seconds, grown, rss, ready_s, grown_ready))
+            _run(client, dataset_ids[0])  # unmeasured: the data-parallel kernels compile
+            for (name, seconds, grown, rss, ready_s, grown_ready), dataset_id in zip(
+                measured, dataset_ids, strict=True
+            ):
                 run_s, labels = _run(client, dataset_id)
                 ari = adjusted_rand_score(y, labels)
                 rows.append((name, seconds, grown, rss, ready_s, grown_ready, run_s, ari, labels))
+            again_s, again_labels = _run(client, dataset_ids[1])
             if args.sync:
                 grown_by = _sync_one_more(client, s3, dataset_id, encode, X, args)
             if args.register_rows and args.format == "parquet":
@@ -202,6 +217,11 @@ def main() -> None:
     print(
         f"run on the source / run on the uploaded copy: {import_run / upload_run:.2f}x "
         f"(target 1.2x); same labels: {bool(np.array_equal(upload_labels, import_labels))}"
+    )
+    print(
+        f"a second run on the source (its blocks kept on the server's disk): {again_s:.1f} s, "
+        f"{again_s / upload_run:.2f}x the run on the uploaded copy; same labels: "
+        f"{bool(np.array_equal(again_labels, import_labels))}"
     )
     if args.sync:
         sync_s, rows_read, n_items = grown_by
