@@ -538,7 +538,11 @@ class TableSink:
     def _statistics(self, variance: NDArray[np.float64]) -> list[dict[str, Any]]:
         moments = self._moments
         assert moments.mean is not None and moments.low is not None and moments.high is not None
-        sample = self._sample.array(len(self._names))
+        # Each column sorted once: every quantile below is then a lookup. np.quantile partitions
+        # for each of its levels, and the 3 + 255 levels of an upload's 2^17-row sample took 0.27 s
+        # of a 1M x 20 Parquet upload's 1.1 s; on sorted columns, 0.11 s, the same values. Every
+        # quantile is of one column, so columns are sorted independently.
+        sample = np.sort(self._sample.array(len(self._names)), axis=0)
         quarters = np.array([0.25, 0.5, 0.75])
         earlier = self._earlier
         if earlier is None:
