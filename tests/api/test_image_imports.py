@@ -117,6 +117,17 @@ def test_an_ome_zarr_image_is_featurized_in_place_as_the_whole_picture(
     x0, y0, x1, y1 = zoom.tile_box(zoom.max_level, 0, 0)
     ranges = np.asarray(image["ranges"])
     assert np.array_equal(full, composite(planes[:, y0:y1, x0:x1], ranges))
+    # Drawn with a display of its channels: GFP alone, in white, over 4,000..34,000.
+    display = client.get(f"/api/v1/datasets/{created['id']}/display", headers=headers).json()
+    assert [c["name"] for c in display["channels"]] == NAMES and display["saved"] is False
+    gfp = "off,ffffff:4000:34000,off,off"
+    shown = _tile(
+        client,
+        headers,
+        f"/api/v1/datasets/{created['id']}/image_files/{zoom.max_level}/0_0.png?display={gfp}",
+    )
+    level = np.clip((planes[1, y0:y1, x0:x1].astype(float) - 4000) / 30000, 0, 1)
+    np.testing.assert_allclose(shown, np.round(np.repeat(level[:, :, None], 3, 2) * 255), atol=1)
     # A source of one level: a tile of the whole picture is sampled from it (every 4th pixel
     # of 8 per tile pixel here), then scaled down; never the whole level read at once.
     small = zoom.max_level - 3
