@@ -5,7 +5,7 @@
 // through the asker): always as ordinary annotations, so undo works. After every answer the
 // next questions are fetched, so they take the answer into account.
 import { api } from './api.js';
-import { $, bind, report, status } from './ui.js';
+import { $, bind, report, reveal, status } from './ui.js';
 
 const BATCH = 10; // questions fetched at a time; refetched after every answer anyway
 
@@ -21,12 +21,24 @@ export function createAsker({ datasetId, highlight, answerPair, answerItem = nul
       $('#ask-answers').hidden = true;
       return;
     }
-    box.textContent = question.reason;
+    // The question in plain words first; the engine's reason (cluster numbers, posteriors) after
+    // it, smaller, for whoever wants to know why it asks.
+    const [headline, what] = question.kind === 'pair'
+      ? ['Same group?', 'Are the two highlighted points in one group?']
+      : ['Which category?', 'Press the number of the highlighted point’s category.'];
+    const strong = document.createElement('strong');
+    strong.textContent = headline;
+    const reason = document.createElement('span');
+    reason.className = 'ask-reason muted small';
+    reason.textContent = `Why asked: ${question.reason}`;
+    box.replaceChildren(strong, ` ${what}`, document.createElement('br'), reason);
     box.dataset.items = question.items.join(',');
     $('#ask-answers').hidden = false;
     $('#ask-same').hidden = question.kind !== 'pair';
     $('#ask-different').hidden = question.kind !== 'pair';
     $('#ask-label-help').hidden = question.kind !== 'item';
+    // The panel sits low in its column: bring the question and its buttons into sight.
+    reveal($('#ask-panel'));
   }
 
   async function next() {

@@ -22,6 +22,7 @@ export function createPalette(categories = []) {
     return colourAt(index);
   };
   // The order the chips are shown in and keys 1–9 pick from: coloured names first, then others.
+  // (The scatterplot page colours its names in creation order first: tools.js, learnCategoryOrder.)
   const names = (known = []) => [...new Set([...categories, ...known])];
   return { colour, names };
 }
@@ -36,7 +37,13 @@ export function renderChips(box, names, colour, onPick, text = (name) => name) {
     button.className = 'chip';
     button.dataset.category = name;
     button.style.borderColor = colour(name);
-    button.textContent = k < 9 ? `${k + 1} ${text(name)}` : text(name);
+    // The key that applies it, as a key cap beside the name; past nine there is no key.
+    if (k < 9) {
+      const key = document.createElement('kbd');
+      key.textContent = String(k + 1);
+      button.append(key, ' ');
+    }
+    button.append(text(name));
     button.addEventListener('click', () => onPick(name));
     box.append(button);
   });

@@ -108,6 +108,9 @@ export class Plot {
         pointSizeSelected: 2,
         pointOutlineWidth: 1,
         lassoClearEvent: 'lassoEnd',
+        // The page's own Esc (workspace.js) deselects; the library's would also fire on an Esc
+        // that cancels typing a category name or closes the shortcut help, and lose the selection.
+        deselectOnEscape: false,
         opacity: 0.85,
       });
     this.renderer = renderer;

@@ -7,7 +7,7 @@
 // editors #run and #cancel-run.
 import { api, apiBinary, parseNpyInt32 } from './api.js';
 import { buildForm } from './schema-form.js';
-import { $, bind, report, status } from './ui.js';
+import { $, bind, report, reveal, status } from './ui.js';
 
 const FINISHED = ['succeeded', 'failed', 'cancelled'];
 // After a `shutdown` event: try again this often (the stream's own retry delay), this long.
@@ -17,6 +17,17 @@ const REFOLLOW_ATTEMPTS = 40;
 // cannot-links, and beats the constrained k-means family on pairs (docs/constraints.md).
 const LINKS_ALGORITHM = 'ppc';
 const LINK_KINDS = ['must_link', 'cannot_link'];
+
+// The page's list of conflicts (both workspaces have #conflicts-box), which sits far down the
+// other panel: scrolled into view and made to pulse (CSS .pointed) so the eye finds it.
+function pointAtConflicts() {
+  const box = $('#conflicts-box');
+  if (!box) return;
+  reveal(box, 'center');
+  box.classList.remove('pointed');
+  void box.offsetWidth; // restarts the pulse when pointed at again
+  box.classList.add('pointed');
+}
 
 // One cluster number per item.
 export async function runLabels(runId) {
@@ -107,6 +118,9 @@ function showResultLine(result) {
 //               algorithm uses any
 //   onBlocked   (conflicts) => …  a run was not asked for because of these (the check above)
 //   onConflicts (conflicts) => …  the server refused a run because of these
+//   showConflicts () => …  point the user at the page's list of conflicts (the "Show conflicts"
+//               button of the note beside Run and Live); by default #conflicts-box is scrolled
+//               into view and highlighted
 //   onRuns      (runs) => …  the list of runs changed
 //   onResult    async ({ run, result, labels }) => …  show a result (before its summary line)
 //   loadLabels  async (runId) => labels  what `labels` is: by default one cluster per item (NPY);
@@ -128,6 +142,7 @@ export function createRunPanel({
   conflicts = () => [],
   onBlocked = () => {},
   onConflicts = () => {},
+  showConflicts = pointAtConflicts,
   onRuns = () => {},
   onResult = () => {},
   loadLabels = runLabels,
@@ -138,6 +153,7 @@ export function createRunPanel({
   runBody = () => ({}),
 }) {
   const chosen = () => state.algorithms.find((a) => a.id === $('#algorithm').value);
+  const isLive = () => Boolean(live && canEdit && $('#live') && $('#live').checked);
   let userChose = false; // the user picked an algorithm or edited a parameter: never switch
 
   // `reason` starts the summary line when the panel chose the algorithm itself.
@@ -177,6 +193,8 @@ export function createRunPanel({
       const blocking = (await conflicts()).filter((c) => c.needs.every((kind) => algorithm.uses.includes(kind)));
       if (blocking.length) {
         onBlocked(blocking);
+        explainRefusal(`the annotations contradict each other (${blocking.length} conflict(s) that `
+          + `${algorithm.name} would use). Undo or fix them${isLive() ? ' and Live runs again' : ''}.`, true);
         status(`The annotations contradict each other (${blocking.length} conflict(s) that `
           + `${algorithm.name} would use); resolve them before running.`, 'error');
         return;
@@ -185,13 +203,37 @@ export function createRunPanel({
         method: 'POST',
         body: { ...runBody(), dataset_id: datasetId, algorithm: $('#algorithm').value, params: { ...state.readParams(), ...overrides } },
       });
+      explainRefusal(null); // it runs
       state.activeRun = run.id;
       state.activeStatus = run.status;
       showProgress(run, state.algorithms);
       follow(run.id);
     } catch (error) {
-      if (error.body && error.body.conflicts) onConflicts(error.body.conflicts);
+      const conflicted = Boolean(error.body && error.body.conflicts);
+      if (conflicted) onConflicts(error.body.conflicts);
+      explainRefusal(error.message, conflicted);
       report(error);
+    }
+  }
+
+  // Why the last run did not start, in a note beside Run and Live (made in bindControls): the
+  // status line under the plot is easily missed, and with Live on the plot would otherwise just
+  // stop following the annotations without a word. `reason` null hides the note.
+  function explainRefusal(reason, conflicted = false) {
+    const note = $('#run-note');
+    if (!note) return;
+    note.hidden = reason === null;
+    if (reason === null) return;
+    const text = document.createElement('span');
+    text.textContent = `${isLive() ? 'Live paused' : 'Not run'}: ${reason}`;
+    note.replaceChildren(text);
+    if (conflicted) {
+      const link = document.createElement('button');
+      link.type = 'button';
+      link.className = 'link';
+      link.textContent = 'Show conflicts';
+      link.addEventListener('click', showConflicts);
+      note.append(' ', link);
     }
   }
 
@@ -313,14 +355,23 @@ export function createRunPanel({
       chooseAlgorithm();
     });
     bind('#params', 'input', () => { userChose = true; });
-    if (live && canEdit) $('#live-box').hidden = false;
+    if (live && canEdit) {
+      $('#live-box').hidden = false;
+      bind('#live', 'change', () => explainRefusal(null)); // a paused Live switched off, or on afresh
+    }
     if (canEdit) {
+      const note = document.createElement('p'); // the shared template has no place for it
+      note.id = 'run-note';
+      note.className = 'run-note small';
+      note.dataset.testid = 'run-note';
+      note.setAttribute('role', 'status');
+      note.hidden = true;
+      $('#run').closest('.row').after(note);
       bind('#run', 'click', () => start());
       bind('#cancel-run', 'click', () => api(`/runs/${state.activeRun}/cancel`, { method: 'POST' }));
     }
     bind('#run-select', 'change', () => $('#run-select').value && showRun(Number($('#run-select').value)));
   }
 
-  const isLive = () => Boolean(live && canEdit && $('#live') && $('#live').checked);
   return { state, loadAlgorithms, loadRuns, resume, showRun, start, bindControls, annotationsChanged, isLive };
 }

@@ -20,3 +20,21 @@ export function bind(selector, event, handler) {
   const element = $(selector);
   if (element) element.addEventListener(event, (e) => Promise.resolve(handler(e)).catch(report));
 }
+
+// Scrolls the panel (the nearest scrolling ancestor) that holds `element` so that it is in
+// sight: 'nearest' moves as little as needed, 'center' centres it. Unlike scrollIntoView it
+// never scrolls the page itself, which would push the workspace's top out of the window.
+export function reveal(element, block = 'nearest') {
+  let box = element.parentElement;
+  while (box && !(box.scrollHeight > box.clientHeight && /auto|scroll/.test(getComputedStyle(box).overflowY))) {
+    box = box.parentElement;
+  }
+  if (!box || box === document.body || box === document.documentElement) return;
+  const inner = element.getBoundingClientRect();
+  const outer = box.getBoundingClientRect();
+  let delta = 0;
+  if (block === 'center') delta = (inner.top + inner.height / 2) - (outer.top + outer.height / 2);
+  else if (inner.top < outer.top) delta = inner.top - outer.top;
+  else if (inner.bottom > outer.bottom) delta = Math.min(inner.bottom - outer.bottom, inner.top - outer.top);
+  box.scrollTop += delta;
+}

@@ -17,7 +17,8 @@ import { acceptSelectedCluster, bindResults, listRuns, renderClusterTable, rende
 import { createRunPanel } from './run-panel.js';
 import { canEdit, datasetId, plot, root, state } from './state.js';
 import {
-  bindTools, categoryByKey, finishBoundary, labelSelection, renderCategories, setMode, setSelection, stopBoundary,
+  bindTools, categoryByKey, finishBoundary, focusFindCategory, labelSelection, learnCategoryOrder, nameCategoryForKey,
+  renderCategories, setMode, setSelection, stopBoundary,
 } from './tools.js';
 import { $, bind, report, status } from './ui.js';
 import { bindView, hideHover, loadView, recolour, showHover } from './view.js';
@@ -42,6 +43,7 @@ const runPanel = createRunPanel({
   },
 });
 
+onSideInformation(learnCategoryOrder); // first: it decides the colours the recolour below uses
 onSideInformation(renderStale);
 onSideInformation(async () => {
   if ($('#color-by').value === 'labels') await recolour();
@@ -51,6 +53,7 @@ onSideInformation(() => state.shownRun && renderClusterTable()); // label counts
 onSideInformation(() => runPanel.annotationsChanged());
 
 function escape() {
+  if ($('#shortcut-help').open) return; // Esc closes the help (the dialog does); keep the selection
   if (state.drawing) stopBoundary();
   else plot.deselect();
 }
@@ -74,7 +77,8 @@ const SHORTCUT_HELP = [
   ['Esc', 'clear the selection, stop drawing a boundary, close this help'],
   ['Ctrl+Enter', 'run the chosen method'],
   ...(canEdit ? [
-    ['1 / 2 / … / 9', 'label the selection with that category (or the asked item)'],
+    ['1 / 2 / … / 9', 'label the selection with that category (or the asked item); a number without a category asks for its name'],
+    ['/', 'find a category by name (past nine categories); Enter labels the selection'],
     ['A', 'label the whole cluster of the selected points (accept the cluster)'],
     ['Enter', 'finish the boundary being drawn'],
     ['S / D', 'answer the asked pair: same / different'],
@@ -86,14 +90,18 @@ const SHORTCUT_HELP = [
 ];
 if (canEdit) {
   for (const key of '123456789') {
-    shortcuts[key] = async () => {
+    shortcuts[key] = async (event) => {
       const name = categoryByKey(key);
-      if (name) {
-        await labelSelection(name);
-        await afterLabel();
+      if (!name) {
+        event.preventDefault(); // the digit must not be typed into the name box that opens
+        nameCategoryForKey(key, afterLabel);
+        return;
       }
+      await labelSelection(name);
+      await afterLabel();
     };
   }
+  shortcuts['/'] = focusFindCategory;
   Object.assign(shortcuts, askShortcuts());
   shortcuts.a = acceptSelectedCluster;
 }
@@ -125,7 +133,8 @@ async function main() {
   bindKeys(shortcuts);
   setMode('pan');
   root.dataset.ready = 'true';
-  status(`${plot.size.toLocaleString()} items. Lasso: switch to Lasso mode or hold Shift and drag.`);
+  const next = canEdit ? '; then press 1 to name a category and label them' : '';
+  status(`${plot.size.toLocaleString()} items. Select: hold Shift and drag a lasso (or Lasso mode)${next}.`);
 }
 
 main().catch(report);
