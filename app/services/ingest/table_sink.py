@@ -27,6 +27,7 @@ from app.services.ingest.appended_rows import (
     keep_for_appends,
     merged_quantiles,
     quantile_points,
+    sorted_quantiles,
 )
 from app.services.ingest.checks import class_sort_key
 from app.services.ingest.wide_pca import OVERSAMPLE, FirstProduct, two_pass_pca
@@ -538,15 +539,15 @@ class TableSink:
     def _statistics(self, variance: NDArray[np.float64]) -> list[dict[str, Any]]:
         moments = self._moments
         assert moments.mean is not None and moments.low is not None and moments.high is not None
-        # Each column sorted once: every quantile below is then a lookup. np.quantile partitions
-        # for each of its levels, and the 3 + 255 levels of an upload's 2^17-row sample took 0.27 s
-        # of a 1M x 20 Parquet upload's 1.1 s; on sorted columns, 0.11 s, the same values. Every
-        # quantile is of one column, so columns are sorted independently.
+        # Each column sorted once (every quantile is of one column): the quantiles below are
+        # then lookups (`sorted_quantiles`, np.quantile's values). np.quantile's partitions for
+        # the 3 + 255 levels of an upload's 2^17-row sample took 0.27 s of a 1M x 20 Parquet
+        # upload's 1.1 s; the sort and lookups take 0.05 s.
         sample = np.sort(self._sample.array(len(self._names)), axis=0)
         quarters = np.array([0.25, 0.5, 0.75])
         earlier = self._earlier
         if earlier is None:
-            quartiles = np.quantile(sample, quarters, axis=0)
+            quartiles = sorted_quantiles(sample, quarters)
             self._quantiles = quantile_points(sample)
         else:
             new = self.n_rows - earlier.n_rows
