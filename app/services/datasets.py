@@ -338,7 +338,7 @@ def refeaturize(
     items by index would point at the wrong ones, so they must be undone first."""
     if dataset.kind != "image":
         raise InvalidInput(f"dataset {dataset.id} is a table; only images are featurized")
-    image = dataset.meta["image"]
+    image = dataset.meta.get("image") or {}  # a collection's image may wait for its file
     try:
         engine_recipe = recipe.recipe()
         chosen_channels(engine_recipe, () if image.get("photo") else image.get("channels") or ())
