@@ -7,7 +7,6 @@ its stored pixels; its pyramid below is written at upload (``slides.py``), and a
 default picture is drawn from it too. A picture small enough to decode gets its pyramid on the
 first tile that needs it, as its picture pyramid would (``deep_zoom.py``)."""
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,13 +16,11 @@ from sqlalchemy.orm import Session
 from app.db.models import Dataset
 from app.engine.image.deep_zoom import DeepZoom, levels
 from app.engine.image.display import ChannelDisplay, halve_channels, render
+from app.services.build_locks import build_lock
 from app.services.errors import NotFound
 from app.services.picture_display import is_measured, picture_planes
 from app.store import chunks, pyramids
 from app.store.dataset_arrays import SLIDE_PIXELS, is_slide
-
-_locks: dict[int, threading.Lock] = {}
-_locks_guard = threading.Lock()
 
 
 def shown_from_channels(dataset: Dataset) -> bool:
@@ -80,9 +77,7 @@ def ensure_channel_pyramid(session: Session, dataset: Dataset) -> None:
     """Build the channels' pyramid if it is not stored (once: a lock per dataset here)."""
     if pyramids.has_levels(session=session, dataset_id=dataset.id, layer=pyramids.CHANNELS):
         return
-    with _locks_guard:
-        lock = _locks.setdefault(dataset.id, threading.Lock())
-    with lock:
+    with build_lock(("channels", dataset.id)):
         session.commit()  # a fresh look: another request may have built it meanwhile
         if pyramids.has_levels(session=session, dataset_id=dataset.id, layer=pyramids.CHANNELS):
             return

@@ -3,12 +3,11 @@ descriptor and PNG tiles, read from pyramids in the array store (`app/store/pyra
 
 A picture's pyramid is built at upload (`add_picture_pyramid`); an image uploaded before
 pyramids existed, and every run's mask, get theirs on the first request that needs it, once
-(a lock per owner in this process; a second server building the same pyramid at the same time
-only wastes the work: the later write replaces the earlier)."""
+(`build_locks.py`: one lock per owner in this process; a second server building the same pyramid
+at the same time only wastes the work: the later write replaces the earlier)."""
 
 import io
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from app.engine.image.deep_zoom import DeepZoom, coloured, levels
 from app.engine.image.display import ChannelDisplay, default_display, render
 from app.engine.image.masks import decode_index_png
 from app.services import channel_tiles, picture_display, slide_masks
+from app.services.build_locks import build_lock
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.image_rows import check_image_taken
 from app.services.stored_image import decoded
@@ -42,14 +42,6 @@ PALETTE = (
 MAX_COLOURS = 1024
 _HEX = re.compile(r"^[0-9a-fA-F]{6}$")
 _TILE = re.compile(r"^(\d{1,6})_(\d{1,6})\.png$")
-
-_locks: dict[tuple[str, int], threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def _lock(owner: tuple[str, int]) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault(owner, threading.Lock())
 
 
 # -- the picture --------------------------------------------------------------------------
@@ -95,7 +87,7 @@ def add_picture_pyramid(
 def _ensure_picture_pyramid(session: Session, dataset: Dataset) -> None:
     if pyramids.has_levels(session=session, dataset_id=dataset.id):
         return
-    with _lock(("dataset", dataset.id)):
+    with build_lock(("dataset", dataset.id)):
         session.commit()  # a fresh look: another request may have built it meanwhile
         if not pyramids.has_levels(session=session, dataset_id=dataset.id):
             add_picture_pyramid(session=session, dataset=dataset)
@@ -214,7 +206,7 @@ def _mask_zoom(session: Session, run: Run) -> DeepZoom:
 def _ensure_mask_pyramid(session: Session, run: Run, zoom: DeepZoom) -> None:
     if pyramids.has_levels(session=session, run_id=run.id):
         return
-    with _lock(("run", run.id)):
+    with build_lock(("run", run.id)):
         session.commit()
         if not pyramids.has_levels(session=session, run_id=run.id):
             mask_png = session.scalar(select(RunResult.mask).where(RunResult.run_id == run.id))

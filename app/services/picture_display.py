@@ -80,10 +80,6 @@ def saved(session: Session, dataset: Dataset, user: User) -> tuple[ChannelDispla
         return None
 
 
-def current(session: Session, dataset: Dataset, user: User) -> tuple[ChannelDisplay, ...]:
-    return saved(session, dataset, user) or defaults(session, dataset)
-
-
 def save(session: Session, dataset: Dataset, user: User, display: Sequence[ChannelDisplay]) -> None:
     rows = as_json(display)
     row = session.get(DisplaySetting, (dataset.id, user.id))
